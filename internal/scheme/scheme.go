@@ -1,0 +1,29 @@
+// Package scheme builds the runtime.Scheme every client of this controller
+// uses: the core Kubernetes types plus Karpenter's karpenter.sh/v1 NodePool
+// and NodeClaim, the API contract this controller is written against.
+package scheme
+
+import (
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+)
+
+// KarpenterV1 is the group/version whose nodepools and nodeclaims the
+// controller reads and writes (§5.1: the compatibility contract).
+var KarpenterV1 = schema.GroupVersion{Group: "karpenter.sh", Version: "v1"}
+
+// New returns a fresh scheme with every type the controller handles.
+func New() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		return nil, fmt.Errorf("adding core types to scheme: %w", err)
+	}
+	s.AddKnownTypes(KarpenterV1, &karpv1.NodePool{}, &karpv1.NodePoolList{}, &karpv1.NodeClaim{}, &karpv1.NodeClaimList{})
+	metav1.AddToGroupVersion(s, KarpenterV1)
+	return s, nil
+}

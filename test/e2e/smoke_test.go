@@ -1,0 +1,182 @@
+//go:build e2e
+
+package e2e_test
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+)
+
+// The smoke proves the test world behaves like a cluster running Karpenter:
+// provisioning for pending pods, a voluntary NodeClaim delete drained through
+// the Eviction API with a PDB respected, and a node provisioned for a
+// negative-priority, never-preempting pod — the placeholder's shape (§3.3).
+var _ = Describe("the local cluster", Label("smoke"), Ordered, func() {
+	const pool = "smoke"
+	ctx := context.Background()
+	ns := fmt.Sprintf("smoke-%d", time.Now().Unix())
+	app := map[string]string{"app": "smoke"}
+
+	BeforeAll(func() {
+		Expect(kube.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+		Expect(kube.Create(ctx, smokeNodePool(pool))).To(Succeed())
+		DeferCleanup(func() {
+			_ = kube.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+			_ = kube.Delete(ctx, &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: pool}})
+			_ = kube.Delete(ctx, &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "smoke-placeholder"}})
+			Eventually(func() []karpv1.NodeClaim { return claimsOf(ctx, pool) }).
+				WithTimeout(2 * time.Minute).Should(BeEmpty())
+		})
+	})
+
+	It("provisions a node for pods that fit no node", func() {
+		start := time.Now()
+		Expect(kube.Create(ctx, &policyv1.PodDisruptionBudget{
+			ObjectMeta: metav1.ObjectMeta{Name: "smoke", Namespace: ns},
+			Spec: policyv1.PodDisruptionBudgetSpec{
+				MaxUnavailable: ptr.To(intstr.FromInt32(1)),
+				Selector:       &metav1.LabelSelector{MatchLabels: app},
+			},
+		})).To(Succeed())
+		Expect(kube.Create(ctx, smokeDeployment(ns, pool, app))).To(Succeed())
+		Eventually(func() int { return len(claimsOf(ctx, pool)) }).WithTimeout(time.Minute).Should(BeNumerically(">=", 1))
+		GinkgoWriter.Printf("first NodeClaim after %s\n", time.Since(start).Round(10*time.Millisecond))
+		Eventually(func() int { return healthyPods(ctx, ns, app) }).WithTimeout(2 * time.Minute).Should(Equal(3))
+		GinkgoWriter.Printf("3 pods Ready after %s\n", time.Since(start).Round(10*time.Millisecond))
+	})
+
+	It("drains a deleted NodeClaim through evictions, respecting the PDB", func() {
+		claims := claimsOf(ctx, pool)
+		Expect(claims).NotTo(BeEmpty())
+		victim := claims[0]
+		start := time.Now()
+		Expect(kube.Delete(ctx, &victim)).To(Succeed())
+
+		minHealthy := 3
+		Eventually(func() bool {
+			if h := healthyPods(ctx, ns, app); h < minHealthy {
+				minHealthy = h
+			}
+			err := kube.Get(ctx, client.ObjectKeyFromObject(&victim), &karpv1.NodeClaim{})
+			return apierrors.IsNotFound(err)
+		}).WithTimeout(3 * time.Minute).WithPolling(100 * time.Millisecond).Should(BeTrue())
+		GinkgoWriter.Printf("NodeClaim %s drained and gone after %s (lowest healthy count %d)\n",
+			victim.Name, time.Since(start).Round(10*time.Millisecond), minHealthy)
+		Expect(minHealthy).To(BeNumerically(">=", 2), "the PDB allows at most one unavailable pod")
+		Eventually(func() int { return healthyPods(ctx, ns, app) }).WithTimeout(2 * time.Minute).Should(Equal(3))
+		pods := &corev1.PodList{}
+		Expect(kube.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels(app))).To(Succeed())
+		for _, p := range pods.Items {
+			Expect(p.Spec.NodeName).NotTo(Equal(victim.Status.NodeName))
+		}
+	})
+
+	It("provisions a node for a negative-priority pod that never preempts", func() {
+		Expect(kube.Create(ctx, &schedulingv1.PriorityClass{
+			ObjectMeta:       metav1.ObjectMeta{Name: "smoke-placeholder"},
+			Value:            -10,
+			PreemptionPolicy: ptr.To(corev1.PreemptNever),
+		})).To(Succeed())
+		before := len(claimsOf(ctx, pool))
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "placeholder", Namespace: ns},
+			Spec: corev1.PodSpec{
+				PriorityClassName: "smoke-placeholder",
+				NodeSelector:      map[string]string{karpv1.NodePoolLabelKey: pool},
+				Containers: []corev1.Container{{
+					Name: "pause", Image: "registry.k8s.io/pause:3.10",
+					Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("6")}},
+				}},
+			},
+		}
+		Expect(kube.Create(ctx, pod)).To(Succeed())
+		Eventually(func() corev1.PodPhase {
+			_ = kube.Get(ctx, client.ObjectKeyFromObject(pod), pod)
+			return pod.Status.Phase
+		}).WithTimeout(2 * time.Minute).Should(Equal(corev1.PodRunning))
+		Expect(len(claimsOf(ctx, pool))).To(BeNumerically(">", before))
+		Expect(*pod.Spec.PreemptionPolicy).To(Equal(corev1.PreemptNever))
+		Expect(*pod.Spec.Priority).To(BeNumerically("==", -10))
+	})
+})
+
+func smokeNodePool(name string) *karpv1.NodePool {
+	return &karpv1.NodePool{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: karpv1.NodePoolSpec{
+			Template: karpv1.NodeClaimTemplate{Spec: karpv1.NodeClaimTemplateSpec{
+				NodeClassRef: &karpv1.NodeClassReference{Group: "karpenter.kwok.sh", Kind: "KWOKNodeClass", Name: "default"},
+				Requirements: []karpv1.NodeSelectorRequirementWithMinValues{
+					{Key: corev1.LabelOSStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"linux"}},
+					{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64"}},
+					{Key: karpv1.CapacityTypeLabelKey, Operator: corev1.NodeSelectorOpIn, Values: []string{karpv1.CapacityTypeOnDemand}},
+					{Key: "karpenter.kwok.sh/instance-cpu", Operator: corev1.NodeSelectorOpIn, Values: []string{"8"}},
+				},
+				ExpireAfter: karpv1.MustParseNillableDuration("Never"),
+			}},
+			// No consolidation during the smoke: only the test removes nodes.
+			Disruption: karpv1.Disruption{ConsolidateAfter: karpv1.MustParseNillableDuration("Never"), ConsolidationPolicy: karpv1.ConsolidationPolicyWhenEmpty},
+			Limits:     karpv1.Limits{corev1.ResourceCPU: resource.MustParse("64")},
+		},
+	}
+}
+
+func smokeDeployment(ns, pool string, app map[string]string) *appsv1.Deployment {
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "smoke", Namespace: ns},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(int32(3)),
+			Selector: &metav1.LabelSelector{MatchLabels: app},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: app},
+				Spec: corev1.PodSpec{
+					NodeSelector: map[string]string{karpv1.NodePoolLabelKey: pool},
+					Containers: []corev1.Container{{
+						Name: "app", Image: "registry.k8s.io/pause:3.10",
+						Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1500m")}},
+					}},
+				},
+			},
+		},
+	}
+}
+
+func claimsOf(ctx context.Context, pool string) []karpv1.NodeClaim {
+	list := &karpv1.NodeClaimList{}
+	Expect(kube.List(ctx, list, client.MatchingLabels{karpv1.NodePoolLabelKey: pool})).To(Succeed())
+	return list.Items
+}
+
+// healthyPods counts pods the disruption controller would count as healthy:
+// Ready and not terminating.
+func healthyPods(ctx context.Context, ns string, labels map[string]string) int {
+	pods := &corev1.PodList{}
+	Expect(kube.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels(labels))).To(Succeed())
+	n := 0
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+				n++
+			}
+		}
+	}
+	return n
+}

@@ -1,0 +1,210 @@
+#!/usr/bin/env bash
+# A local Kubernetes cluster for end-to-end tests, on loopback only: etcd,
+# kube-apiserver, kube-controller-manager, kube-scheduler, kwok (fake nodes and
+# pods) and Karpenter running its kwok cloud provider. Every process is started
+# from the binaries test/world/testbin.sh builds, records its PID in the run
+# directory, and is stopped by that PID.
+#
+# Usage: test/world/cluster.sh up|down|status|kubeconfig
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+run=${NRC_CLUSTER_DIR:-${TMPDIR:-/tmp}/node-rotation-controller/cluster}
+pki="$run/pki" pids="$run/pids" logs="$run/logs"
+kubeconfig="$run/admin.kubeconfig"
+
+ETCD_PORT=${ETCD_PORT:-23790}
+ETCD_PEER_PORT=${ETCD_PEER_PORT:-23800}
+APISERVER_PORT=${APISERVER_PORT:-16443}
+KCM_PORT=${KCM_PORT:-10357}
+SCHEDULER_PORT=${SCHEDULER_PORT:-10359}
+KWOK_PORT=${KWOK_PORT:-10347}
+KARPENTER_METRICS_PORT=${KARPENTER_METRICS_PORT:-18080}
+KARPENTER_HEALTH_PORT=${KARPENTER_HEALTH_PORT:-18081}
+
+# Order matters: up starts in this order, down stops in reverse.
+components=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok karpenter)
+
+log() { printf '[cluster %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+die() { log "ERROR: $*"; exit 1; }
+
+alive() { local f="$pids/$1"; [ -f "$f" ] && kill -0 "$(cat "$f")" 2>/dev/null; }
+
+# start NAME CMD...: runs CMD in its own session, logs to logs/NAME.log.
+start() {
+  local name=$1; shift
+  setsid "$@" >"$logs/$name.log" 2>&1 </dev/null &
+  echo $! >"$pids/$name"
+  log "$name started (pid $!, log $logs/$name.log)"
+}
+
+# wait_for WHAT SECONDS CMD...: polls CMD until it succeeds.
+wait_for() {
+  local what=$1 secs=$2; shift 2
+  local deadline=$((SECONDS + secs))
+  until "$@" >/dev/null 2>&1; do
+    [ $SECONDS -lt $deadline ] || die "$what not ready after ${secs}s (see $logs)"
+    for c in "${components[@]}"; do
+      if [ -f "$pids/$c" ] && ! alive "$c"; then die "$c exited; last lines of its log:
+$(tail -n 20 "$logs/$c.log")"; fi
+    done
+    sleep 0.5
+  done
+  log "$what ready"
+}
+
+ensure_tools() {
+  local missing=()
+  for t in openssl curl setsid; do command -v "$t" >/dev/null || missing+=("$t"); done
+  [ ${#missing[@]} -eq 0 ] && return
+  log "installing ${missing[*]} with apt-get"
+  apt-get update -qq && apt-get install -y -qq openssl curl util-linux >/dev/null
+}
+
+make_pki() {
+  [ -f "$pki/admin.crt" ] && return
+  mkdir -p "$pki"
+  log "generating a throwaway CA, serving, admin and service-account keys in $pki"
+  (
+    cd "$pki"
+    openssl req -x509 -newkey rsa:2048 -nodes -days 30 -subj "/CN=nrc-test-ca" -keyout ca.key -out ca.crt 2>/dev/null
+    cat >serving.ext <<EXT
+subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc
+extendedKeyUsage=serverAuth
+EXT
+    openssl req -newkey rsa:2048 -nodes -subj "/CN=kube-apiserver" -keyout serving.key -out serving.csr 2>/dev/null
+    openssl x509 -req -in serving.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 30 -extfile serving.ext -out serving.crt 2>/dev/null
+    echo "extendedKeyUsage=clientAuth" >client.ext
+    openssl req -newkey rsa:2048 -nodes -subj "/CN=nrc-admin/O=system:masters" -keyout admin.key -out admin.csr 2>/dev/null
+    openssl x509 -req -in admin.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 30 -extfile client.ext -out admin.crt 2>/dev/null
+    openssl genrsa -out sa.key 2048 2>/dev/null
+    openssl rsa -in sa.key -pubout -out sa.pub 2>/dev/null
+  )
+}
+
+write_kubeconfig() {
+  cat >"$kubeconfig" <<KC
+apiVersion: v1
+kind: Config
+clusters:
+- name: nrc
+  cluster:
+    server: https://127.0.0.1:$APISERVER_PORT
+    certificate-authority: $pki/ca.crt
+users:
+- name: nrc-admin
+  user:
+    client-certificate: $pki/admin.crt
+    client-key: $pki/admin.key
+contexts:
+- name: nrc
+  context: {cluster: nrc, user: nrc-admin}
+current-context: nrc
+KC
+}
+
+apiserver_ready() {
+  curl -sf --cacert "$pki/ca.crt" --cert "$pki/admin.crt" --key "$pki/admin.key" \
+    "https://127.0.0.1:$APISERVER_PORT/readyz" | grep -q ok
+}
+
+install_crds() {
+  local kdir
+  kdir=$(cd "$repo" && go list -m -f '{{.Dir}}' sigs.k8s.io/karpenter)
+  log "installing Karpenter CRDs from $kdir"
+  "$bin/kubectl" --kubeconfig "$kubeconfig" apply --server-side \
+    -f "$kdir/pkg/apis/crds/" -f "$kdir/kwok/apis/crds/" >/dev/null
+  "$bin/kubectl" --kubeconfig "$kubeconfig" wait --for condition=Established --timeout=60s \
+    crd/nodepools.karpenter.sh crd/nodeclaims.karpenter.sh crd/kwoknodeclasses.karpenter.kwok.sh >/dev/null
+  "$bin/kubectl" --kubeconfig "$kubeconfig" apply -f - >/dev/null <<NC
+apiVersion: karpenter.kwok.sh/v1alpha1
+kind: KWOKNodeClass
+metadata:
+  name: default
+NC
+}
+
+up() {
+  ensure_tools
+  "$here/testbin.sh" cluster
+  bin=$("$here/testbin.sh" path)
+  stages=$(dirname "$bin")/kwok-stages
+  if alive kube-apiserver; then log "already running; kubeconfig: $kubeconfig"; echo "$kubeconfig"; return; fi
+  local t0=$SECONDS
+  mkdir -p "$pids" "$logs"
+  make_pki
+  write_kubeconfig
+
+  start etcd "$bin/etcd" --name=nrc --data-dir="$run/etcd" --unsafe-no-fsync \
+    --listen-client-urls="http://127.0.0.1:$ETCD_PORT" --advertise-client-urls="http://127.0.0.1:$ETCD_PORT" \
+    --listen-peer-urls="http://127.0.0.1:$ETCD_PEER_PORT" --initial-advertise-peer-urls="http://127.0.0.1:$ETCD_PEER_PORT" \
+    --initial-cluster="nrc=http://127.0.0.1:$ETCD_PEER_PORT"
+  wait_for etcd 60 curl -sf "http://127.0.0.1:$ETCD_PORT/health"
+
+  # --endpoint-reconciler-type=none: a 127.0.0.1 advertise address is
+  # rejected for the kubernetes Endpoints object.
+  start kube-apiserver "$bin/kube-apiserver" --etcd-servers="http://127.0.0.1:$ETCD_PORT" \
+    --bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port="$APISERVER_PORT" \
+    --tls-cert-file="$pki/serving.crt" --tls-private-key-file="$pki/serving.key" --client-ca-file="$pki/ca.crt" \
+    --service-account-key-file="$pki/sa.pub" --service-account-signing-key-file="$pki/sa.key" \
+    --service-account-issuer=https://kubernetes.default.svc --service-cluster-ip-range=10.96.0.0/24 \
+    --authorization-mode=Node,RBAC --endpoint-reconciler-type=none --allow-privileged=true
+  wait_for kube-apiserver 120 apiserver_ready
+
+  local common=(--kubeconfig="$kubeconfig" --authentication-kubeconfig="$kubeconfig"
+    --authorization-kubeconfig="$kubeconfig" --bind-address=127.0.0.1 --leader-elect=false)
+  start kube-controller-manager "$bin/kube-controller-manager" "${common[@]}" --secure-port="$KCM_PORT" \
+    --use-service-account-credentials --service-account-private-key-file="$pki/sa.key" \
+    --root-ca-file="$pki/ca.crt" --controllers='*'
+  start kube-scheduler "$bin/kube-scheduler" "${common[@]}" --secure-port="$SCHEDULER_PORT"
+
+  install_crds
+
+  start kwok "$bin/kwok" --kubeconfig="$kubeconfig" --manage-all-nodes=false \
+    --manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake \
+    --server-address="127.0.0.1:$KWOK_PORT" --node-ip=127.0.0.1 \
+    $(for f in "$stages"/*.yaml; do printf -- '--config=%s ' "$f"; done)
+
+  start karpenter env KUBECONFIG="$kubeconfig" DISABLE_LEADER_ELECTION=true SYSTEM_NAMESPACE=kube-system \
+    METRICS_PORT="$KARPENTER_METRICS_PORT" HEALTH_PROBE_PORT="$KARPENTER_HEALTH_PORT" \
+    BATCH_IDLE_DURATION=1s BATCH_MAX_DURATION=5s LOG_LEVEL=info "$bin/karpenter-kwok"
+  wait_for karpenter 120 curl -sf "http://127.0.0.1:$KARPENTER_HEALTH_PORT/readyz"
+
+  log "cluster up in $((SECONDS - t0))s"
+  log "kubeconfig: $kubeconfig"
+  echo "$kubeconfig"
+}
+
+down() {
+  local i
+  for ((i = ${#components[@]} - 1; i >= 0; i--)); do
+    local c=${components[$i]} f="$pids/${components[$i]}"
+    [ -f "$f" ] || continue
+    local pid
+    pid=$(cat "$f")
+    if kill -0 "$pid" 2>/dev/null; then
+      kill "$pid" 2>/dev/null || true
+      for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
+      kill -0 "$pid" 2>/dev/null && { log "$c (pid $pid) ignored SIGTERM; killing"; kill -9 "$pid" 2>/dev/null || true; }
+      log "$c stopped (pid $pid)"
+    fi
+    rm -f "$f"
+  done
+  rm -rf "$run/etcd"
+  log "cluster down (logs kept in $logs)"
+}
+
+status() {
+  for c in "${components[@]}"; do
+    if alive "$c"; then echo "$c running (pid $(cat "$pids/$c"))"; else echo "$c stopped"; fi
+  done
+}
+
+case "${1:-}" in
+  up) up ;;
+  down) down ;;
+  status) status ;;
+  kubeconfig) echo "$kubeconfig" ;;
+  *) echo "usage: $0 up|down|status|kubeconfig" >&2; exit 2 ;;
+esac

@@ -1,0 +1,149 @@
+#!/usr/bin/env bash
+# Builds the binaries of the test world (etcd, the Kubernetes control plane,
+# kubectl, kwok and Karpenter's kwok provider) from Go modules into a cache
+# outside the repository. Nothing here downloads a prebuilt binary: everything
+# comes through the Go module proxy and is compiled on this machine.
+#
+# Usage: test/world/testbin.sh [envtest|cluster|all|path]
+#   envtest  etcd + kube-apiserver (what `make test` needs)
+#   cluster  everything the local e2e cluster needs (default: all)
+#   path     print the bin directory and exit
+#
+# The cache is keyed by versions and every binary carries a version stamp, so a
+# second run (or another checkout on the same machine) reuses what is there.
+set -euo pipefail
+
+K8S_VERSION=${K8S_VERSION:-1.35.4}
+ETCD_VERSION=${ETCD_VERSION:-3.6.16}
+KWOK_VERSION=${KWOK_VERSION:-0.8.0}
+KARPENTER_VERSION=${KARPENTER_VERSION:-1.13.0}
+
+key="k8s-${K8S_VERSION}_etcd-${ETCD_VERSION}_kwok-${KWOK_VERSION}_karpenter-${KARPENTER_VERSION}"
+root=${NRC_TESTBIN_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/node-rotation-controller/$key}
+bin="$root/bin"
+work="$root/work"
+mkdir -p "$bin" "$work"
+
+export GOFLAGS="-mod=mod -buildvcs=false"
+export CGO_ENABLED=0
+unset GOTOOLCHAIN 2>/dev/null || true
+
+log() { printf '[testbin %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+
+# fresh NAME VERSION: true when $bin/NAME exists with a matching stamp.
+fresh() { [ -x "$bin/$1" ] && [ "$(cat "$bin/.$1.version" 2>/dev/null)" = "$2" ]; }
+stamp() { echo "$2" > "$bin/.$1.version"; }
+
+# gobuild NAME VERSION DIR PKG [LDFLAGS]: one go build at a time, niced.
+gobuild() {
+  local name=$1 version=$2 dir=$3 pkg=$4 ldflags=${5:-}
+  if fresh "$name" "$version"; then log "$name $version: cached"; return; fi
+  log "$name $version: building $pkg (this can take minutes on a cold cache)"
+  local t0=$SECONDS
+  (cd "$dir" && nice -n 10 go build -trimpath -ldflags "-s -w $ldflags" -o "$bin/$name.tmp" "$pkg")
+  mv "$bin/$name.tmp" "$bin/$name"
+  stamp "$name" "$version"
+  log "$name $version: built in $((SECONDS - t0))s"
+}
+
+etcd() {
+  fresh etcd "$ETCD_VERSION" && fresh etcdctl "$ETCD_VERSION" && { log "etcd $ETCD_VERSION: cached"; return; }
+  # `go install etcd@version` is refused (replace directives in its go.mod), so
+  # a throwaway main module requires the server and etcdctl modules instead.
+  local d="$work/etcd-$ETCD_VERSION"
+  mkdir -p "$d"
+  if [ ! -f "$d/go.mod" ]; then
+    (cd "$d" && go mod init testbin/etcd >/dev/null 2>&1 &&
+      go get "go.etcd.io/etcd/server/v3@v$ETCD_VERSION" "go.etcd.io/etcd/etcdctl/v3@v$ETCD_VERSION" >/dev/null 2>&1)
+  fi
+  gobuild etcd "$ETCD_VERSION" "$d" go.etcd.io/etcd/server/v3
+  gobuild etcdctl "$ETCD_VERSION" "$d" go.etcd.io/etcd/etcdctl/v3
+}
+
+kube_module() {
+  # A throwaway main module requiring k8s.io/kubernetes with every staging
+  # module it replaces locally pinned to the published v0.x of the same minor.
+  local d="$work/kubernetes-$K8S_VERSION"
+  if [ -f "$d/.ready" ]; then echo "$d"; return; fi
+  mkdir -p "$d"
+  local modfile
+  modfile=$(cd "$d" && go mod download -json "k8s.io/kubernetes@v$K8S_VERSION" | sed -n 's/.*"GoMod": "\(.*\)".*/\1/p')
+  {
+    echo "module testbin/kubernetes"
+    echo
+    grep -E '^(go|godebug) ' "$modfile"
+    echo
+    echo "require k8s.io/kubernetes v$K8S_VERSION"
+    echo
+    echo "replace ("
+    sed -n '/^replace (/,/^)/p' "$modfile" | grep -oE 'k8s.io/[a-z0-9-]+ =>' | sed 's/ =>//' |
+      while read -r m; do echo "	$m => $m v0.${K8S_VERSION#1.}"; done
+    echo ")"
+  } > "$d/go.mod"
+  (cd "$d" && go mod download k8s.io/kubernetes >/dev/null 2>&1 || true)
+  touch "$d/.ready"
+  echo "$d"
+}
+
+kube() {
+  local want=("$@") missing=()
+  for b in "${want[@]}"; do fresh "$b" "$K8S_VERSION" || missing+=("$b"); done
+  if [ ${#missing[@]} -eq 0 ]; then log "${want[*]} $K8S_VERSION: cached"; return; fi
+  local d minor=${K8S_VERSION#1.}
+  d=$(kube_module)
+  minor=${minor%%.*}
+  local ld=""
+  for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    ld+=" -X $p.gitVersion=v$K8S_VERSION -X $p.gitMajor=1 -X $p.gitMinor=$minor -X $p.gitTreeState=clean"
+  done
+  for b in "${missing[@]}"; do
+    gobuild "$b" "$K8S_VERSION" "$d" "k8s.io/kubernetes/cmd/$b" "$ld"
+  done
+}
+
+kwok() {
+  local d="$work/kwok-$KWOK_VERSION"
+  mkdir -p "$d"
+  if [ ! -f "$d/go.mod" ]; then
+    (cd "$d" && go mod init testbin/kwok >/dev/null 2>&1 && go get "sigs.k8s.io/kwok@v$KWOK_VERSION" >/dev/null 2>&1)
+  fi
+  gobuild kwok "$KWOK_VERSION" "$d" sigs.k8s.io/kwok/cmd/kwok
+  # The Stage definitions that make fake nodes and pods behave (ready,
+  # heartbeat, completion, deletion) ship inside the module.
+  local src
+  src=$(cd "$d" && go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)
+  # Node: initialize + heartbeat with a Lease; pods: ready, complete, and
+  # delete (without pod-delete, evicted pods hang in Terminating).
+  mkdir -p "$root/kwok-stages"
+  for s in node/fast/node-initialize node/heartbeat-with-lease/node-heartbeat-with-lease \
+           pod/fast/pod-ready pod/fast/pod-complete pod/fast/pod-delete; do
+    install -m 0644 "$src/kustomize/stage/$s.yaml" "$root/kwok-stages/${s##*/}.yaml"
+  done
+}
+
+karpenter() {
+  fresh karpenter-kwok "$KARPENTER_VERSION-loopback" && { log "karpenter-kwok $KARPENTER_VERSION: cached"; return; }
+  # Karpenter binds its metrics and health listeners to ":port" with no host
+  # option; a copy of the module whose operator binds 127.0.0.1 keeps every
+  # listener of the test world on loopback.
+  local d="$work/karpenter-$KARPENTER_VERSION"
+  if [ ! -f "$d/.patched" ]; then
+    local src
+    src=$(cd "$work" && go mod download -json "sigs.k8s.io/karpenter@v$KARPENTER_VERSION" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
+    rm -rf "$d" && cp -r "$src" "$d" && chmod -R u+w "$d"
+    local n
+    n=$(grep -c 'fmt.Sprintf(":%d"' "$d/pkg/operator/operator.go" || true)
+    [ "$n" = 2 ] || { log "karpenter: expected 2 listener formats in operator.go, found $n"; exit 1; }
+    sed -i 's/fmt.Sprintf(":%d"/fmt.Sprintf("127.0.0.1:%d"/g' "$d/pkg/operator/operator.go"
+    touch "$d/.patched"
+  fi
+  gobuild karpenter-kwok "$KARPENTER_VERSION-loopback" "$d" ./kwok
+}
+
+case "${1:-all}" in
+  path) echo "$bin" ;;
+  envtest) etcd; kube kube-apiserver ;;
+  cluster|all) etcd; kube kube-apiserver kube-controller-manager kube-scheduler kubectl; kwok; karpenter ;;
+  *) echo "usage: $0 [envtest|cluster|all|path]" >&2; exit 2 ;;
+esac
+[ "${1:-all}" = path ] || log "binaries ready in $bin"
