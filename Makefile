@@ -51,12 +51,12 @@ cluster-down: ## stop the local e2e cluster by recorded PIDs
 
 cluster-smoke: ## prove the local cluster provisions, drains and surges
 	@echo "==> cluster smoke"
-	KUBECONFIG=$$($(CLUSTER) kubeconfig) $(GO) test -count=1 -tags e2e ./test/e2e/ -ginkgo.label-filter=smoke -ginkgo.v
+	KUBECONFIG=$$($(CLUSTER) kubeconfig) $(GO) test -count=1 -v -tags e2e ./test/e2e/ -ginkgo.label-filter=smoke -ginkgo.v
 
 test-e2e: ## bring the cluster up, run the e2e suite, bring it down
 	@echo "==> e2e"
 	$(CLUSTER) up
-	rc=0; KUBECONFIG=$$($(CLUSTER) kubeconfig) $(GO) test -count=1 -timeout 30m -tags e2e ./test/e2e/ -ginkgo.v || rc=$$?; \
+	rc=0; KUBECONFIG=$$($(CLUSTER) kubeconfig) $(GO) test -count=1 -v -timeout 30m -tags e2e ./test/e2e/ -ginkgo.v || rc=$$?; \
 	  $(CLUSTER) down; exit $$rc
 
 clean: ## stop the cluster; the binary cache is kept

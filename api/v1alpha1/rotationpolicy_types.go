@@ -1,0 +1,220 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// RotationPolicy governs the graceful rotation of the NodePools its
+// nodePoolSelector selects (§5.4). The most specific selector wins a pool;
+// an equal-specificity tie is a conflict and that pool is not rotated.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:scope=Cluster,shortName=rotpol,categories=noderotation
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Matched",type=integer,JSONPath=`.status.matchedNodePools`
+// +kubebuilder:printcolumn:name="Rotating",type=integer,JSONPath=`.status.rotatingNodePools`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type RotationPolicy struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +kubebuilder:default={}
+	Spec   RotationPolicySpec   `json:"spec"`
+	Status RotationPolicyStatus `json:"status,omitempty"`
+}
+
+// RotationPolicySpec is the configuration an operator authors.
+type RotationPolicySpec struct {
+	// nodePoolSelector selects the governed NodePools by their labels. Its
+	// specificity is the number of matchLabels plus matchExpressions entries;
+	// an empty selector selects every NodePool with specificity 0 and loses
+	// to any keyed selector.
+	// +optional
+	NodePoolSelector metav1.LabelSelector `json:"nodePoolSelector,omitempty"`
+
+	// ageThreshold is "auto" (derived: expireAfter − (minRotationChances·P +
+	// t_rot), DESIGN.md §3) or a Go duration that overrides the derivation.
+	// +kubebuilder:default=auto
+	// +kubebuilder:validation:XValidation:rule="self == 'auto' || self.matches('^([0-9]+(\\\\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$')",message="ageThreshold must be \"auto\" or a Go duration such as 120h"
+	// +kubebuilder:validation:XValidation:rule="self == 'auto' || !self.matches('^([0-9]+(\\\\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$') || duration(self) > duration('0s')",message="ageThreshold must be greater than 0"
+	// +optional
+	AgeThreshold string `json:"ageThreshold,omitempty"`
+
+	// minRotationChances (K) is how many window occurrences each node is
+	// guaranteed before its deadline; the floor is 1, 2 or more is advised.
+	// +kubebuilder:default=2
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	MinRotationChances int32 `json:"minRotationChances,omitempty"`
+
+	// maintenanceWindows gate rotation starts; the effective window is the
+	// union of the entries. An in-flight rotation finishes past a window's end.
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	// +optional
+	MaintenanceWindows []MaintenanceWindow `json:"maintenanceWindows,omitempty"`
+
+	// surge configures the make-before-break replacement.
+	// +kubebuilder:default={}
+	// +optional
+	Surge SurgeSpec `json:"surge,omitempty"`
+
+	// prePull is reserved for v2 and must stay disabled in v1alpha1.
+	// +optional
+	PrePull PrePullSpec `json:"prePull,omitempty"`
+}
+
+// Weekday is a day of the week in a maintenance window.
+// +kubebuilder:validation:Enum=Mon;Tue;Wed;Thu;Fri;Sat;Sun
+type Weekday string
+
+// MaintenanceWindow is one recurring window: on each listed day, from start
+// to end in timezone. An entry whose end is not after its start crosses
+// midnight into the next day; "24:00" ends at the next midnight.
+type MaintenanceWindow struct {
+	// timezone is an IANA time zone name, e.g. "Asia/Tokyo" or "UTC". A name
+	// the controller cannot load turns the policy's Ready condition to Invalid.
+	// +kubebuilder:validation:MinLength=1
+	Timezone string `json:"timezone"`
+
+	// days the window opens on (the day its start falls on).
+	// +listType=set
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=7
+	Days []Weekday `json:"days"`
+
+	// start is the local opening time, "HH:MM".
+	// +kubebuilder:validation:Pattern=`^([01][0-9]|2[0-3]):[0-5][0-9]$`
+	Start string `json:"start"`
+
+	// end is the local closing time, "HH:MM" or "24:00".
+	// +kubebuilder:validation:Pattern=`^(([01][0-9]|2[0-3]):[0-5][0-9]|24:00)$`
+	End string `json:"end"`
+}
+
+// SurgeSpec configures the placeholder surge and its timing.
+type SurgeSpec struct {
+	// maxUnavailable is the number of rotations in flight per NodePool; v1 is
+	// fixed at 1.
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1
+	// +optional
+	MaxUnavailable int32 `json:"maxUnavailable,omitempty"`
+
+	// readyTimeout bounds how long the surge may take to become ready before
+	// the attempt is rolled back. Must be greater than 0.
+	// +kubebuilder:default="15m"
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]+(\\\\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$') || duration(self) > duration('0s')",message="readyTimeout must be greater than 0"
+	// +optional
+	ReadyTimeout string `json:"readyTimeout,omitempty"`
+
+	// cooldownAfter is gate A: the settle time after a successful rotation
+	// before the pool starts the next one. May be 0.
+	// +kubebuilder:default="10m"
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	// +optional
+	CooldownAfter string `json:"cooldownAfter,omitempty"`
+
+	// failurePause is gate B: the pool-wide pause after a failed attempt.
+	// Unset means max(10m, cooldownAfter).
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	// +optional
+	FailurePause string `json:"failurePause,omitempty"`
+
+	// drainEstimate is the expected drain time, used only by the layer-2
+	// throughput forecast. Unset means min(terminationGracePeriod, 10m).
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	// +optional
+	DrainEstimate string `json:"drainEstimate,omitempty"`
+
+	// provisioningEstimate is the expected time to a ready surge node, used
+	// only by the layer-2 forecast. Unset means min(readyTimeout, 5m).
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	// +optional
+	ProvisioningEstimate string `json:"provisioningEstimate,omitempty"`
+
+	// retryBackoff is the base wait before a failed claim is retried; it
+	// doubles per retry up to 8×. Must be greater than 0.
+	// +kubebuilder:default="30m"
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]+(\\\\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$') || duration(self) > duration('0s')",message="retryBackoff must be greater than 0"
+	// +optional
+	RetryBackoff string `json:"retryBackoff,omitempty"`
+
+	// matchNodeRequirements lists the node label keys the placeholder
+	// replicates from the old node.
+	// +kubebuilder:default={}
+	// +optional
+	MatchNodeRequirements MatchNodeRequirements `json:"matchNodeRequirements,omitempty"`
+
+	// forcefulFallback opts into the surge-less rotation of a claim too close
+	// to its deadline for a surge to finish (DESIGN.md §5).
+	// +optional
+	ForcefulFallback ForcefulFallback `json:"forcefulFallback,omitempty"`
+
+	// wholeNodeReservation sizes the placeholder to the whole clamp limit (a
+	// node's allocatable less DaemonSet overhead) instead of the old node's
+	// reschedulable Pods.
+	// +optional
+	WholeNodeReservation bool `json:"wholeNodeReservation,omitempty"`
+}
+
+// MatchNodeRequirements lists label keys replicated onto the placeholder.
+type MatchNodeRequirements struct {
+	// required keys become required node affinity. Dropping the zone from
+	// this list is allowed but warned about.
+	// +kubebuilder:default={"topology.kubernetes.io/zone","kubernetes.io/arch","karpenter.sh/capacity-type"}
+	// +listType=set
+	// +optional
+	Required []string `json:"required,omitempty"`
+
+	// preferred keys become preferred node affinity.
+	// +listType=set
+	// +optional
+	Preferred []string `json:"preferred,omitempty"`
+}
+
+// ForcefulFallback is the opt-in surge-less fallback.
+type ForcefulFallback struct {
+	// enabled turns the fallback on.
+	// +optional
+	Enabled bool `json:"enabled,omitempty"`
+}
+
+// PrePullSpec is reserved for v2.
+type PrePullSpec struct {
+	// enabled must be false in v1alpha1.
+	// +kubebuilder:validation:XValidation:rule="self == false",message="prePull is not available in v1alpha1; enabled must be false"
+	// +optional
+	Enabled bool `json:"enabled,omitempty"`
+}
+
+// RotationPolicyStatus is observational only and never read back for
+// rotation decisions.
+type RotationPolicyStatus struct {
+	// observedGeneration is the spec generation this status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// matchedNodePools counts the pools this policy wins by specificity.
+	// +optional
+	MatchedNodePools int32 `json:"matchedNodePools"`
+	// rotatingNodePools counts, of those, the pools with a rotation in flight.
+	// +optional
+	RotatingNodePools int32 `json:"rotatingNodePools"`
+	// conditions: Ready (Accepted, Invalid, Conflict) and Feasible.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// RotationPolicyList is a list of RotationPolicy.
+// +kubebuilder:object:root=true
+type RotationPolicyList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []RotationPolicy `json:"items"`
+}

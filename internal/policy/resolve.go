@@ -1,0 +1,172 @@
+package policy
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
+	"github.com/noderotation/node-rotation-controller/internal/schedule"
+)
+
+// The spec's defaults (§5.4), applied when a field is empty — the CRD
+// defaults them too, but an object written before a default existed, or
+// decoded from a file by rotationctl, may lack them.
+const (
+	DefaultMinRotationChances = 2
+	DefaultReadyTimeout       = 15 * time.Minute
+	DefaultCooldownAfter      = 10 * time.Minute
+	DefaultRetryBackoff       = 30 * time.Minute
+)
+
+// DefaultRequired are the label keys the placeholder replicates by default.
+var DefaultRequired = []string{corev1.LabelTopologyZone, corev1.LabelArchStable, "karpenter.sh/capacity-type"}
+
+// Settings is a policy's spec parsed into typed values.
+type Settings struct {
+	Calendar             schedule.Calendar
+	MinRotationChances   int
+	AgeThreshold         *time.Duration // nil = auto
+	MaxUnavailable       int
+	ReadyTimeout         time.Duration
+	CooldownAfter        time.Duration
+	RetryBackoff         time.Duration
+	FailurePause         *time.Duration
+	DrainEstimate        *time.Duration
+	ProvisioningEstimate *time.Duration
+	Required, Preferred  []string
+	ForcefulFallback     bool
+	WholeNodeReservation bool
+}
+
+// Resolve parses spec. Every problem is reported, each naming its field.
+func Resolve(spec v1alpha1.RotationPolicySpec) (Settings, error) {
+	var errs []error
+	s := Settings{
+		MinRotationChances:   int(spec.MinRotationChances),
+		MaxUnavailable:       int(spec.Surge.MaxUnavailable),
+		Required:             spec.Surge.MatchNodeRequirements.Required,
+		Preferred:            spec.Surge.MatchNodeRequirements.Preferred,
+		ForcefulFallback:     spec.Surge.ForcefulFallback.Enabled,
+		WholeNodeReservation: spec.Surge.WholeNodeReservation,
+	}
+	if s.MinRotationChances == 0 {
+		s.MinRotationChances = DefaultMinRotationChances
+	}
+	if s.MinRotationChances < 1 {
+		errs = append(errs, fmt.Errorf("spec.minRotationChances: %d is below the floor of 1", s.MinRotationChances))
+	}
+	if s.MaxUnavailable == 0 {
+		s.MaxUnavailable = 1
+	}
+	if s.MaxUnavailable != 1 {
+		errs = append(errs, fmt.Errorf("spec.surge.maxUnavailable: %d is not supported; v1 is fixed at 1", s.MaxUnavailable))
+	}
+	if s.Required == nil {
+		s.Required = DefaultRequired
+	}
+	if spec.PrePull.Enabled {
+		errs = append(errs, errors.New("spec.prePull.enabled: prePull is not available in v1alpha1"))
+	}
+	if spec.AgeThreshold != "" && spec.AgeThreshold != "auto" {
+		d, err := positive("spec.ageThreshold", spec.AgeThreshold)
+		errs = append(errs, err)
+		s.AgeThreshold = &d
+	}
+	surge := spec.Surge
+	var err error
+	s.ReadyTimeout, err = positiveOr("spec.surge.readyTimeout", surge.ReadyTimeout, DefaultReadyTimeout)
+	errs = append(errs, err)
+	s.RetryBackoff, err = positiveOr("spec.surge.retryBackoff", surge.RetryBackoff, DefaultRetryBackoff)
+	errs = append(errs, err)
+	s.CooldownAfter, err = nonNegativeOr("spec.surge.cooldownAfter", surge.CooldownAfter, DefaultCooldownAfter)
+	errs = append(errs, err)
+	s.FailurePause, err = optional("spec.surge.failurePause", surge.FailurePause)
+	errs = append(errs, err)
+	s.DrainEstimate, err = optional("spec.surge.drainEstimate", surge.DrainEstimate)
+	errs = append(errs, err)
+	s.ProvisioningEstimate, err = optional("spec.surge.provisioningEstimate", surge.ProvisioningEstimate)
+	errs = append(errs, err)
+
+	var entries []schedule.Entry
+	for i, w := range spec.MaintenanceWindows {
+		days := make([]string, len(w.Days))
+		for j, d := range w.Days {
+			days[j] = string(d)
+		}
+		e, err := schedule.ParseEntry(w.Timezone, days, w.Start, w.End)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("spec.maintenanceWindows[%d].%w", i, err))
+			continue
+		}
+		entries = append(entries, e)
+	}
+	s.Calendar = schedule.NewCalendar(entries...)
+	return s, errors.Join(errs...)
+}
+
+// Inputs combines the settings with a pool's expireAfter (nil = Never) and
+// terminationGracePeriod (nil = unset) for the schedule derivation.
+func (s Settings) Inputs(expireAfter, tgp *time.Duration) schedule.Inputs {
+	return schedule.Inputs{
+		ExpireAfter: expireAfter, TerminationGrace: tgp, MinRotationChances: s.MinRotationChances,
+		AgeThreshold: s.AgeThreshold, ReadyTimeout: s.ReadyTimeout, CooldownAfter: s.CooldownAfter,
+		RetryBackoff: s.RetryBackoff, FailurePause: s.FailurePause, DrainEstimate: s.DrainEstimate,
+		ProvisioningEstimate: s.ProvisioningEstimate, MaxUnavailable: s.MaxUnavailable,
+	}
+}
+
+// RequiresZone reports whether the zone is among the required keys;
+// dropping it lets the surge land in another zone than the old node.
+func (s Settings) RequiresZone() bool {
+	for _, k := range s.Required {
+		if k == corev1.LabelTopologyZone {
+			return true
+		}
+	}
+	return false
+}
+
+func parse(field, v string) (time.Duration, error) {
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %q is not a Go duration (e.g. 15m, 1h30m)", field, v)
+	}
+	return d, nil
+}
+
+func positive(field, v string) (time.Duration, error) {
+	d, err := parse(field, v)
+	if err == nil && d <= 0 {
+		err = fmt.Errorf("%s: %q must be greater than 0", field, v)
+	}
+	return d, err
+}
+
+func positiveOr(field, v string, def time.Duration) (time.Duration, error) {
+	if v == "" {
+		return def, nil
+	}
+	return positive(field, v)
+}
+
+func nonNegativeOr(field, v string, def time.Duration) (time.Duration, error) {
+	if v == "" {
+		return def, nil
+	}
+	d, err := parse(field, v)
+	if err == nil && d < 0 {
+		err = fmt.Errorf("%s: %q must not be negative", field, v)
+	}
+	return d, err
+}
+
+func optional(field, v string) (*time.Duration, error) {
+	if v == "" {
+		return nil, nil
+	}
+	d, err := nonNegativeOr(field, v, 0)
+	return &d, err
+}

@@ -1,0 +1,81 @@
+package policy
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
+)
+
+func TestResolveDefaults(t *testing.T) {
+	s, err := Resolve(v1alpha1.RotationPolicySpec{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.MinRotationChances != 2 || s.ReadyTimeout != 15*time.Minute || s.CooldownAfter != 10*time.Minute ||
+		s.RetryBackoff != 30*time.Minute || s.MaxUnavailable != 1 || s.AgeThreshold != nil || s.FailurePause != nil {
+		t.Errorf("defaults = %+v", s)
+	}
+	if !s.RequiresZone() || len(s.Required) != 3 {
+		t.Errorf("required = %v", s.Required)
+	}
+	if !s.Calendar.Empty() {
+		t.Error("no windows should give an empty calendar")
+	}
+}
+
+func TestResolveValues(t *testing.T) {
+	spec := v1alpha1.RotationPolicySpec{
+		AgeThreshold: "120h", MinRotationChances: 3,
+		MaintenanceWindows: []v1alpha1.MaintenanceWindow{{Timezone: "Asia/Tokyo", Days: []v1alpha1.Weekday{"Wed", "Sat"}, Start: "02:00", End: "06:00"}},
+		Surge: v1alpha1.SurgeSpec{ReadyTimeout: "20m", CooldownAfter: "0s", FailurePause: "1h", RetryBackoff: "45m",
+			MatchNodeRequirements: v1alpha1.MatchNodeRequirements{Required: []string{"kubernetes.io/arch"}}},
+	}
+	s, err := Resolve(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *s.AgeThreshold != 120*time.Hour || s.MinRotationChances != 3 || s.CooldownAfter != 0 || *s.FailurePause != time.Hour || s.RetryBackoff != 45*time.Minute {
+		t.Errorf("settings = %+v", s)
+	}
+	if s.RequiresZone() {
+		t.Error("zone was dropped from required")
+	}
+	in := s.Inputs(nil, nil)
+	if in.ExpireAfter != nil || in.ReadyTimeout != 20*time.Minute || in.MinRotationChances != 3 {
+		t.Errorf("inputs = %+v", in)
+	}
+}
+
+func TestResolveErrorsNameTheField(t *testing.T) {
+	spec := v1alpha1.RotationPolicySpec{
+		AgeThreshold: "soon", PrePull: v1alpha1.PrePullSpec{Enabled: true},
+		MaintenanceWindows: []v1alpha1.MaintenanceWindow{
+			{Timezone: "UTC", Days: []v1alpha1.Weekday{"Mon"}, Start: "02:00", End: "03:00"},
+			{Timezone: "Mars/Olympus_Mons", Days: []v1alpha1.Weekday{"Mon"}, Start: "02:00", End: "03:00"},
+		},
+		Surge: v1alpha1.SurgeSpec{MaxUnavailable: 2, ReadyTimeout: "0s", RetryBackoff: "-5m", CooldownAfter: "1x", DrainEstimate: "ten minutes"},
+	}
+	_, err := Resolve(spec)
+	if err == nil {
+		t.Fatal("want errors")
+	}
+	for _, want := range []string{
+		`spec.ageThreshold: "soon" is not a Go duration`,
+		"spec.surge.maxUnavailable: 2 is not supported",
+		"spec.prePull.enabled",
+		`spec.maintenanceWindows[1].timezone "Mars/Olympus_Mons": not a loadable IANA time zone`,
+		`spec.surge.readyTimeout: "0s" must be greater than 0`,
+		`spec.surge.retryBackoff: "-5m" must be greater than 0`,
+		`spec.surge.cooldownAfter: "1x" is not a Go duration`,
+		`spec.surge.drainEstimate: "ten minutes" is not a Go duration`,
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q:\n%v", want, err)
+		}
+	}
+	if strings.Contains(err.Error(), "maintenanceWindows[0]") {
+		t.Errorf("the valid window was reported: %v", err)
+	}
+}

@@ -1,0 +1,102 @@
+package schedule
+
+import "time"
+
+const (
+	// Buffer is 4 × the 30s short requeue: the slack t_rot allows (§3.2).
+	Buffer = 2 * time.Minute
+	// TGPFallback stands in for an unset terminationGracePeriod.
+	TGPFallback = time.Hour
+	// MaxBackoffFactor caps the escalated retry backoff.
+	MaxBackoffFactor = 8
+)
+
+// Inputs are the durations the derivation reads: E and tGP from the NodePool
+// template, the rest from the resolved RotationPolicy. A nil pointer means
+// unset (E: "Never"; the estimates and failurePause: their defaults).
+type Inputs struct {
+	ExpireAfter          *time.Duration
+	TerminationGrace     *time.Duration
+	MinRotationChances   int
+	AgeThreshold         *time.Duration // nil = auto
+	ReadyTimeout         time.Duration
+	CooldownAfter        time.Duration
+	RetryBackoff         time.Duration
+	FailurePause         *time.Duration
+	DrainEstimate        *time.Duration
+	ProvisioningEstimate *time.Duration
+	MaxUnavailable       int
+}
+
+// Derivation is every figure of DESIGN.md §3 for one pool.
+type Derivation struct {
+	Cycle Cycle
+	// NoDeadline: expireAfter is Never, so no claim ever becomes a candidate
+	// by age and the age figures (Lead, A, G) are zero.
+	NoDeadline bool
+	TGPUnset   bool
+	TGP        time.Duration // effective (fallback when unset)
+	TRot       time.Duration // readyTimeout + tGP + buffer
+	TRotEst    time.Duration // provisioningEstimate + drainEstimate
+	Lead       time.Duration // K·P + t_rot
+	A          time.Duration // age threshold, derived or overridden
+	Derived    bool          // A was derived (ageThreshold: auto)
+	G          int           // chances the schedule guarantees
+	C          int           // starts per occurrence
+	// The resolved defaults, for display and the controller.
+	FailurePause         time.Duration
+	DrainEstimate        time.Duration
+	ProvisioningEstimate time.Duration
+}
+
+// Derive computes the figures of in over the cycle cy.
+func Derive(in Inputs, cy Cycle) Derivation {
+	d := Derivation{Cycle: cy, NoDeadline: in.ExpireAfter == nil, TGP: TGPFallback, TGPUnset: in.TerminationGrace == nil}
+	if in.TerminationGrace != nil {
+		d.TGP = *in.TerminationGrace
+	}
+	d.FailurePause = orDefault(in.FailurePause, max(10*time.Minute, in.CooldownAfter))
+	d.ProvisioningEstimate = orDefault(in.ProvisioningEstimate, min(in.ReadyTimeout, 5*time.Minute))
+	d.DrainEstimate = orDefault(in.DrainEstimate, min(d.TGP, 10*time.Minute))
+	d.TRot = in.ReadyTimeout + d.TGP + Buffer
+	d.TRotEst = d.ProvisioningEstimate + d.DrainEstimate
+	if cy.HasOccurrence {
+		m := max(in.MaxUnavailable, 1)
+		service := max(d.TRotEst+in.CooldownAfter, Tick)
+		d.C = m * int((cy.D+service-1)/service)
+	}
+	if d.NoDeadline || !cy.HasOccurrence {
+		return d
+	}
+	e := *in.ExpireAfter
+	d.Lead = time.Duration(in.MinRotationChances)*cy.P + d.TRot
+	d.Derived = in.AgeThreshold == nil
+	if d.Derived {
+		d.A = e - d.Lead
+	} else {
+		d.A = *in.AgeThreshold
+	}
+	d.G = chances(e-d.A-d.TRot, cy.P)
+	return d
+}
+
+// chances is floor(span / p), never below zero.
+func chances(span, p time.Duration) int {
+	if span < 0 || p <= 0 {
+		return 0
+	}
+	return int(span / p)
+}
+
+func orDefault(p *time.Duration, def time.Duration) time.Duration {
+	if p != nil {
+		return *p
+	}
+	return def
+}
+
+// ShortLead reports whether a claim whose own expireAfter is e can no longer
+// be guaranteed K chances: e ≤ K·P + t_rot (layer 3).
+func (d Derivation) ShortLead(e time.Duration) bool {
+	return !d.NoDeadline && d.Cycle.HasOccurrence && e <= d.Lead
+}
