@@ -9,7 +9,7 @@ TESTBIN := test/world/testbin.sh
 CLUSTER := test/world/cluster.sh
 FUZZTIME ?= 5s
 
-.PHONY: all build test test-unit test-e2e lint generate fuzz testbin testbin-cluster cluster-up cluster-down cluster-smoke clean
+.PHONY: all build test test-e2e lint generate fuzz testbin testbin-cluster cluster-up cluster-down cluster-smoke clean
 
 all: build
 
@@ -33,9 +33,20 @@ testbin-cluster: ## build every binary the local cluster needs (cached)
 	@echo "==> test binaries for the local cluster"
 	$(TESTBIN) cluster
 
-test: lint testbin ## unit + envtest (the command CI runs)
+test: lint testbin ## unit + envtest + a short run of every fuzz target (the command CI runs)
 	@echo "==> go test ./... (envtest assets: $$($(TESTBIN) path))"
 	KUBEBUILDER_ASSETS=$$($(TESTBIN) path) $(GO) test -count=1 ./...
+	@$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME)
+
+# Every Fuzz target of every package, one at a time (go test runs one fuzz
+# target per invocation). `make fuzz` runs them for FUZZTIME each.
+fuzz: ## run each fuzz target for FUZZTIME (default 5s; try FUZZTIME=2m)
+	@for dir in $$(grep -l '^func Fuzz' $$(git ls-files '*_test.go' 2>/dev/null || find . -name '*_test.go') | xargs -n1 dirname | sort -u); do \
+	  for target in $$(grep -h '^func Fuzz' $$dir/*_test.go | sed 's/func \(Fuzz[A-Za-z0-9_]*\).*/\1/'); do \
+	    echo "==> fuzz $$dir $$target for $(FUZZTIME)"; \
+	    $(GO) test -run='^$$' -fuzz="^$$target$$" -fuzztime=$(FUZZTIME) ./$$dir || exit 1; \
+	  done; \
+	done
 
 generate: ## regenerate CRDs, deepcopy and generated docs
 	@echo "==> generate"

@@ -170,3 +170,16 @@ func optional(field, v string) (*time.Duration, error) {
 	d, err := nonNegativeOr(field, v, 0)
 	return &d, err
 }
+
+// Findings are the policy's own layer-1 warnings that do not depend on the
+// schedule: today, a required-key list without the zone.
+func (s Settings) Findings() []schedule.Finding {
+	if s.RequiresZone() {
+		return nil
+	}
+	return []schedule.Finding{{
+		Layer: 1, Reason: "ZoneNotRequired", Severity: schedule.Warning,
+		Message: "surge.matchNodeRequirements.required omits topology.kubernetes.io/zone: the surge node may land in another zone than the old node",
+		Remedy:  "keep topology.kubernetes.io/zone in surge.matchNodeRequirements.required",
+	}}
+}

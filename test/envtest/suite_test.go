@@ -19,7 +19,7 @@ func TestEnvtest(t *testing.T) {
 
 var _ = BeforeSuite(func() {
 	var err error
-	env, err = testenv.Start()
+	env, err = testenv.Start("config/crd")
 	Expect(err).NotTo(HaveOccurred())
 })
 

@@ -1,0 +1,62 @@
+// Command rotationctl is the operator CLI of node-rotation-controller:
+// `plan` derives a policy's schedule figures and findings offline.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+)
+
+// Exit codes: 1 when the answer is "no" (a fatal finding), 2 when the input
+// cannot be used.
+const (
+	exitFatal    = 1
+	exitBadInput = 2
+)
+
+// exitError carries an exit code out of a command.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e exitError) Error() string { return e.err.Error() }
+
+func badInput(format string, args ...any) error {
+	return exitError{code: exitBadInput, err: fmt.Errorf(format, args...)}
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run executes the CLI with args and returns the exit code.
+func run(args []string, stdout, stderr io.Writer) int {
+	root := &cobra.Command{
+		Use:           "rotationctl",
+		Short:         "Operator CLI for node-rotation-controller",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.AddCommand(planCommand())
+	err := root.Execute()
+	if err == nil {
+		return 0
+	}
+	var ee exitError
+	code := exitBadInput // cobra's own errors are flag/argument errors
+	if errors.As(err, &ee) {
+		code = ee.code
+	}
+	if err.Error() != "" {
+		fmt.Fprintf(stderr, "rotationctl: %v\n", err)
+	}
+	return code
+}

@@ -1,0 +1,107 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/noderotation/node-rotation-controller/internal/plan"
+)
+
+const example = "../../docs/examples/api-policy.yaml"
+const now = "--now=2026-11-30T12:00:00Z"
+
+func runCLI(args ...string) (int, string, string) {
+	var out, errOut bytes.Buffer
+	code := run(args, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+func TestPlanWorkedExample(t *testing.T) {
+	code, out, errOut := runCLI("plan", "-f", example, "--expire-after", "14d", "--tgp", "1h", now)
+	if code != 0 {
+		t.Fatalf("exit %d, stderr %s", code, errOut)
+	}
+	for _, want := range []string{"4d", "1h17m", "5d22h43m", "15m", "Wed 2026-12-02 02:00 – 06:00 JST (Asia/Tokyo)", "Findings:\n  none"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestPlanJSONFromNodePool(t *testing.T) {
+	code, out, errOut := runCLI("plan", "-f", example, "--nodepool", "testdata/nodepool.yaml", "-o", "json", now)
+	if code != 0 {
+		t.Fatalf("exit %d, stderr %s", code, errOut)
+	}
+	var r plan.Report
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.NodePool != "api" || r.ExpireAfter != "14d" || r.TerminationGracePeriod != "1h" ||
+		r.P != "4d" || r.TRot != "1h17m" || r.A != "5d22h43m" || r.TRotEst != "15m" || r.C != 10 || r.G != 2 || len(r.NextOccurrences) != 3 {
+		t.Errorf("report = %+v", r)
+	}
+}
+
+func TestPlanFlagsOverrideNodePool(t *testing.T) {
+	code, out, _ := runCLI("plan", "-f", example, "--nodepool", "testdata/nodepool.yaml", "--tgp", "24h", "-o", "json", now)
+	if code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	var r plan.Report
+	_ = json.Unmarshal([]byte(out), &r)
+	if r.TRot != "1d17m" || r.TerminationGracePeriod != "1d" {
+		t.Errorf("t_rot = %s, tGP = %s", r.TRot, r.TerminationGracePeriod)
+	}
+}
+
+func TestPlanFatalExitsOne(t *testing.T) {
+	code, out, _ := runCLI("plan", "-f", "testdata/saturday-only.yaml", "--expire-after", "14d", "--tgp", "1h", now)
+	if code != exitFatal || !strings.Contains(out, "Fatal") || !strings.Contains(out, "AgeThresholdNotPositive") {
+		t.Errorf("exit %d, output:\n%s", code, out)
+	}
+}
+
+func TestPlanThroughputFindings(t *testing.T) {
+	_, out, _ := runCLI("plan", "-f", example, "--expire-after", "14d", "--tgp", "1h", "--nodes", "40", now)
+	if !strings.Contains(out, "ThroughputBelowArrival") || !strings.Contains(out, "ThroughputBurstShortfall") {
+		t.Errorf("output:\n%s", out)
+	}
+	_, out, _ = runCLI("plan", "-f", example, "--expire-after", "14d", "--tgp", "1h", "--nodes", "12", "--burst", "0", now)
+	if strings.Contains(out, "Throughput") {
+		t.Errorf("12 spread nodes should fit C = 10:\n%s", out)
+	}
+}
+
+func TestPlanBadInputExitsTwoWithOneLine(t *testing.T) {
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"plan", "-f", "testdata/bad-duration.yaml", "--expire-after", "14d"}, `testdata/bad-duration.yaml: spec.surge.readyTimeout: "fifteen minutes" is not a Go duration`},
+		{[]string{"plan", "-f", "testdata/unknown-field.yaml", "--expire-after", "14d"}, `testdata/unknown-field.yaml: document 1: unknown field "maintenanceWindow"`},
+		{[]string{"plan", "-f", "testdata/missing.yaml", "--expire-after", "14d"}, "testdata/missing.yaml: no such file or directory"},
+		{[]string{"plan", "-f", example}, "expireAfter is unknown"},
+		{[]string{"plan", "-f", example, "--expire-after", "two weeks"}, `--expire-after "two weeks"`},
+		{[]string{"plan", "-f", example, "--expire-after", "14d", "-o", "xml"}, `-o "xml"`},
+		{[]string{"plan", "-f", example, "--expire-after", "14d", "--now", "tomorrow"}, `--now "tomorrow"`},
+		{[]string{"plan", "-f", "../../docs/examples/several-pools.yaml", "--expire-after", "14d"}, "3 RotationPolicies in the file; choose one with --policy NAME"},
+		{[]string{"plan"}, "-f policy.yaml is required"},
+		{[]string{"plan", "--bogus"}, "unknown flag: --bogus"},
+	}
+	for _, c := range cases {
+		code, out, errOut := runCLI(c.args...)
+		if code != exitBadInput || out != "" || !strings.Contains(errOut, c.want) || strings.Count(errOut, "\n") != 1 {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 2 and one line containing %q", c.args, code, out, errOut, c.want)
+		}
+	}
+}
+
+func TestPlanPicksPolicyByName(t *testing.T) {
+	code, out, errOut := runCLI("plan", "-f", "../../docs/examples/several-pools.yaml", "--policy", "payments", "--expire-after", "21d", "--tgp", "1h", now)
+	if code != 0 || !strings.Contains(out, "RotationPolicy payments") {
+		t.Errorf("exit %d stderr %s out:\n%s", code, errOut, out)
+	}
+}

@@ -1,0 +1,117 @@
+package plan
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/yaml"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+	sigsyaml "sigs.k8s.io/yaml"
+
+	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
+)
+
+// LoadPolicy reads the RotationPolicy named name from path (any one when the
+// file holds a single policy). Errors name the file and the field.
+func LoadPolicy(path, name string) (v1alpha1.RotationPolicy, error) {
+	docs, err := documents(path)
+	if err != nil {
+		return v1alpha1.RotationPolicy{}, err
+	}
+	var found []v1alpha1.RotationPolicy
+	for i, doc := range docs {
+		var p v1alpha1.RotationPolicy
+		if err := sigsyaml.UnmarshalStrict(doc, &p); err != nil {
+			return p, fmt.Errorf("%s: document %d: %s", path, i+1, cleanJSONError(err))
+		}
+		if p.Kind != "RotationPolicy" {
+			continue
+		}
+		if name == "" || p.Name == name {
+			found = append(found, p)
+		}
+	}
+	switch {
+	case len(found) == 1:
+		return found[0], nil
+	case len(found) == 0 && name != "":
+		return v1alpha1.RotationPolicy{}, fmt.Errorf("%s: no RotationPolicy named %q", path, name)
+	case len(found) == 0:
+		return v1alpha1.RotationPolicy{}, fmt.Errorf("%s: no RotationPolicy in the file", path)
+	}
+	return v1alpha1.RotationPolicy{}, fmt.Errorf("%s: %d RotationPolicies in the file; choose one with --policy NAME", path, len(found))
+}
+
+// Pool is what the derivation reads from a NodePool's template.
+type Pool struct {
+	Name             string
+	ExpireAfter      *time.Duration // nil = Never
+	TerminationGrace *time.Duration // nil = unset
+}
+
+// LoadNodePool reads a Karpenter NodePool and its template's expireAfter and
+// terminationGracePeriod.
+func LoadNodePool(path string) (Pool, error) {
+	docs, err := documents(path)
+	if err != nil {
+		return Pool{}, err
+	}
+	for i, doc := range docs {
+		var np karpv1.NodePool
+		if err := sigsyaml.Unmarshal(doc, &np); err != nil {
+			return Pool{}, fmt.Errorf("%s: document %d: %s", path, i+1, cleanJSONError(err))
+		}
+		if np.Kind != "NodePool" {
+			continue
+		}
+		spec := np.Spec.Template.Spec
+		p := Pool{Name: np.Name, ExpireAfter: spec.ExpireAfter.Duration}
+		if spec.TerminationGracePeriod != nil {
+			tgp := spec.TerminationGracePeriod.Duration
+			p.TerminationGrace = &tgp
+		}
+		if spec.ExpireAfter.Duration == nil && spec.ExpireAfter.Raw == nil {
+			// Karpenter defaults an absent expireAfter to 720h.
+			d := 720 * time.Hour
+			p.ExpireAfter = &d
+		}
+		return p, nil
+	}
+	return Pool{}, fmt.Errorf("%s: no Karpenter NodePool in the file", path)
+}
+
+func documents(path string) ([][]byte, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, errors.Unwrap(err))
+	}
+	r := yaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(raw)))
+	var out [][]byte
+	for {
+		doc, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		if len(bytes.TrimSpace(doc)) > 0 {
+			out = append(out, doc)
+		}
+	}
+}
+
+// cleanJSONError drops the decoder's wrapping so the field is up front.
+func cleanJSONError(err error) string {
+	s := err.Error()
+	for _, p := range []string{"error unmarshaling JSON: while decoding JSON: ", "error converting YAML to JSON: ", "json: "} {
+		s = strings.TrimPrefix(s, p)
+	}
+	return s
+}

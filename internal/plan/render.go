@@ -1,0 +1,80 @@
+package plan
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	"sigs.k8s.io/yaml"
+)
+
+// Formats lists the -o values Render accepts.
+var Formats = []string{"table", "json", "yaml"}
+
+// Render writes r in format (table, json or yaml).
+func Render(w io.Writer, r Report, format string) error {
+	switch format {
+	case "json":
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(r)
+	case "yaml":
+		b, err := yaml.Marshal(r)
+		if err != nil {
+			return fmt.Errorf("rendering yaml: %w", err)
+		}
+		_, err = w.Write(b)
+		return err
+	case "table", "":
+		return renderTable(w, r)
+	}
+	return fmt.Errorf("unknown output format %q (want table, json or yaml)", format)
+}
+
+func renderTable(w io.Writer, r Report) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	target := r.Policy
+	if r.NodePool != "" {
+		target += " for NodePool " + r.NodePool
+	}
+	fmt.Fprintf(tw, "RotationPolicy %s (expireAfter %s, terminationGracePeriod %s)\n\n", target, r.ExpireAfter, r.TerminationGracePeriod)
+	period := r.P
+	if r.AlwaysOpen {
+		period += " (open 24/7: the reconcile tick)"
+	}
+	rows := [][2]string{
+		{"P\tlargest gap between occurrence starts", period},
+		{"D\tshortest occurrence", r.D},
+		{"gap\tshortest closed interval", r.Gap},
+		{"t_rot\treadyTimeout + tGP + buffer", r.TRot},
+		{"t_rot_est\tprovisioningEstimate + drainEstimate", r.TRotEst},
+		{"A\tage threshold (" + r.AgeThreshold + ")", r.A},
+		{"G\tguaranteed rotation chances", fmt.Sprint(r.G)},
+		{"C\tstarts per occurrence", fmt.Sprint(r.C)},
+	}
+	for _, row := range rows {
+		fmt.Fprintf(tw, "  %s\t%s\n", row[0], row[1])
+	}
+	fmt.Fprintln(tw)
+	fmt.Fprintln(tw, "Next occurrences:")
+	if len(r.NextOccurrences) == 0 {
+		fmt.Fprintln(tw, "  none")
+	}
+	for _, o := range r.NextOccurrences {
+		end := o.End.Format("15:04")
+		if o.End.YearDay() != o.Start.YearDay() {
+			end = o.End.Format("Mon 2006-01-02 15:04")
+		}
+		fmt.Fprintf(tw, "  %s – %s %s (%s)\n", o.Start.Format("Mon 2006-01-02 15:04"), end, o.Start.Format("MST"), o.Timezone)
+	}
+	fmt.Fprintln(tw)
+	fmt.Fprintln(tw, "Findings:")
+	if len(r.Findings) == 0 {
+		fmt.Fprintln(tw, "  none")
+	}
+	for _, f := range r.Findings {
+		fmt.Fprintf(tw, "  %s\t%s\tlayer %d\t%s\n  \t\t\tremedy: %s\n", f.Severity, f.Reason, f.Layer, f.Message, f.Remedy)
+	}
+	return tw.Flush()
+}

@@ -1,0 +1,143 @@
+package envtest_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	sigsyaml "sigs.k8s.io/yaml"
+
+	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
+	"github.com/noderotation/node-rotation-controller/internal/policy"
+	"github.com/noderotation/node-rotation-controller/test/testenv"
+)
+
+// decodePolicies reads every YAML document of a file into a RotationPolicy.
+func decodePolicies(path string) []v1alpha1.RotationPolicy {
+	raw, err := os.ReadFile(path)
+	Expect(err).NotTo(HaveOccurred())
+	dec := yaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(raw)))
+	var out []v1alpha1.RotationPolicy
+	for {
+		doc, err := dec.Read()
+		if errors.Is(err, io.EOF) {
+			return out
+		}
+		Expect(err).NotTo(HaveOccurred())
+		if len(bytes.TrimSpace(doc)) == 0 {
+			continue
+		}
+		var p v1alpha1.RotationPolicy
+		Expect(sigsyaml.UnmarshalStrict(doc, &p)).To(Succeed(), "decoding a document of %s", path)
+		out = append(out, p)
+	}
+}
+
+var _ = Describe("RotationPolicy admission", func() {
+	ctx := context.Background()
+
+	It("accepts every policy in docs/examples and applies the spec's defaults", func() {
+		root, err := testenv.RepoRoot()
+		Expect(err).NotTo(HaveOccurred())
+		files, err := filepath.Glob(filepath.Join(root, "docs/examples/*.yaml"))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(len(files)).To(BeNumerically(">=", 4))
+		for _, f := range files {
+			for _, p := range decodePolicies(f) {
+				p := p
+				Expect(env.Client.Create(ctx, &p)).To(Succeed(), "%s: %s", filepath.Base(f), p.Name)
+				got := &v1alpha1.RotationPolicy{}
+				Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(&p), got)).To(Succeed())
+				Expect(got.Spec.AgeThreshold).NotTo(BeEmpty())
+				Expect(got.Spec.MinRotationChances).To(BeNumerically(">=", 1))
+				Expect(got.Spec.Surge.MaxUnavailable).To(BeNumerically("==", 1))
+				Expect(got.Spec.Surge.ReadyTimeout).NotTo(BeEmpty())
+				Expect(got.Spec.Surge.RetryBackoff).NotTo(BeEmpty())
+				Expect(got.Spec.Surge.MatchNodeRequirements.Required).NotTo(BeEmpty())
+				_, err := policy.Resolve(got.Spec)
+				Expect(err).NotTo(HaveOccurred(), "%s resolves", p.Name)
+				Expect(env.Client.Delete(ctx, got)).To(Succeed())
+			}
+		}
+	})
+
+	It("defaults an empty spec to the values of §5.4", func() {
+		p := &v1alpha1.RotationPolicy{ObjectMeta: metav1.ObjectMeta{Name: "defaults"}}
+		Expect(env.Client.Create(ctx, p)).To(Succeed())
+		DeferCleanup(func() { _ = env.Client.Delete(ctx, p) })
+		s := p.Spec
+		Expect(s.AgeThreshold).To(Equal("auto"))
+		Expect(s.MinRotationChances).To(BeNumerically("==", 2))
+		Expect(s.Surge.ReadyTimeout).To(Equal("15m"))
+		Expect(s.Surge.CooldownAfter).To(Equal("10m"))
+		Expect(s.Surge.RetryBackoff).To(Equal("30m"))
+		Expect(s.Surge.FailurePause).To(BeEmpty(), "unset means max(10m, cooldownAfter)")
+		Expect(s.Surge.MatchNodeRequirements.Required).To(Equal(policy.DefaultRequired))
+	})
+
+	It("admits an unknown time zone, which is found at reconcile instead", func() {
+		p := &v1alpha1.RotationPolicy{ObjectMeta: metav1.ObjectMeta{Name: "mars"}, Spec: v1alpha1.RotationPolicySpec{
+			MaintenanceWindows: []v1alpha1.MaintenanceWindow{{Timezone: "Mars/Olympus_Mons", Days: []v1alpha1.Weekday{"Mon"}, Start: "01:00", End: "02:00"}},
+		}}
+		Expect(env.Client.Create(ctx, p)).To(Succeed())
+		DeferCleanup(func() { _ = env.Client.Delete(ctx, p) })
+		list := &v1alpha1.RotationPolicyList{}
+		Expect(env.Client.List(ctx, list)).To(Succeed(), "one bad policy must not break decoding the list")
+		_, err := policy.Resolve(p.Spec)
+		Expect(err).To(MatchError(ContainSubstring(`spec.maintenanceWindows[0].timezone "Mars/Olympus_Mons": not a loadable IANA time zone`)))
+	})
+
+	DescribeTable("refuses a bad policy with a message naming the field",
+		func(specYAML, want string) {
+			// Unstructured, so a field the typed struct would omit as empty
+			// (minRotationChances: 0) or send as "" reaches the API server as written.
+			spec := map[string]any{}
+			Expect(sigsyaml.Unmarshal([]byte(specYAML), &spec)).To(Succeed())
+			p := &unstructured.Unstructured{Object: map[string]any{
+				"apiVersion": v1alpha1.GroupVersion.String(), "kind": "RotationPolicy",
+				"metadata": map[string]any{"generateName": "bad-"}, "spec": spec,
+			}}
+			err := env.Client.Create(ctx, p)
+			Expect(err).To(HaveOccurred())
+			Expect(err.Error()).To(ContainSubstring(want))
+		},
+		Entry("ageThreshold not a duration", `ageThreshold: soon`, `spec.ageThreshold: Invalid value: "soon": ageThreshold must be "auto" or a Go duration`),
+		Entry("ageThreshold zero", `ageThreshold: 0s`, `spec.ageThreshold: Invalid value: "0s": ageThreshold must be greater than 0`),
+		Entry("minRotationChances 0", `minRotationChances: 0`, `spec.minRotationChances: Invalid value: 0: spec.minRotationChances in body should be greater than or equal to 1`),
+		Entry("unknown day", window(`days: [Funday]`), `spec.maintenanceWindows[0].days[0]: Unsupported value: "Funday"`),
+		Entry("day twice", window(`days: [Mon, Mon]`), `spec.maintenanceWindows[0].days[1]: Duplicate value: "Mon"`),
+		Entry("no days", window(`days: []`), `spec.maintenanceWindows[0].days: Invalid value: 0: spec.maintenanceWindows[0].days in body should have at least 1 items`),
+		Entry("start not HH:MM", window(`start: "2:00"`), `spec.maintenanceWindows[0].start: Invalid value: "2:00": spec.maintenanceWindows[0].start in body should match`),
+		Entry("start 24:00", window(`start: "24:00"`), `spec.maintenanceWindows[0].start: Invalid value: "24:00"`),
+		Entry("end past 24:00", window(`end: "24:01"`), `spec.maintenanceWindows[0].end: Invalid value: "24:01": spec.maintenanceWindows[0].end in body should match`),
+		Entry("empty timezone", window(`timezone: ""`), `spec.maintenanceWindows[0].timezone: Invalid value: "": spec.maintenanceWindows[0].timezone in body should be at least 1 chars long`),
+		Entry("maxUnavailable 2", `surge: {maxUnavailable: 2}`, `spec.surge.maxUnavailable: Invalid value: 2: spec.surge.maxUnavailable in body should be less than or equal to 1`),
+		Entry("readyTimeout zero", `surge: {readyTimeout: 0s}`, `spec.surge.readyTimeout: Invalid value: "0s": readyTimeout must be greater than 0`),
+		Entry("retryBackoff negative", `surge: {retryBackoff: "-5m"}`, `spec.surge.retryBackoff: Invalid value: "-5m": spec.surge.retryBackoff in body should match`),
+		Entry("retryBackoff zero", `surge: {retryBackoff: 0m}`, `spec.surge.retryBackoff: Invalid value: "0m": retryBackoff must be greater than 0`),
+		Entry("cooldownAfter not a duration", `surge: {cooldownAfter: ten}`, `spec.surge.cooldownAfter: Invalid value: "ten"`),
+		Entry("failurePause in days", `surge: {failurePause: 1d}`, `spec.surge.failurePause: Invalid value: "1d"`),
+		Entry("drainEstimate not a duration", `surge: {drainEstimate: soon}`, `spec.surge.drainEstimate: Invalid value: "soon"`),
+		Entry("prePull enabled", `prePull: {enabled: true}`, `spec.prePull.enabled: Invalid value: true: prePull is not available in v1alpha1`),
+		Entry("window without a start", `maintenanceWindows: [{timezone: UTC, days: [Mon], end: "02:00"}]`, `spec.maintenanceWindows[0].start: Required value`),
+	)
+})
+
+// window renders a one-entry maintenanceWindows list with one field replaced.
+func window(override string) string {
+	fields := map[string]string{"timezone": `timezone: UTC`, "days": `days: [Mon]`, "start": `start: "01:00"`, "end": `end: "02:00"`}
+	key, _, _ := strings.Cut(override, ":")
+	fields[key] = override
+	return "maintenanceWindows:\n- " + strings.Join([]string{fields["timezone"], fields["days"], fields["start"], fields["end"]}, "\n  ")
+}
