@@ -1,0 +1,119 @@
+package engine
+
+import (
+	"fmt"
+
+	"github.com/google/cel-go/common/types"
+)
+
+// Decide returns one decision per machine for the snapshot. Guards are not
+// evaluated: the facts a state's guards read index the lookup table the
+// proof built, so the decision is exactly the proven one. A fact that cannot
+// be evaluated returns a *FactError and no decision.
+func (e *Engine) Decide(s *Snapshot) ([]Decision, error) {
+	ev := evaluator{e: e, s: s, vals: make([]any, len(e.facts))}
+	out := make([]Decision, 0, len(e.machines))
+	for _, m := range e.machines {
+		sv, err := ev.value(m.state)
+		if err != nil {
+			return nil, err
+		}
+		state := sv.(string)
+		idx := m.states[state]
+		n := 0
+		facts := map[string]any{m.state.def.Name: state}
+		for i, f := range idx.facts {
+			v, err := ev.value(f)
+			if err != nil {
+				return nil, err
+			}
+			facts[f.def.Name] = v
+			n += idx.strides[i] * valueIndex(f, v)
+		}
+		t := idx.rows[idx.lookup[n]].t
+		out = append(out, Decision{
+			Machine: m.def.Name, Transition: t.ID, From: state, To: t.To,
+			Steps: t.Steps, Requeue: t.requeue, OnLost: t.onLost, Facts: facts,
+		})
+	}
+	return out, nil
+}
+
+// evaluator computes each fact at most once per Decide.
+type evaluator struct {
+	e    *Engine
+	s    *Snapshot
+	vals []any
+}
+
+func (ev *evaluator) value(f *fact) (any, error) {
+	if v := ev.vals[f.index]; v != nil {
+		return v, nil
+	}
+	v, err := ev.compute(f)
+	if err != nil {
+		return nil, err
+	}
+	ev.vals[f.index] = v
+	return v, nil
+}
+
+func (ev *evaluator) compute(f *fact) (any, error) {
+	var v any
+	if f.observer != nil {
+		var err error
+		if v, err = f.observer(ev.s); err != nil {
+			return nil, ev.factError(f, err)
+		}
+	} else {
+		out, _, err := f.prg.Eval(snapshotActivation{ev.s})
+		if err != nil {
+			return nil, ev.factError(f, err)
+		}
+		switch x := out.(type) {
+		case types.Bool:
+			v = bool(x)
+		case types.String:
+			v = string(x)
+		default:
+			return nil, ev.factError(f, fmt.Errorf("evaluated to %v", out))
+		}
+	}
+	switch f.def.Type {
+	case "bool":
+		if _, ok := v.(bool); !ok {
+			return nil, ev.factError(f, fmt.Errorf("observer returned %T, want bool", v))
+		}
+	case "enum":
+		s, ok := v.(string)
+		if !ok || !contains(f.def.Values, s) {
+			return nil, ev.factError(f, fmt.Errorf("value %v is not one of %v", v, f.def.Values))
+		}
+	}
+	return v, nil
+}
+
+func (ev *evaluator) factError(f *fact, err error) *FactError {
+	in := map[string]any{}
+	for _, name := range f.inputs {
+		if i, ok := inputIndex[name]; ok {
+			in[name] = inputs[i].get(ev.s)
+		}
+	}
+	return &FactError{Fact: f.def.Name, Inputs: in, Err: err}
+}
+
+func valueIndex(f *fact, v any) int {
+	if f.def.Type == "bool" {
+		if v.(bool) {
+			return 1
+		}
+		return 0
+	}
+	for i, x := range f.def.Values {
+		if x == v {
+			return i
+		}
+	}
+	return 0
+}

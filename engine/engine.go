@@ -1,0 +1,107 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Engine is a loaded, compiled and proven table, ready to decide.
+type Engine struct {
+	table    *Table
+	facts    []*fact
+	byName   map[string]*fact
+	machines []*machine
+}
+
+// machine is a compiled state machine with a lookup table per state.
+type machine struct {
+	def    *Machine
+	state  *fact
+	rows   []*row
+	states map[string]*stateIndex
+}
+
+// stateIndex maps every assignment of the facts a state's guards read to
+// the one row that matches it: the proof, kept for Decide.
+type stateIndex struct {
+	facts   []*fact // enumerated, in order
+	strides []int
+	rows    []*row
+	lookup  []int // row per assignment index
+}
+
+// Load parses, compiles and proves a table. It refuses a table with a
+// hole, an overlap, a dead row, an unknown action or a guard that is not a
+// bool over facts, with an error naming the state, assignment and rows.
+func Load(data []byte, opts Options) (*Engine, error) {
+	t, err := Parse(data)
+	if err != nil {
+		return nil, err
+	}
+	facts, err := compileFacts(t.Facts, opts.Observers)
+	if err != nil {
+		return nil, err
+	}
+	e := &Engine{table: t, facts: facts, byName: map[string]*fact{}}
+	for _, f := range facts {
+		e.byName[f.def.Name] = f
+	}
+	env, err := factEnv(facts)
+	if err != nil {
+		return nil, fmt.Errorf("rules: building the guard environment: %w", err)
+	}
+	for i := range t.Machines {
+		m, err := e.compileMachine(&t.Machines[i], env, opts.Catalog)
+		if err != nil {
+			return nil, err
+		}
+		e.machines = append(e.machines, m)
+	}
+	return e, e.prove()
+}
+
+func (e *Engine) compileMachine(def *Machine, env celEnv, catalog Catalog) (*machine, error) {
+	state := e.byName[def.StateFact]
+	if state == nil || state.def.Type != "enum" {
+		return nil, fmt.Errorf("rules: line %d: machine %q: state fact %q must be an enum fact", def.line, def.Name, def.StateFact)
+	}
+	m := &machine{def: def, state: state, states: map[string]*stateIndex{}}
+	var errs []error
+	for i := range def.Transitions {
+		tr := &def.Transitions[i]
+		for _, s := range append(append([]string{}, tr.From...), tr.To) {
+			if !contains(state.def.Values, s) {
+				errs = append(errs, fmt.Errorf("rules: line %d: transition %q: %q is not a state of %s (%v)", tr.line, tr.ID, s, def.StateFact, state.def.Values))
+			}
+		}
+		r, err := compileGuard(env, tr, e.byName)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if err := catalog.validateSteps(tr); err != nil {
+			errs = append(errs, err)
+		}
+		m.rows = append(m.rows, r)
+	}
+	return m, errors.Join(errs...)
+}
+
+// Version is the table's behaviour version.
+func (e *Engine) Version() int { return e.table.Version }
+
+// Table returns the decoded table (read-only).
+func (e *Engine) Table() *Table { return e.table }
+
+// Decision is what one machine does this pass.
+type Decision struct {
+	Machine    string         `json:"machine"`
+	Transition string         `json:"transition"`
+	From       string         `json:"from"`
+	To         string         `json:"to"`
+	Steps      []Step         `json:"steps"`
+	Requeue    time.Duration  `json:"requeue"`
+	OnLost     time.Duration  `json:"onLost"`
+	Facts      map[string]any `json:"facts"`
+}

@@ -1,0 +1,209 @@
+package engine
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+// base is a small valid table: one machine over `state`, two bool facts.
+const base = `apiVersion: rules.noderotation.io/v1
+version: 3
+facts:
+  - name: state
+    type: enum
+    values: [idle, gone]
+    description: dispatch
+    expr: 'pool.anchor == "" ? "idle" : "gone"'
+  - name: frozen
+    type: bool
+    description: freeze in force
+    expr: pool.freeze != "" && timestamp(pool.freeze) > now
+  - name: deleting
+    type: bool
+    description: claim deleting
+    expr: claim.deleting
+machines:
+  - name: rotation
+    state: state
+    description: test
+    transitions:
+      - id: idle.frozen
+        cite: test
+        from: [idle]
+        guard: frozen
+        to: idle
+        steps: []
+        requeue: 1m
+      - id: idle.start
+        cite: test
+        from: [idle]
+        guard: "!frozen"
+        to: gone
+        steps:
+          - {action: write-anchor, elect: true}
+          - {action: say, args: {what: hello}}
+        requeue: 0s
+      - id: gone.done
+        cite: test
+        from: [gone]
+        guard: "true"
+        to: idle
+        steps:
+          - {action: clear-anchor, elect: true}
+          - {action: say, args: {what: bye}}
+        requeue: 1m
+`
+
+func testCatalog() Catalog {
+	return Catalog{
+		"write-anchor": {Name: "write-anchor", Reports: true, Role: RoleAnchorWrite},
+		"clear-anchor": {Name: "clear-anchor", Reports: true, Role: RoleAnchorEnd},
+		"say":          {Name: "say", Role: RoleAnnounce, Args: map[string]ArgSpec{"what": {Kind: ArgString, Values: []string{"hello", "bye"}, Required: true}}},
+		"poke":         {Name: "poke", Args: map[string]ArgSpec{"times": {Kind: ArgBool}}},
+	}
+}
+
+func load(t *testing.T, table string) (*Engine, error) {
+	t.Helper()
+	return Load([]byte(table), Options{Catalog: testCatalog()})
+}
+
+func TestBaseTableLoads(t *testing.T) {
+	e, err := load(t, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Version() != 3 {
+		t.Errorf("version %d", e.Version())
+	}
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	ds, err := e.Decide(&Snapshot{Now: now, Pool: PoolObservation{Freeze: "2026-12-01T00:00:00Z"}})
+	if err != nil || len(ds) != 1 || ds[0].Transition != "idle.frozen" {
+		t.Fatalf("decide frozen = %+v, %v", ds, err)
+	}
+	ds, _ = e.Decide(&Snapshot{Now: now, Pool: PoolObservation{Freeze: "2026-11-01T00:00:00Z"}})
+	if ds[0].Transition != "idle.start" || ds[0].To != "gone" || ds[0].Requeue != 0 || len(ds[0].Steps) != 2 || !ds[0].Steps[0].Elect {
+		t.Fatalf("decide thawed = %+v", ds[0])
+	}
+	ds, _ = e.Decide(&Snapshot{Now: now, Pool: PoolObservation{Anchor: "claim-a"}})
+	if ds[0].Transition != "gone.done" || ds[0].OnLost != 30*time.Second {
+		t.Fatalf("decide anchored = %+v", ds[0])
+	}
+}
+
+func TestBrokenTablesFailPrecisely(t *testing.T) {
+	cases := []struct {
+		name, from, to, want string
+	}{
+		{"hole", `guard: "!frozen"`, `guard: "!frozen && !deleting"`,
+			`machine rotation, state idle: no transition matches {deleting=true, frozen=false} (incomplete)`},
+		{"overlap", `guard: frozen`, `guard: frozen || deleting`,
+			`machine rotation, state idle: transitions "idle.frozen" (line 22), "idle.start" (line 29) all match {deleting=true, frozen=false} (not deterministic)`},
+		{"dead row", `      - id: gone.done`, `      - id: idle.never
+        cite: test
+        from: [idle]
+        guard: frozen && !frozen
+        to: idle
+        steps: []
+        requeue: 1m
+      - id: gone.done`, `transition "idle.never" (line 38) never matches any combination of facts (dead row)`},
+		{"unknown action", `{action: say, args: {what: bye}}`, `{action: shout}`,
+			`transition "gone.done" step 2 (shout): unknown action; known: clear-anchor, poke, say, write-anchor`},
+		{"bad argument value", `{what: bye}`, `{what: ciao}`, `argument "what": "ciao" is not one of hello, bye`},
+		{"unknown argument", `{what: bye}`, `{what: bye, loud: true}`, `unknown argument "loud"`},
+		{"missing argument", `{action: say, args: {what: bye}}`, `{action: say}`, `missing required argument "what"`},
+		{"elect on a silent action", `{action: say, args: {what: hello}}`, `{action: poke, elect: true}`, `elect is set but the action reports no outcome`},
+		{"anchor written late", `          - {action: write-anchor, elect: true}
+          - {action: say, args: {what: hello}}`, `          - {action: say, args: {what: hello}}
+          - {action: write-anchor, elect: true}`, `must be the first step`},
+		{"write after the anchor is cleared", `{action: say, args: {what: bye}}`, `{action: poke}`, `only announcements may follow clear-anchor`},
+		{"non-bool guard", `guard: frozen`, `guard: state`, `transition "idle.frozen" guard: "state" evaluates to string, want bool`},
+		{"guard reads an input", `guard: frozen`, `guard: claim.deleting`, `undeclared reference to 'claim'`},
+		{"guard literal not in a domain", `guard: frozen`, `guard: frozen && state != "idel"`, `compares with "idel", which is not a value of any enum fact it reads`},
+		{"CEL syntax error", `guard: frozen`, `guard: frozen &&`, `transition "idle.frozen" guard: ERROR`},
+		{"fact of the wrong type", `expr: claim.deleting`, `expr: pool.anchor`, `fact "deleting": "pool.anchor" evaluates to string, want bool`},
+		{"unknown apiVersion", `apiVersion: rules.noderotation.io/v1`, `apiVersion: rules.noderotation.io/v9`, `line 1: apiVersion "rules.noderotation.io/v9" is not supported`},
+		{"unknown key", `    cite: test
+        from: [gone]`, `    cite: test
+        colour: blue
+        from: [gone]`, `line 40: field colour not found`},
+		{"unknown state", `to: idle
+        steps:
+          - {action: clear-anchor`, `to: limbo
+        steps:
+          - {action: clear-anchor`, `transition "gone.done": "limbo" is not a state of state`},
+		{"unregistered observer", `expr: claim.deleting`, `observer: deletingObserver`, `fact "deleting" names observer "deletingObserver", which is not registered`},
+		{"bad requeue", `requeue: 0s`, `requeue: soon`, `transition "idle.start": requeue "soon" is not a duration`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if !strings.Contains(base, c.from) {
+				t.Fatalf("test setup: %q not in the base table", c.from)
+			}
+			_, err := load(t, strings.Replace(base, c.from, c.to, 1))
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("error = %v\nwant it to contain %q", err, c.want)
+			}
+		})
+	}
+}
+
+func TestDecideReportsFactErrors(t *testing.T) {
+	e, err := load(t, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = e.Decide(&Snapshot{Now: time.Now(), Pool: PoolObservation{Freeze: "next tuesday"}})
+	var fe *FactError
+	if !errors.As(err, &fe) || fe.Fact != "frozen" || fe.Inputs["pool.freeze"] != "next tuesday" {
+		t.Fatalf("err = %#v", err)
+	}
+	if !strings.Contains(err.Error(), `pool.freeze="next tuesday"`) {
+		t.Errorf("message lacks the key and value: %v", err)
+	}
+}
+
+func TestDecideRejectsValueOutsideTheDomain(t *testing.T) {
+	table := strings.Replace(base, `expr: 'pool.anchor == "" ? "idle" : "gone"'`, `expr: 'pool.anchor == "" ? "idle" : claim.state'`, 1)
+	e, err := load(t, table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = e.Decide(&Snapshot{Pool: PoolObservation{Anchor: "a"}, Claim: ClaimObservation{State: "limbo"}})
+	var fe *FactError
+	if !errors.As(err, &fe) || fe.Fact != "state" || !strings.Contains(err.Error(), "value limbo is not one of [idle gone]") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestObserverFacts(t *testing.T) {
+	table := strings.Replace(base, `expr: claim.deleting`, `observer: deletingObserver`, 1)
+	boom := errors.New("noderotation.io/retry-count \"-1\" is not a non-negative integer")
+	var fail bool
+	obs := map[string]Observer{"deletingObserver": func(s *Snapshot) (any, error) {
+		if fail {
+			return nil, boom
+		}
+		return s.Claim.Deleting, nil
+	}}
+	e, err := Load([]byte(table), Options{Catalog: testCatalog(), Observers: obs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Decide(&Snapshot{}); err != nil {
+		t.Fatalf("observer fact unused by the guards should not matter: %v", err)
+	}
+	// Used only if a guard reads it; make one that does.
+	table = strings.Replace(table, `guard: "!frozen"`, `guard: "!frozen && (deleting || !deleting)"`, 1)
+	if e, err = Load([]byte(table), Options{Catalog: testCatalog(), Observers: obs}); err != nil {
+		t.Fatal(err)
+	}
+	fail = true
+	_, err = e.Decide(&Snapshot{Now: time.Now()})
+	var fe *FactError
+	if !errors.As(err, &fe) || fe.Fact != "deleting" || !errors.Is(err, boom) {
+		t.Fatalf("err = %v", err)
+	}
+}

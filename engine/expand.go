@@ -1,0 +1,51 @@
+package engine
+
+import (
+	"fmt"
+	"io"
+	"strings"
+)
+
+// Expand writes the whole enumerated fact space, one line per assignment:
+// machine, state, the facts its guards read, and the transition that
+// matches. A guard change shows up in review as the lines it moves.
+func (e *Engine) Expand(w io.Writer) error {
+	for _, m := range e.machines {
+		for _, s := range m.state.def.Values {
+			idx := m.states[s]
+			if _, err := fmt.Fprintf(w, "# %s %s: %d combinations of [%s]\n", m.def.Name, s, len(idx.lookup), strings.Join(idx.factNames(), " ")); err != nil {
+				return err
+			}
+			for n, r := range idx.lookup {
+				a := idx.assignment(n)
+				parts := make([]string, len(idx.facts))
+				for i, f := range idx.facts {
+					parts[i] = fmt.Sprintf("%s=%v", f.def.Name, a[f.def.Name])
+				}
+				if _, err := fmt.Fprintf(w, "%s %s %s -> %s\n", m.def.Name, s, strings.Join(parts, " "), idx.rows[r].t.ID); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func (idx *stateIndex) factNames() []string {
+	out := make([]string, len(idx.facts))
+	for i, f := range idx.facts {
+		out[i] = f.def.Name
+	}
+	return out
+}
+
+// TransitionIDs lists every transition id, in table order.
+func (e *Engine) TransitionIDs() []string {
+	var out []string
+	for _, m := range e.machines {
+		for _, r := range m.rows {
+			out = append(out, r.t.ID)
+		}
+	}
+	return out
+}

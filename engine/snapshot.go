@@ -1,0 +1,154 @@
+package engine
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/interpreter"
+)
+
+// Snapshot is the observation the facts are computed from: what one
+// reconcile pass saw of a NodePool, its governing policy, the claim its
+// anchor names (or the selected candidate), the placeholder and surge host.
+// Annotation values are carried raw, exactly as stored, so a malformed one
+// surfaces as a FactError naming the fact, key and value — never a panic.
+type Snapshot struct {
+	Now       time.Time         `json:"now"`
+	Pool      PoolObservation   `json:"pool"`
+	Policy    PolicyObservation `json:"policy"`
+	Claim     ClaimObservation  `json:"claim"`
+	Candidate string            `json:"candidate"` // none, surge or forcefulFallback (idle pools)
+	Surge     SurgeObservation  `json:"surge"`
+	// Outstanding is candidates + in_backoff: the work the window-missed
+	// evaluation judges a closed occurrence by.
+	Outstanding int `json:"outstanding"`
+}
+
+// PoolObservation is the NodePool's side of the snapshot.
+type PoolObservation struct {
+	Governance     string `json:"governance"` // governed, ungoverned, conflict or invalid
+	Static         bool   `json:"static"`     // spec.replicas set
+	Feasible       bool   `json:"feasible"`   // no fatal finding
+	WindowOpen     bool   `json:"windowOpen"`
+	Anchor         string `json:"anchor,omitempty"`         // noderotation.io/active-rotation
+	RotationState  string `json:"rotationState,omitempty"`  // noderotation.io/active-rotation-state
+	Freeze         string `json:"freeze,omitempty"`         // noderotation.io/freeze
+	LastRotationAt string `json:"lastRotationAt,omitempty"` // noderotation.io/last-rotation-at
+	LastFailureAt  string `json:"lastFailureAt,omitempty"`  // noderotation.io/last-failure-at
+	WindowOpenedAt string `json:"windowOpenedAt,omitempty"` // noderotation.io/window-opened-at
+}
+
+// PolicyObservation carries the resolved policy's durations.
+type PolicyObservation struct {
+	ReadyTimeout  Duration `json:"readyTimeout"`
+	CooldownAfter Duration `json:"cooldownAfter"`
+	FailurePause  Duration `json:"failurePause"`
+	// DrainBound is tGP + buffer: a drain longer than this is stuck.
+	DrainBound Duration `json:"drainBound"`
+}
+
+// ClaimObservation is the old NodeClaim's side of the snapshot.
+type ClaimObservation struct {
+	Exists     bool      `json:"exists"`
+	State      string    `json:"state,omitempty"`      // noderotation.io/state
+	StartedAt  string    `json:"startedAt,omitempty"`  // noderotation.io/started-at
+	FailedAt   string    `json:"failedAt,omitempty"`   // noderotation.io/failed-at
+	RetryCount string    `json:"retryCount,omitempty"` // noderotation.io/retry-count
+	Deleting   bool      `json:"deleting"`
+	DeletedAt  time.Time `json:"deletedAt,omitempty"` // deletionTimestamp
+	// RetryAt is when the claim's escalated, window-clamped backoff ends;
+	// computed by the observer from FailedAt and RetryCount.
+	RetryAt time.Time `json:"retryAt,omitempty"`
+}
+
+// SurgeObservation is the placeholder's and surge host's side.
+type SurgeObservation struct {
+	PlaceholderExists bool `json:"placeholderExists"`
+	Ready             bool `json:"ready"`    // surge_ready (§3.5)
+	Headroom          bool `json:"headroom"` // the placeholder fits spec.limits − status.resources
+}
+
+// input is one CEL variable the facts may read, with its accessor.
+type input struct {
+	name string
+	typ  *cel.Type
+	get  func(*Snapshot) any
+}
+
+// inputs is the observation schema: every variable a fact expression may
+// reference. Guards may reference none of these — only facts.
+var inputs = []input{
+	{"now", cel.TimestampType, func(s *Snapshot) any { return s.Now }},
+	{"pool.governance", cel.StringType, func(s *Snapshot) any { return s.Pool.Governance }},
+	{"pool.static", cel.BoolType, func(s *Snapshot) any { return s.Pool.Static }},
+	{"pool.feasible", cel.BoolType, func(s *Snapshot) any { return s.Pool.Feasible }},
+	{"pool.windowOpen", cel.BoolType, func(s *Snapshot) any { return s.Pool.WindowOpen }},
+	{"pool.anchor", cel.StringType, func(s *Snapshot) any { return s.Pool.Anchor }},
+	{"pool.rotationState", cel.StringType, func(s *Snapshot) any { return s.Pool.RotationState }},
+	{"pool.freeze", cel.StringType, func(s *Snapshot) any { return s.Pool.Freeze }},
+	{"pool.lastRotationAt", cel.StringType, func(s *Snapshot) any { return s.Pool.LastRotationAt }},
+	{"pool.lastFailureAt", cel.StringType, func(s *Snapshot) any { return s.Pool.LastFailureAt }},
+	{"pool.windowOpenedAt", cel.StringType, func(s *Snapshot) any { return s.Pool.WindowOpenedAt }},
+	{"policy.readyTimeout", cel.DurationType, func(s *Snapshot) any { return time.Duration(s.Policy.ReadyTimeout) }},
+	{"policy.cooldownAfter", cel.DurationType, func(s *Snapshot) any { return time.Duration(s.Policy.CooldownAfter) }},
+	{"policy.failurePause", cel.DurationType, func(s *Snapshot) any { return time.Duration(s.Policy.FailurePause) }},
+	{"policy.drainBound", cel.DurationType, func(s *Snapshot) any { return time.Duration(s.Policy.DrainBound) }},
+	{"claim.exists", cel.BoolType, func(s *Snapshot) any { return s.Claim.Exists }},
+	{"claim.state", cel.StringType, func(s *Snapshot) any { return s.Claim.State }},
+	{"claim.startedAt", cel.StringType, func(s *Snapshot) any { return s.Claim.StartedAt }},
+	{"claim.failedAt", cel.StringType, func(s *Snapshot) any { return s.Claim.FailedAt }},
+	{"claim.retryCount", cel.StringType, func(s *Snapshot) any { return s.Claim.RetryCount }},
+	{"claim.deleting", cel.BoolType, func(s *Snapshot) any { return s.Claim.Deleting }},
+	{"claim.deletedAt", cel.TimestampType, func(s *Snapshot) any { return s.Claim.DeletedAt }},
+	{"claim.retryAt", cel.TimestampType, func(s *Snapshot) any { return s.Claim.RetryAt }},
+	{"candidate", cel.StringType, func(s *Snapshot) any { return s.Candidate }},
+	{"surge.placeholderExists", cel.BoolType, func(s *Snapshot) any { return s.Surge.PlaceholderExists }},
+	{"surge.ready", cel.BoolType, func(s *Snapshot) any { return s.Surge.Ready }},
+	{"surge.headroom", cel.BoolType, func(s *Snapshot) any { return s.Surge.Headroom }},
+	{"outstanding", cel.IntType, func(s *Snapshot) any { return int64(s.Outstanding) }},
+}
+
+var inputIndex = func() map[string]int {
+	m := make(map[string]int, len(inputs))
+	for i, in := range inputs {
+		m[in.name] = i
+	}
+	return m
+}()
+
+// snapshotActivation resolves input names straight from the snapshot,
+// without building a map per evaluation.
+type snapshotActivation struct{ s *Snapshot }
+
+func (a snapshotActivation) ResolveName(name string) (any, bool) {
+	i, ok := inputIndex[name]
+	if !ok {
+		return nil, false
+	}
+	return inputs[i].get(a.s), true
+}
+
+func (a snapshotActivation) Parent() interpreter.Activation { return nil }
+
+// Duration is a time.Duration that reads and writes as a Go duration string
+// ("15m") in snapshots and golden files.
+type Duration time.Duration
+
+// MarshalJSON writes the duration as a string.
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+
+// UnmarshalJSON reads a Go duration string.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("duration: want a string such as \"15m\": %w", err)
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("duration %q: %w", s, err)
+	}
+	*d = Duration(v)
+	return nil
+}

@@ -1,0 +1,120 @@
+package rules
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/noderotation/node-rotation-controller/engine"
+	"github.com/noderotation/node-rotation-controller/internal/golden"
+)
+
+// goldenDecision is a decision as the golden files show it.
+type goldenDecision struct {
+	Machine    string         `json:"machine"`
+	Transition string         `json:"transition"`
+	From       string         `json:"from"`
+	To         string         `json:"to"`
+	Requeue    string         `json:"requeue"`
+	OnLost     string         `json:"onLost"`
+	Steps      []engine.Step  `json:"steps"`
+	Facts      map[string]any `json:"facts"`
+}
+
+type goldenResult struct {
+	Decisions []goldenDecision `json:"decisions,omitempty"`
+	FactError *goldenFactError `json:"factError,omitempty"`
+}
+
+type goldenFactError struct {
+	Fact   string         `json:"fact"`
+	Inputs map[string]any `json:"inputs,omitempty"`
+	Error  string         `json:"error"`
+}
+
+func decide(t *testing.T, e *engine.Engine, path string) (goldenResult, []string) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s engine.Snapshot
+	if err := yaml.UnmarshalStrict(raw, &s); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	ds, err := e.Decide(&s)
+	var fe *engine.FactError
+	if errors.As(err, &fe) {
+		return goldenResult{FactError: &goldenFactError{Fact: fe.Fact, Inputs: fe.Inputs, Error: fe.Err.Error()}}, nil
+	}
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	var res goldenResult
+	var hit []string
+	for _, d := range ds {
+		res.Decisions = append(res.Decisions, goldenDecision{
+			Machine: d.Machine, Transition: d.Transition, From: d.From, To: d.To,
+			Requeue: d.Requeue.String(), OnLost: d.OnLost.String(), Steps: d.Steps, Facts: d.Facts,
+		})
+		hit = append(hit, d.Transition)
+	}
+	return res, hit
+}
+
+// TestGoldenCases decides every snapshot under testdata/cases and compares
+// the decisions with the golden files; every transition id of the shipped
+// table must be hit by at least one case.
+func TestGoldenCases(t *testing.T) {
+	e, err := Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	snaps, err := filepath.Glob("testdata/cases/*.snapshot.yaml")
+	if err != nil || len(snaps) == 0 {
+		t.Fatalf("no cases: %v", err)
+	}
+	hit := map[string][]string{}
+	for _, p := range snaps {
+		name := strings.TrimSuffix(filepath.Base(p), ".snapshot.yaml")
+		t.Run(name, func(t *testing.T) {
+			res, ids := decide(t, e, p)
+			for _, id := range ids {
+				hit[id] = append(hit[id], name)
+			}
+			out, err := yaml.Marshal(res)
+			if err != nil {
+				t.Fatal(err)
+			}
+			golden.Check(t, strings.TrimSuffix(p, ".snapshot.yaml")+".golden.yaml", out)
+		})
+	}
+	var missing []string
+	for _, id := range e.TransitionIDs() {
+		if len(hit[id]) == 0 {
+			missing = append(missing, id)
+		}
+	}
+	sort.Strings(missing)
+	if len(missing) > 0 {
+		t.Errorf("transitions without a golden case: %s", strings.Join(missing, ", "))
+	}
+}
+
+// TestGoldenFactSpace pins the whole enumerated fact space.
+func TestGoldenFactSpace(t *testing.T) {
+	e, err := Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := e.Expand(&b); err != nil {
+		t.Fatal(err)
+	}
+	golden.Check(t, "testdata/fact-space.golden.txt", b.Bytes())
+}
