@@ -7,13 +7,20 @@ import (
 	"strings"
 
 	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/checker"
 	celast "github.com/google/cel-go/common/ast"
 	"github.com/google/cel-go/common/types"
 )
 
-// costLimit bounds the runtime cost of one fact or guard evaluation; the
-// expressions are small comparisons, so a runaway one is a table bug.
-const costLimit = 10_000
+// costLimit bounds the estimated worst-case cost of one fact or guard. The
+// bound is checked once at compile time (static estimation, with annotation
+// strings assumed at most maxInputSize characters), so evaluation pays no
+// runtime cost tracking; the expressions have no loops, so the estimate is
+// a true bound.
+const costLimit = 1_000
+
+// maxInputSize is the size the cost estimate assumes for string inputs.
+const maxInputSize = 1024
 
 // Observer supplies a fact from Go where CEL cannot reach cheaply.
 type Observer func(*Snapshot) (any, error)
@@ -32,6 +39,9 @@ type fact struct {
 	prg      cel.Program
 	observer Observer
 	inputs   []string // the snapshot inputs the expression reads
+	// direct reads the value straight from the snapshot when the
+	// expression is nothing but one input: same result, no interpretation.
+	direct func(*Snapshot) any
 }
 
 // domain lists the fact's possible values in enumeration order.
@@ -102,6 +112,9 @@ func compileFacts(defs []FactDef, observers map[string]Observer) ([]*fact, error
 			continue
 		}
 		f.prg, f.inputs = prg, refs
+		if ast, _ := env.Compile(d.Expr); isLoneInput(ast.NativeRep()) {
+			f.direct = inputs[inputIndex[refs[0]]].get
+		}
 	}
 	return facts, errors.Join(errs...)
 }
@@ -130,7 +143,14 @@ func compile(env *cel.Env, expr string, want *cel.Type) (cel.Program, []string, 
 	if !ast.OutputType().IsExactType(want) {
 		return nil, nil, fmt.Errorf("%q evaluates to %s, want %s", expr, ast.OutputType(), want)
 	}
-	prg, err := env.Program(ast, cel.EvalOptions(cel.OptOptimize), cel.CostLimit(costLimit))
+	est, err := env.EstimateCost(ast, sizeEstimator{})
+	if err != nil {
+		return nil, nil, fmt.Errorf("estimating the cost of %q: %w", expr, err)
+	}
+	if est.Max > costLimit {
+		return nil, nil, fmt.Errorf("%q may cost %d, over the limit of %d", expr, est.Max, costLimit)
+	}
+	prg, err := env.Program(ast, cel.EvalOptions(cel.OptOptimize))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -173,4 +193,21 @@ func literalInDomain(lit string, refs []string, facts map[string]*fact) bool {
 		}
 	}
 	return false
+}
+
+// sizeEstimator bounds every input of unknown size by maxInputSize.
+type sizeEstimator struct{}
+
+func (sizeEstimator) EstimateSize(checker.AstNode) *checker.SizeEstimate {
+	return &checker.SizeEstimate{Min: 0, Max: maxInputSize}
+}
+
+func (sizeEstimator) EstimateCallCost(string, string, *checker.AstNode, []checker.AstNode) *checker.CallEstimate {
+	return nil
+}
+
+// isLoneInput reports whether the whole expression is one input variable.
+func isLoneInput(a *celast.AST) bool {
+	r, ok := a.ReferenceMap()[a.Expr().ID()]
+	return ok && r.Value == nil && len(r.OverloadIDs) == 0 && r.Name != ""
 }

@@ -13,6 +13,7 @@ import (
 func (e *Engine) Decide(s *Snapshot) ([]Decision, error) {
 	ev := evaluator{e: e, s: s, vals: make([]any, len(e.facts))}
 	out := make([]Decision, 0, len(e.machines))
+	consulted := make([]FactValue, 0, e.maxConsulted)
 	for _, m := range e.machines {
 		sv, err := ev.value(m.state)
 		if err != nil {
@@ -21,15 +22,17 @@ func (e *Engine) Decide(s *Snapshot) ([]Decision, error) {
 		state := sv.(string)
 		idx := m.states[state]
 		n := 0
-		facts := map[string]any{m.state.def.Name: state}
+		first := len(consulted)
+		consulted = append(consulted, FactValue{Name: m.state.def.Name, Value: sv})
 		for i, f := range idx.facts {
 			v, err := ev.value(f)
 			if err != nil {
 				return nil, err
 			}
-			facts[f.def.Name] = v
+			consulted = append(consulted, FactValue{Name: f.def.Name, Value: v})
 			n += idx.strides[i] * valueIndex(f, v)
 		}
+		facts := consulted[first:len(consulted):len(consulted)]
 		t := idx.rows[idx.lookup[n]].t
 		out = append(out, Decision{
 			Machine: m.def.Name, Transition: t.ID, From: state, To: t.To,
@@ -60,7 +63,9 @@ func (ev *evaluator) value(f *fact) (any, error) {
 
 func (ev *evaluator) compute(f *fact) (any, error) {
 	var v any
-	if f.observer != nil {
+	if f.direct != nil {
+		v = f.direct(ev.s)
+	} else if f.observer != nil {
 		var err error
 		if v, err = f.observer(ev.s); err != nil {
 			return nil, ev.factError(f, err)

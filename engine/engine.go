@@ -12,6 +12,9 @@ type Engine struct {
 	facts    []*fact
 	byName   map[string]*fact
 	machines []*machine
+	// maxConsulted bounds the facts one Decide reports: per machine, the
+	// state fact plus the most facts any of its states reads.
+	maxConsulted int
 }
 
 // machine is a compiled state machine with a lookup table per state.
@@ -58,7 +61,17 @@ func Load(data []byte, opts Options) (*Engine, error) {
 		}
 		e.machines = append(e.machines, m)
 	}
-	return e, e.prove()
+	if err := e.prove(); err != nil {
+		return nil, err
+	}
+	for _, m := range e.machines {
+		most := 0
+		for _, idx := range m.states {
+			most = max(most, len(idx.facts))
+		}
+		e.maxConsulted += 1 + most
+	}
+	return e, nil
 }
 
 func (e *Engine) compileMachine(def *Machine, env celEnv, catalog Catalog) (*machine, error) {
@@ -103,5 +116,13 @@ type Decision struct {
 	Steps      []Step         `json:"steps"`
 	Requeue    time.Duration  `json:"requeue"`
 	OnLost     time.Duration  `json:"onLost"`
-	Facts      map[string]any `json:"facts"`
+	// Facts are the facts this decision consulted: the state fact first,
+	// then those its guards read, in enumeration order.
+	Facts []FactValue `json:"facts"`
+}
+
+// FactValue is one consulted fact.
+type FactValue struct {
+	Name  string `json:"name"`
+	Value any    `json:"value"`
 }

@@ -207,3 +207,24 @@ func TestObserverFacts(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// The activation's fast path must agree with the declared inputs.
+func TestActivationMatchesInputs(t *testing.T) {
+	s := &Snapshot{
+		Now:       time.Unix(100, 0),
+		Pool:      PoolObservation{Governance: "g", Static: true, Feasible: true, WindowOpen: true, Anchor: "a", RotationState: "r", Freeze: "f", LastRotationAt: "l", LastFailureAt: "lf", WindowOpenedAt: "w"},
+		Policy:    PolicyObservation{ReadyTimeout: 1, CooldownAfter: 2, FailurePause: 3, DrainBound: 4},
+		Claim:     ClaimObservation{Exists: true, State: "s", StartedAt: "st", FailedAt: "fa", RetryCount: "rc", Deleting: true, DeletedAt: time.Unix(5, 0), RetryAt: time.Unix(6, 0)},
+		Candidate: "c", Surge: SurgeObservation{PlaceholderExists: true, Ready: true, Headroom: true}, Outstanding: 7,
+	}
+	act := snapshotActivation{s}
+	for _, in := range inputs {
+		got, ok := act.ResolveName(in.name)
+		if !ok || got != in.get(s) {
+			t.Errorf("%s: activation %v, accessor %v", in.name, got, in.get(s))
+		}
+	}
+	if _, ok := act.ResolveName("pool.nothing"); ok {
+		t.Error("an undeclared name resolved")
+	}
+}

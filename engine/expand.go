@@ -49,3 +49,22 @@ func (e *Engine) TransitionIDs() []string {
 	}
 	return out
 }
+
+// Stats summarises what the proof covered.
+type Stats struct {
+	Machines, States, Transitions, Combinations int
+}
+
+// Stats counts machines, states, transitions and enumerated combinations.
+func (e *Engine) Stats() Stats {
+	var s Stats
+	for _, m := range e.machines {
+		s.Machines++
+		s.Transitions += len(m.rows)
+		for _, idx := range m.states {
+			s.States++
+			s.Combinations += len(idx.lookup)
+		}
+	}
+	return s
+}

@@ -3,3 +3,5 @@
 // name. A pull request's diff of the table is the behaviour change a
 // reviewer reads; package engine loads and proves it.
 package rules
+
+//go:generate go run ../cmd/rotationctl rules render -o ../docs/transitions.md

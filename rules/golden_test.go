@@ -60,7 +60,7 @@ func decide(t *testing.T, e *engine.Engine, path string) (goldenResult, []string
 	for _, d := range ds {
 		res.Decisions = append(res.Decisions, goldenDecision{
 			Machine: d.Machine, Transition: d.Transition, From: d.From, To: d.To,
-			Requeue: d.Requeue.String(), OnLost: d.OnLost.String(), Steps: d.Steps, Facts: d.Facts,
+			Requeue: d.Requeue.String(), OnLost: d.OnLost.String(), Steps: d.Steps, Facts: factMap(d.Facts),
 		})
 		hit = append(hit, d.Transition)
 	}
@@ -117,4 +117,12 @@ func TestGoldenFactSpace(t *testing.T) {
 		t.Fatal(err)
 	}
 	golden.Check(t, "testdata/fact-space.golden.txt", b.Bytes())
+}
+
+func factMap(fs []engine.FactValue) map[string]any {
+	m := make(map[string]any, len(fs))
+	for _, f := range fs {
+		m[f.Name] = f.Value
+	}
+	return m
 }

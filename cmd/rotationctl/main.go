@@ -1,5 +1,6 @@
 // Command rotationctl is the operator CLI of node-rotation-controller:
-// `plan` derives a policy's schedule figures and findings offline.
+// `plan` derives a policy's schedule figures and findings offline, and
+// `rules` lints, renders and expands the rotation transition table.
 package main
 
 import (
@@ -45,7 +46,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(planCommand())
+	root.AddCommand(planCommand(), rulesCommand())
 	err := root.Execute()
 	if err == nil {
 		return 0

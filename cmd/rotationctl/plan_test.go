@@ -3,10 +3,13 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 
+	_ "github.com/noderotation/node-rotation-controller/internal/golden"
 	"github.com/noderotation/node-rotation-controller/internal/plan"
+	"github.com/noderotation/node-rotation-controller/rules"
 )
 
 const example = "../../docs/examples/api-policy.yaml"
@@ -103,5 +106,39 @@ func TestPlanPicksPolicyByName(t *testing.T) {
 	code, out, errOut := runCLI("plan", "-f", "../../docs/examples/several-pools.yaml", "--policy", "payments", "--expire-after", "21d", "--tgp", "1h", now)
 	if code != 0 || !strings.Contains(out, "RotationPolicy payments") {
 		t.Errorf("exit %d stderr %s out:\n%s", code, errOut, out)
+	}
+}
+
+func TestRulesLintShippedTable(t *testing.T) {
+	code, out, errOut := runCLI("rules", "lint")
+	if code != 0 || !strings.Contains(out, "is complete, deterministic and live") {
+		t.Errorf("exit %d stdout %q stderr %q", code, out, errOut)
+	}
+}
+
+func TestRulesLintBrokenTableExitsOne(t *testing.T) {
+	broken := t.TempDir() + "/broken.yaml"
+	data := strings.Replace(string(rules.Table), `guard: windowStamped && attemptInFlight`, `guard: windowStamped`, 1)
+	if err := os.WriteFile(broken, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut := runCLI("rules", "lint", broken)
+	if code != exitFatal || !strings.Contains(errOut, `transitions "window.closed.in-flight"`) || !strings.Contains(errOut, "(not deterministic)") {
+		t.Errorf("exit %d stderr %q", code, errOut)
+	}
+	code, _, errOut = runCLI("rules", "lint", t.TempDir()+"/missing.yaml")
+	if code != exitBadInput || !strings.Contains(errOut, "no such file") {
+		t.Errorf("missing file: exit %d stderr %q", code, errOut)
+	}
+}
+
+func TestRulesRenderAndExpand(t *testing.T) {
+	code, out, _ := runCLI("rules", "render")
+	if code != 0 || !strings.Contains(out, "stateDiagram-v2") || !strings.Contains(out, "| `pending.surge-ready` |") {
+		t.Errorf("render: exit %d, output starts %q", code, out[:min(len(out), 200)])
+	}
+	code, out, _ = runCLI("rules", "expand")
+	if code != 0 || !strings.Contains(out, "-> idle.start\n") || strings.Count(out, "\n") < 1000 {
+		t.Errorf("expand: exit %d, %d lines", code, strings.Count(out, "\n"))
 	}
 }

@@ -1,0 +1,63 @@
+package engine_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/noderotation/node-rotation-controller/engine"
+	"github.com/noderotation/node-rotation-controller/rules"
+)
+
+// A pending claim waiting for its surge: the busiest state (seven facts
+// evaluated across both machines).
+func pendingSnapshot() *engine.Snapshot {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	return &engine.Snapshot{
+		Now:    now,
+		Pool:   engine.PoolObservation{Governance: "governed", Feasible: true, WindowOpen: true, Anchor: "general-abcde", WindowOpenedAt: "2026-11-30T11:00:00Z"},
+		Policy: engine.PolicyObservation{ReadyTimeout: engine.Duration(15 * time.Minute), CooldownAfter: engine.Duration(10 * time.Minute), FailurePause: engine.Duration(10 * time.Minute), DrainBound: engine.Duration(62 * time.Minute)},
+		Claim:  engine.ClaimObservation{Exists: true, State: "pending", StartedAt: "2026-11-30T11:55:00Z"},
+		Surge:  engine.SurgeObservation{PlaceholderExists: true, Headroom: true},
+	}
+}
+
+func BenchmarkDecide(b *testing.B) {
+	e, err := rules.Load()
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := pendingSnapshot()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		ds, err := e.Decide(s)
+		if err != nil || ds[0].Transition != "pending.await-surge" {
+			b.Fatalf("%v %v", ds, err)
+		}
+	}
+}
+
+func BenchmarkDecideIdle(b *testing.B) {
+	e, err := rules.Load()
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := pendingSnapshot()
+	s.Pool.Anchor, s.Claim, s.Candidate = "", engine.ClaimObservation{}, "surge"
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if ds, err := e.Decide(s); err != nil || ds[0].Transition != "idle.start" {
+			b.Fatalf("%v %v", ds, err)
+		}
+	}
+}
+
+func BenchmarkLoadAndProve(b *testing.B) {
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		if _, err := rules.Load(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
