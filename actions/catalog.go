@@ -20,7 +20,9 @@ var Announcements = []string{
 func Catalog() engine.Catalog {
 	str := func(values ...string) engine.ArgSpec { return engine.ArgSpec{Kind: engine.ArgString, Values: values} }
 	req := func(a engine.ArgSpec) engine.ArgSpec { a.Required = true; return a }
-	list := func(values ...string) engine.ArgSpec { return engine.ArgSpec{Kind: engine.ArgStringList, Values: values} }
+	list := func(values ...string) engine.ArgSpec {
+		return engine.ArgSpec{Kind: engine.ArgStringList, Values: values}
+	}
 	flag := engine.ArgSpec{Kind: engine.ArgBool}
 	specs := []engine.ActionSpec{
 		{Name: "anchor-write", Role: engine.RoleAnchorWrite, Reports: true,

@@ -109,13 +109,13 @@ func (e *Engine) Table() *Table { return e.table }
 
 // Decision is what one machine does this pass.
 type Decision struct {
-	Machine    string         `json:"machine"`
-	Transition string         `json:"transition"`
-	From       string         `json:"from"`
-	To         string         `json:"to"`
-	Steps      []Step         `json:"steps"`
-	Requeue    time.Duration  `json:"requeue"`
-	OnLost     time.Duration  `json:"onLost"`
+	Machine    string        `json:"machine"`
+	Transition string        `json:"transition"`
+	From       string        `json:"from"`
+	To         string        `json:"to"`
+	Steps      []Step        `json:"steps"`
+	Requeue    time.Duration `json:"requeue"`
+	OnLost     time.Duration `json:"onLost"`
 	// Facts are the facts this decision consulted: the state fact first,
 	// then those its guards read, in enumeration order.
 	Facts []FactValue `json:"facts"`
