@@ -1,0 +1,48 @@
+package v1alpha1
+
+// The state model of §5.3: every key the controller reads or writes on
+// NodePools, NodeClaims, Nodes and the placeholder Pod. All use the
+// noderotation.io/ prefix except Karpenter's own do-not-disrupt.
+const (
+	Prefix = "noderotation.io/"
+
+	// NodePool annotations.
+	AnnotationActiveRotation      = Prefix + "active-rotation"       // anchor: the claim in flight
+	AnnotationActiveRotationState = Prefix + "active-rotation-state" // "draining" mirror
+	AnnotationDrainingAt          = Prefix + "draining-at"           // RFC3339, write-once
+	AnnotationSurgeWait           = Prefix + "surge-wait"            // Go duration, write-once
+	AnnotationRotationMode        = Prefix + "rotation-mode"         // "forceful-fallback"
+	AnnotationLastFailureAt       = Prefix + "last-failure-at"       // RFC3339, gate B anchor
+	AnnotationFreeze              = Prefix + "freeze"                // RFC3339, operator-set
+	AnnotationLastRotationAt      = Prefix + "last-rotation-at"      // RFC3339, gate A anchor
+	AnnotationWindowOpenedAt      = Prefix + "window-opened-at"      // RFC3339, window-missed evaluation
+
+	// Old NodeClaim annotations.
+	AnnotationState      = Prefix + "state"       // pending, draining, failed, expired
+	AnnotationStartedAt  = Prefix + "started-at"  // RFC3339, readyTimeout deadline
+	AnnotationFailedAt   = Prefix + "failed-at"   // RFC3339, backoff anchor
+	AnnotationRetryCount = Prefix + "retry-count" // integer
+	AnnotationSurgeClaim = Prefix + "surge-claim" // the induced surge NodeClaim
+
+	// Node markers. SurgeFor is a label (on nodes and the placeholder Pod) so
+	// the rotation's objects can be listed by selector.
+	LabelSurgeFor               = Prefix + "surge-for"
+	LabelNodePool               = Prefix + "nodepool" // on the placeholder, for the watch mapping
+	AnnotationDoNotDisruptOwned = Prefix + "do-not-disrupt-owned"
+	AnnotationCordoned          = Prefix + "cordoned"
+	KarpenterDoNotDisrupt       = "karpenter.sh/do-not-disrupt"
+
+	// Values.
+	StatePending         = "pending"
+	StateDraining        = "draining"
+	StateFailed          = "failed"
+	StateExpired         = "expired"
+	RotationModeFallback = "forceful-fallback"
+)
+
+// RotationScoped are the NodePool keys cleared together with the anchor: no
+// companion field outlives the rotation (§5.3 "Clearing the anchor").
+var RotationScoped = []string{
+	AnnotationActiveRotation, AnnotationActiveRotationState, AnnotationDrainingAt,
+	AnnotationSurgeWait, AnnotationRotationMode,
+}
