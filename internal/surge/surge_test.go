@@ -14,7 +14,9 @@ import (
 	_ "github.com/noderotation/node-rotation-controller/internal/golden"
 )
 
-func cpu(s string) corev1.ResourceList { return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(s)} }
+func cpu(s string) corev1.ResourceList {
+	return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(s)}
+}
 
 func pod(name, cpuReq string, mutate ...func(*corev1.Pod)) corev1.Pod {
 	p := corev1.Pod{
