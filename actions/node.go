@@ -1,0 +1,121 @@
+package actions
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
+)
+
+// freeze protects a node from voluntary disruption for the rotation:
+// karpenter.sh/do-not-disrupt=true with our ownership marker (only when we
+// set it — an operator's own "true" is never touched; another value is
+// overwritten and owned) and the surge-for label pairing it with the claim.
+func freeze(ctx context.Context, p *Pass, args map[string]any) (Result, error) {
+	node := p.Obs.OldNode
+	if args["node"] == "surgeHost" {
+		node = p.Obs.SurgeHost
+	}
+	if node == nil {
+		return Result{Outcome: Done, Did: fmt.Sprintf("freeze %v: no node", args["node"])}, nil
+	}
+	n := node.DeepCopy()
+	orig := n.DeepCopy()
+	a := n.Annotations
+	if a == nil {
+		a = map[string]string{}
+	}
+	operatorOwned := a[v1alpha1.KarpenterDoNotDisrupt] == "true" && a[v1alpha1.AnnotationDoNotDisruptOwned] != "true"
+	if !operatorOwned {
+		a[v1alpha1.KarpenterDoNotDisrupt] = "true"
+		a[v1alpha1.AnnotationDoNotDisruptOwned] = "true"
+	}
+	n.Annotations = a
+	if n.Labels == nil {
+		n.Labels = map[string]string{}
+	}
+	n.Labels[v1alpha1.LabelSurgeFor] = p.Claim()
+	if err := patchIfChanged(ctx, p.Client, orig, n); err != nil {
+		return Result{}, err
+	}
+	return Result{Outcome: Done, Did: fmt.Sprintf("froze %s (operator-owned: %v)", n.Name, operatorOwned)}, nil
+}
+
+// unfreeze reverses freeze on every node paired with the rotation: the
+// surge-for label always, do-not-disrupt only where our marker says we set it.
+func unfreeze(ctx context.Context, p *Pass, _ map[string]any) (Result, error) {
+	nodes := &corev1.NodeList{}
+	if err := p.Client.List(ctx, nodes, client.MatchingLabels{v1alpha1.LabelSurgeFor: p.Claim()}); err != nil {
+		return Result{}, fmt.Errorf("listing nodes paired with %s: %w", p.Claim(), err)
+	}
+	var names []string
+	for i := range nodes.Items {
+		n := nodes.Items[i].DeepCopy()
+		orig := n.DeepCopy()
+		delete(n.Labels, v1alpha1.LabelSurgeFor)
+		if n.Annotations[v1alpha1.AnnotationDoNotDisruptOwned] == "true" {
+			delete(n.Annotations, v1alpha1.KarpenterDoNotDisrupt)
+			delete(n.Annotations, v1alpha1.AnnotationDoNotDisruptOwned)
+		}
+		if err := patchIfChanged(ctx, p.Client, orig, n); err != nil {
+			return Result{}, err
+		}
+		names = append(names, n.Name)
+	}
+	return Result{Outcome: Done, Did: fmt.Sprintf("unfroze %v", names), Values: map[string]string{"nodes": strings.Join(names, " ")}}, nil
+}
+
+// cordon sets spec.unschedulable on the old node with our marker, unless
+// someone else already cordoned it (never adopted). The patch carries the
+// cached resourceVersion, so an operator's cordon racing it is not adopted.
+func cordon(ctx context.Context, p *Pass, _ map[string]any) (Result, error) {
+	node := p.Obs.OldNode
+	if node == nil {
+		return Result{Outcome: Done, Did: "cordon: no node"}, nil
+	}
+	if node.Spec.Unschedulable {
+		return Result{Outcome: Done, Did: "cordon: already cordoned"}, nil
+	}
+	n := node.DeepCopy()
+	orig := n.DeepCopy()
+	n.Spec.Unschedulable = true
+	setAnn(n, v1alpha1.AnnotationCordoned, "true")
+	if err := p.Client.Patch(ctx, n, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		return Result{}, fmt.Errorf("cordoning %s: %w", n.Name, err)
+	}
+	return Result{Outcome: Done, Did: "cordoned " + n.Name}, nil
+}
+
+// uncordon undoes only our own cordon, by the marker.
+func uncordon(ctx context.Context, p *Pass, _ map[string]any) (Result, error) {
+	node := p.Obs.OldNode
+	if node == nil || node.Annotations[v1alpha1.AnnotationCordoned] != "true" {
+		return Result{Outcome: Done, Did: "uncordon: not ours"}, nil
+	}
+	n := node.DeepCopy()
+	orig := n.DeepCopy()
+	n.Spec.Unschedulable = false
+	delAnn(n, v1alpha1.AnnotationCordoned)
+	if err := p.Client.Patch(ctx, n, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil && !apierrors.IsNotFound(err) {
+		return Result{}, fmt.Errorf("uncordoning %s: %w", n.Name, err)
+	}
+	return Result{Outcome: Done, Did: "uncordoned " + n.Name}, nil
+}
+
+// patchIfChanged merge-patches the difference between orig and n.
+func patchIfChanged(ctx context.Context, c client.Client, orig, n client.Object) error {
+	patch := client.MergeFrom(orig)
+	data, err := patch.Data(n)
+	if err != nil || string(data) == "{}" {
+		return err
+	}
+	if err := c.Patch(ctx, n, patch); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("patching %s: %w", client.ObjectKeyFromObject(n), err)
+	}
+	return nil
+}

@@ -1,0 +1,70 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+
+	"github.com/noderotation/node-rotation-controller/internal/surge"
+)
+
+// options are the manager's flags.
+type options struct {
+	namespace        string
+	priorityClass    string
+	placeholderImage string
+	metricsAddr      string
+	metricsSecure    bool
+	metricsAuth      bool
+	probeAddr        string
+	leaderElect      bool
+	leaderElectionID string
+	logFormat        string
+	verbosity        int
+	kubeconfig       string
+}
+
+func parseFlags(args []string) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("node-rotation-controller", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.StringVar(&o.namespace, "namespace", "node-rotation-system", "namespace of the controller and its placeholder Pods")
+	fs.StringVar(&o.priorityClass, "placeholder-priority-class", "node-rotation-placeholder", "negative, never-preempting PriorityClass of the placeholder")
+	fs.StringVar(&o.placeholderImage, "placeholder-image", surge.DefaultImage, "image of the placeholder's single container")
+	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8443", `metrics endpoint address; "0" disables it`)
+	fs.BoolVar(&o.metricsSecure, "metrics-secure", true, "serve metrics over HTTPS (a self-signed certificate unless one is mounted)")
+	fs.BoolVar(&o.metricsAuth, "metrics-auth", false, "require a token allowed to GET /metrics (needs tokenreviews and subjectaccessreviews create, beyond the default RBAC)")
+	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "liveness and readiness probe address")
+	fs.BoolVar(&o.leaderElect, "leader-elect", true, "elect a leader through a Lease so only one replica acts")
+	fs.StringVar(&o.leaderElectionID, "leader-election-id", "node-rotation-controller", "name of the leader-election Lease")
+	fs.StringVar(&o.logFormat, "log-format", "json", "log format: json or text")
+	fs.IntVar(&o.verbosity, "v", 0, "log verbosity; 1 adds the per-pass findings and a heartbeat")
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig path (default: in-cluster, or $KUBECONFIG)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return o, fmt.Errorf("usage: node-rotation-controller [flags]; flags: %s", flagNames(fs))
+		}
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	switch {
+	case o.logFormat != "json" && o.logFormat != "text":
+		return o, fmt.Errorf("-log-format %q: want json or text", o.logFormat)
+	case o.verbosity < 0:
+		return o, fmt.Errorf("-v %d: must not be negative", o.verbosity)
+	case o.namespace == "":
+		return o, errors.New("-namespace must not be empty")
+	case o.priorityClass == "":
+		return o, errors.New("-placeholder-priority-class must not be empty")
+	}
+	return o, nil
+}
+
+func flagNames(fs *flag.FlagSet) string {
+	s := ""
+	fs.VisitAll(func(f *flag.Flag) { s += " -" + f.Name })
+	return s
+}

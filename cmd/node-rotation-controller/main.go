@@ -1,0 +1,20 @@
+// Command node-rotation-controller is the manager: it rotates Karpenter
+// NodeClaims gracefully inside maintenance windows, make-before-break.
+package main
+
+import (
+	"fmt"
+	"os"
+)
+
+func main() {
+	opts, err := parseFlags(os.Args[1:])
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "node-rotation-controller: %v\n", err)
+		os.Exit(2)
+	}
+	if err := run(opts); err != nil {
+		fmt.Fprintf(os.Stderr, "node-rotation-controller: %v\n", err)
+		os.Exit(1)
+	}
+}

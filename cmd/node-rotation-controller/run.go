@@ -1,0 +1,103 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"time"
+
+	"go.uber.org/zap/zapcore"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/noderotation/node-rotation-controller/internal/controller"
+	"github.com/noderotation/node-rotation-controller/internal/scheme"
+)
+
+func run(o options) error {
+	log := zap.New(zap.UseDevMode(false), zap.Level(zapcore.Level(-o.verbosity)), func(zo *zap.Options) {
+		if o.logFormat == "text" {
+			zo.Encoder = zapcore.NewConsoleEncoder(zapcore.EncoderConfig{TimeKey: "ts", LevelKey: "level", MessageKey: "msg", NameKey: "logger",
+				EncodeTime: zapcore.RFC3339TimeEncoder, EncodeLevel: zapcore.LowercaseLevelEncoder, EncodeDuration: zapcore.StringDurationEncoder})
+		}
+	})
+	ctrl.SetLogger(log)
+
+	cfg, err := restConfig(o.kubeconfig)
+	if err != nil {
+		return err
+	}
+	s, err := scheme.New()
+	if err != nil {
+		return err
+	}
+	mgr, err := ctrl.NewManager(cfg, managerOptions(o, s))
+	if err != nil {
+		return fmt.Errorf("creating the manager: %w", err)
+	}
+	if err := addProbes(mgr); err != nil {
+		return err
+	}
+	rcfg := controller.Config{Namespace: o.namespace, PlaceholderPriorityClass: o.priorityClass, PlaceholderImage: o.placeholderImage}
+	if _, err := controller.Setup(mgr, rcfg, log.WithName("rotation")); err != nil {
+		return err
+	}
+	log.Info("starting manager", "namespace", o.namespace, "leaderElection", o.leaderElect)
+	return mgr.Start(ctrl.SetupSignalHandler())
+}
+
+func restConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig != "" {
+		c, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+		if err != nil {
+			return nil, fmt.Errorf("loading kubeconfig %s: %w", kubeconfig, err)
+		}
+		return c, nil
+	}
+	c, err := ctrl.GetConfig()
+	if err != nil {
+		return nil, fmt.Errorf("finding cluster credentials (in-cluster, $KUBECONFIG or -kubeconfig): %w", err)
+	}
+	return c, nil
+}
+
+func managerOptions(o options, s *runtime.Scheme) ctrl.Options {
+	metrics := metricsserver.Options{BindAddress: o.metricsAddr, SecureServing: o.metricsSecure}
+	if o.metricsAuth {
+		metrics.FilterProvider = filters.WithAuthenticationAndAuthorization
+	}
+	return ctrl.Options{
+		Scheme:                  s,
+		Metrics:                 metrics,
+		HealthProbeBindAddress:  o.probeAddr,
+		LeaderElection:          o.leaderElect,
+		LeaderElectionID:        o.leaderElectionID,
+		LeaderElectionNamespace: o.namespace,
+		Cache:                   controller.CacheOptions(o.namespace),
+	}
+}
+
+func addProbes(mgr ctrl.Manager) error {
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return fmt.Errorf("adding the liveness probe: %w", err)
+	}
+	// Ready only after the caches synced.
+	err := mgr.AddReadyzCheck("caches", func(req *http.Request) error {
+		ctx, cancel := context.WithTimeout(req.Context(), time.Second)
+		defer cancel()
+		if !mgr.GetCache().WaitForCacheSync(ctx) {
+			return fmt.Errorf("caches not synced")
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("adding the readiness probe: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,99 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-logr/logr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrl "sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/noderotation/node-rotation-controller/actions"
+	"github.com/noderotation/node-rotation-controller/engine"
+	"github.com/noderotation/node-rotation-controller/internal/announce"
+	"github.com/noderotation/node-rotation-controller/internal/observe"
+)
+
+// Backstop is the periodic self-requeue: window edges, freeze releases,
+// drain progress and force-expiry are caught within it (§5.2).
+const Backstop = time.Minute
+
+// immediately is the requeue of a "0s" row: the next step right away.
+const immediately = 50 * time.Millisecond
+
+// NodePoolReconciler drives each NodePool's rotation one step per pass.
+type NodePoolReconciler struct {
+	Client    client.Client
+	Fresh     client.Reader
+	Observer  *observe.Observer
+	Engine    *engine.Engine
+	Announcer *announce.Announcer
+	Log       logr.Logger
+
+	Namespace, PlaceholderPriorityClass, PlaceholderImage string
+}
+
+// Reconcile observes the pool, decides one transition per machine and runs
+// its steps.
+func (r *NodePoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	log := r.Log.WithValues("nodepool", req.Name)
+	obs, err := r.Observer.Observe(ctx, req.Name)
+	var bad *observe.BadStateError
+	switch {
+	case errors.As(err, &bad):
+		r.Announcer.Warn(req.Name, nil, "InvalidAnnotation", bad.Error())
+		return ctrl.Result{RequeueAfter: Backstop}, nil
+	case err != nil:
+		return ctrl.Result{}, err
+	case obs == nil:
+		r.Announcer.Forget(req.Name)
+		return ctrl.Result{}, nil
+	}
+	defer r.Announcer.EndPass(req.Name)
+	for _, b := range obs.BadAnnotations {
+		r.Announcer.Warn(req.Name, obs.Pool, "InvalidAnnotation", fmt.Sprintf("%s: annotation %s=%q is %s; the claim is skipped", b.Object, b.Key, b.Value, b.Problem))
+	}
+	decisions, err := r.Engine.Decide(&obs.Snapshot)
+	var fe *engine.FactError
+	if errors.As(err, &fe) {
+		r.Announcer.Warn(req.Name, obs.Pool, "InvalidAnnotation", fmt.Sprintf("cannot decide: %v; no step is taken", fe))
+		return ctrl.Result{RequeueAfter: Backstop}, nil
+	}
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	pass := &actions.Pass{
+		Client: r.Client, Fresh: r.Fresh, Obs: obs, Announcer: r.Announcer, Namespace: r.Namespace,
+		PlaceholderPriorityClass: r.PlaceholderPriorityClass, PlaceholderImage: r.PlaceholderImage,
+	}
+	requeue := Backstop
+	if !obs.NextInstant.IsZero() {
+		requeue = min(requeue, obs.NextInstant.Sub(obs.Now))
+	}
+	for _, d := range decisions {
+		before := len(pass.Results)
+		owned, err := actions.Run(ctx, pass, d)
+		if log.V(1).Enabled() {
+			log.V(1).Info("pass", "machine", d.Machine, "transition", d.Transition, "owned", owned, "facts", d.Facts, "did", did(pass.Results[before:]))
+		}
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if owned {
+			requeue = min(requeue, d.Requeue)
+		} else {
+			requeue = min(requeue, d.OnLost)
+		}
+	}
+	return ctrl.Result{RequeueAfter: max(requeue, immediately)}, nil
+}
+
+func did(rs []actions.Result) []string {
+	out := make([]string, len(rs))
+	for i, r := range rs {
+		out[i] = r.Did
+	}
+	return out
+}

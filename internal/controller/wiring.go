@@ -1,0 +1,64 @@
+package controller
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
+	"github.com/noderotation/node-rotation-controller/internal/announce"
+	"github.com/noderotation/node-rotation-controller/internal/observe"
+	"github.com/noderotation/node-rotation-controller/rules"
+)
+
+// Config is what the reconcilers need from the command line.
+type Config struct {
+	Namespace                string
+	PlaceholderPriorityClass string
+	PlaceholderImage         string
+	// Name distinguishes controllers when several run in one process (tests).
+	Name  string
+	Clock func() time.Time
+}
+
+// CacheOptions keeps the cache small: Pods only in the controller's
+// namespace and only our placeholders (no cluster-wide Pod cache).
+func CacheOptions(namespace string) cache.Options {
+	surgeFor, _ := labels.NewRequirement(v1alpha1.LabelSurgeFor, selection.Exists, nil)
+	return cache.Options{ByObject: map[client.Object]cache.ByObject{
+		&corev1.Pod{}: {Namespaces: map[string]cache.Config{namespace: {}}, Label: labels.NewSelector().Add(*surgeFor)},
+	}}
+}
+
+// Setup loads and proves the rules table and registers the NodePool
+// reconciler with the manager.
+func Setup(mgr ctrl.Manager, cfg Config, log logr.Logger) (*NodePoolReconciler, error) {
+	eng, err := rules.Load()
+	if err != nil {
+		return nil, fmt.Errorf("the rules table does not prove: %w", err)
+	}
+	log.Info("rules table loaded", "version", eng.Version())
+	if cfg.Clock == nil {
+		cfg.Clock = time.Now
+	}
+	if cfg.Name == "" {
+		cfg.Name = "nodepool-rotation"
+	}
+	r := &NodePoolReconciler{
+		Client: mgr.GetClient(), Fresh: mgr.GetAPIReader(), Engine: eng, Log: log,
+		Observer:  &observe.Observer{Cache: mgr.GetClient(), API: mgr.GetAPIReader(), Namespace: cfg.Namespace, Clock: cfg.Clock},
+		Announcer: announce.New(log, mgr.GetEventRecorderFor("node-rotation-controller")),
+		Namespace: cfg.Namespace, PlaceholderPriorityClass: cfg.PlaceholderPriorityClass, PlaceholderImage: cfg.PlaceholderImage,
+	}
+	if err := r.SetupWithManager(mgr, cfg.Name); err != nil {
+		return nil, fmt.Errorf("setting up the NodePool reconciler: %w", err)
+	}
+	return r, nil
+}

@@ -1,0 +1,100 @@
+package observe
+
+import (
+	"time"
+
+	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
+	"github.com/noderotation/node-rotation-controller/engine"
+	"github.com/noderotation/node-rotation-controller/internal/schedule"
+	"github.com/noderotation/node-rotation-controller/internal/surge"
+)
+
+// snapshot turns the observation into the engine's input: raw annotation
+// values, resolved durations, and the Go-computed surge and census facts.
+func snapshot(obs *Observation) engine.Snapshot {
+	a := obs.Pool.Annotations
+	s := engine.Snapshot{
+		Now: obs.Now,
+		Pool: engine.PoolObservation{
+			Governance: governanceState(obs), Static: obs.Pool.Spec.Replicas != nil,
+			Feasible: !schedule.HasFatal(obs.Findings), WindowOpen: obs.WindowOpen,
+			Anchor: a[v1alpha1.AnnotationActiveRotation], RotationState: a[v1alpha1.AnnotationActiveRotationState],
+			Freeze: a[v1alpha1.AnnotationFreeze], LastRotationAt: a[v1alpha1.AnnotationLastRotationAt],
+			LastFailureAt: a[v1alpha1.AnnotationLastFailureAt], WindowOpenedAt: a[v1alpha1.AnnotationWindowOpenedAt],
+		},
+		Policy: engine.PolicyObservation{
+			ReadyTimeout:  engine.Duration(obs.Settings.ReadyTimeout),
+			CooldownAfter: engine.Duration(obs.Settings.CooldownAfter),
+			FailurePause:  engine.Duration(obs.Derivation.FailurePause),
+			DrainBound:    engine.Duration(obs.Derivation.TGP + schedule.Buffer),
+		},
+		Candidate:   "none",
+		Outstanding: obs.Census.Outstanding(),
+	}
+	if obs.Candidate != nil {
+		s.Candidate = obs.Candidate.Kind
+	}
+	if anchored := s.Pool.Anchor != ""; anchored && obs.Subject != nil {
+		c := obs.Subject
+		s.Claim = engine.ClaimObservation{
+			Exists: true, State: c.Annotations[v1alpha1.AnnotationState],
+			StartedAt: c.Annotations[v1alpha1.AnnotationStartedAt], FailedAt: c.Annotations[v1alpha1.AnnotationFailedAt],
+			RetryCount: c.Annotations[v1alpha1.AnnotationRetryCount], Deleting: c.DeletionTimestamp != nil,
+		}
+		if c.DeletionTimestamp != nil {
+			s.Claim.DeletedAt = c.DeletionTimestamp.Time
+		}
+		if s.Claim.State == v1alpha1.StateFailed {
+			if at, bad := retryAt(obs, c); bad == nil {
+				s.Claim.RetryAt = at
+			}
+		}
+	}
+	candNode := ""
+	if obs.OldNode != nil {
+		candNode = obs.OldNode.Name
+	}
+	s.Surge = engine.SurgeObservation{
+		PlaceholderExists: obs.Placeholder != nil,
+		Ready:             surge.Ready(obs.Placeholder, obs.SurgeHost, candNode, obs.Pool.Name),
+		Headroom:          obs.Shortfall == nil,
+	}
+	return s
+}
+
+// nextInstant is the earliest future moment a time-based fact changes.
+func nextInstant(obs *Observation) time.Time {
+	var next time.Time
+	consider := func(t time.Time) {
+		if t.After(obs.Now) && (next.IsZero() || t.Before(next)) {
+			next = t
+		}
+	}
+	if obs.Governed() {
+		if t, ok := obs.Settings.Calendar.NextOpen(obs.Now); ok {
+			consider(t)
+		}
+		if t, ok := obs.Settings.Calendar.NextClose(obs.Now); ok {
+			consider(t)
+		}
+	}
+	a := obs.Pool.Annotations
+	for _, k := range []string{v1alpha1.AnnotationFreeze} {
+		if t, err := time.Parse(time.RFC3339, a[k]); err == nil {
+			consider(t)
+		}
+	}
+	if t, err := time.Parse(time.RFC3339, a[v1alpha1.AnnotationLastRotationAt]); err == nil {
+		consider(t.Add(obs.Settings.CooldownAfter))
+	}
+	if t, err := time.Parse(time.RFC3339, a[v1alpha1.AnnotationLastFailureAt]); err == nil {
+		consider(t.Add(obs.Derivation.FailurePause))
+	}
+	if c := obs.Subject; c != nil {
+		if t, err := time.Parse(time.RFC3339, c.Annotations[v1alpha1.AnnotationStartedAt]); err == nil {
+			consider(t.Add(obs.Settings.ReadyTimeout).Add(time.Second))
+		}
+	}
+	consider(obs.Snapshot.Claim.RetryAt)
+	return next
+}

@@ -1,0 +1,153 @@
+package observe
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
+	"github.com/noderotation/node-rotation-controller/internal/surge"
+)
+
+// subject reads the objects around the claim this pass is about: the
+// anchored claim, or the candidate when the pool is idle.
+func (o *Observer) subject(ctx context.Context, obs *Observation) error {
+	anchor := obs.Pool.Annotations[v1alpha1.AnnotationActiveRotation]
+	switch {
+	case anchor != "":
+		obs.SubjectName = anchor
+		for i := range obs.Claims {
+			if obs.Claims[i].Name == anchor {
+				obs.Subject = &obs.Claims[i]
+			}
+		}
+		if obs.Subject == nil {
+			if err := o.foreignAnchor(ctx, obs, anchor); err != nil {
+				return err
+			}
+		}
+	case obs.Candidate != nil:
+		obs.Subject, obs.SubjectName = obs.Candidate.Claim, obs.Candidate.Claim.Name
+	default:
+		return nil
+	}
+	if err := o.around(ctx, obs); err != nil {
+		return err
+	}
+	return o.sizeIfNeeded(ctx, obs)
+}
+
+// foreignAnchor reports an anchor naming a claim of another pool: bad
+// state, never acted on (the subject stays nil and the snapshot says gone
+// only if the claim truly does not exist).
+func (o *Observer) foreignAnchor(ctx context.Context, obs *Observation, anchor string) error {
+	c := &karpv1.NodeClaim{}
+	found, err := getOptional(ctx, o.Cache, client.ObjectKey{Name: anchor}, c)
+	if err != nil || !found {
+		return err
+	}
+	return &BadStateError{BadAnnotation{
+		Object: "NodePool/" + obs.Pool.Name, Key: v1alpha1.AnnotationActiveRotation, Value: anchor,
+		Problem: fmt.Sprintf("names a NodeClaim of NodePool %q", c.Labels[karpv1.NodePoolLabelKey]),
+	}}
+}
+
+// BadStateError stops a pass: acting on it could be destructive.
+type BadStateError struct{ BadAnnotation }
+
+func (e *BadStateError) Error() string {
+	return fmt.Sprintf("%s: annotation %s=%q %s", e.Object, e.Key, e.Value, e.Problem)
+}
+
+// around reads the old node, the placeholder, the surge host and its claim.
+func (o *Observer) around(ctx context.Context, obs *Observation) error {
+	if obs.Subject != nil && obs.Subject.Status.NodeName != "" {
+		n := &corev1.Node{}
+		if ok, err := getOptional(ctx, o.Cache, client.ObjectKey{Name: obs.Subject.Status.NodeName}, n); err != nil {
+			return err
+		} else if ok {
+			obs.OldNode = n
+		}
+	}
+	p := &corev1.Pod{}
+	key := client.ObjectKey{Namespace: o.Namespace, Name: surge.PlaceholderName(obs.SubjectName)}
+	if ok, err := getOptional(ctx, o.Cache, key, p); err != nil {
+		return err
+	} else if ok {
+		obs.Placeholder = p
+	}
+	if obs.Placeholder != nil && obs.Placeholder.Spec.NodeName != "" {
+		h := &corev1.Node{}
+		if ok, err := getOptional(ctx, o.Cache, client.ObjectKey{Name: obs.Placeholder.Spec.NodeName}, h); err != nil {
+			return err
+		} else if ok {
+			obs.SurgeHost = h
+		}
+		for i := range obs.Claims {
+			if obs.Claims[i].Status.NodeName == obs.Placeholder.Spec.NodeName {
+				obs.SurgeHostClaim = &obs.Claims[i]
+			}
+		}
+	}
+	obs.AvoidHostnames = o.avoid(ctx, obs)
+	return nil
+}
+
+// avoid lists the hostnames the placeholder should avoid: the old node and
+// the nodes of claims that are themselves due for rotation.
+func (o *Observer) avoid(ctx context.Context, obs *Observation) []string {
+	var out []string
+	if obs.OldNode != nil {
+		out = append(out, hostname(obs.OldNode))
+	}
+	for i := range obs.Claims {
+		c := &obs.Claims[i]
+		if c.Name == obs.SubjectName || c.Status.NodeName == "" {
+			continue
+		}
+		if f, ok := obs.figures[c.Name]; ok && !f.trigger.IsZero() && obs.Now.After(f.trigger) {
+			n := &corev1.Node{}
+			if err := o.Cache.Get(ctx, client.ObjectKey{Name: c.Status.NodeName}, n); err == nil {
+				out = append(out, hostname(n))
+			}
+		}
+	}
+	return out
+}
+
+func hostname(n *corev1.Node) string {
+	if h := n.Labels[corev1.LabelHostname]; h != "" {
+		return h
+	}
+	return n.Name
+}
+
+// sizeIfNeeded sizes the placeholder when this pass may create one or must
+// check headroom: a start, a retry of a failed claim, or a pending claim
+// whose placeholder is missing.
+func (o *Observer) sizeIfNeeded(ctx context.Context, obs *Observation) error {
+	if obs.Subject == nil || obs.Placeholder != nil || !obs.Governed() {
+		return nil
+	}
+	state := obs.Subject.Annotations[v1alpha1.AnnotationState]
+	if state == v1alpha1.StateDraining || state == v1alpha1.StateExpired {
+		return nil
+	}
+	var pods []corev1.Pod
+	if obs.OldNode != nil {
+		list := &corev1.PodList{}
+		if err := o.API.List(ctx, list, client.MatchingFields{"spec.nodeName": obs.OldNode.Name}); err != nil {
+			return fmt.Errorf("listing Pods on node %s: %w", obs.OldNode.Name, err)
+		}
+		pods = list.Items
+	}
+	sz := surge.Size(pods, obs.OldNode, obs.Subject.Status.Allocatable, obs.Settings.WholeNodeReservation)
+	obs.Sizing = &sz
+	if short, ok := surge.Headroom(obs.Pool, sz.Requests); !ok {
+		obs.Shortfall = &short
+	}
+	return nil
+}
