@@ -13,6 +13,7 @@ import (
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
+	"github.com/noderotation/node-rotation-controller/internal/surge"
 )
 
 var clearKeys = map[string]string{"startedAt": v1alpha1.AnnotationStartedAt, "surgeClaim": v1alpha1.AnnotationSurgeClaim}
@@ -117,7 +118,7 @@ func surgeClaimReap(ctx context.Context, p *Pass, _ map[string]any) (Result, err
 	if target == nil {
 		return Result{Outcome: Done, Did: "no induced surge claim"}, nil
 	}
-	if !target.CreationTimestamp.After(started) {
+	if !surge.CreatedSince(target, started) {
 		return Result{Outcome: Done, Did: "surge claim " + target.Name + " predates the attempt: kept"}, nil
 	}
 	if busy, err := p.hostsWorkload(ctx, target.Status.NodeName); err != nil || busy {
@@ -146,7 +147,7 @@ func (p *Pass) inducedClaim(started time.Time) *karpv1.NodeClaim {
 	if p.Obs.SurgeHostClaim != nil {
 		return p.Obs.SurgeHostClaim
 	}
-	return byName(func(c *karpv1.NodeClaim) bool { return c.Status.NodeName == "" && c.CreationTimestamp.After(started) })
+	return byName(func(c *karpv1.NodeClaim) bool { return c.Status.NodeName == "" && surge.CreatedSince(c, started) })
 }
 
 // hostsWorkload reports whether node runs any Pod other than the

@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
@@ -71,40 +72,39 @@ func unfreeze(ctx context.Context, p *Pass, _ map[string]any) (Result, error) {
 }
 
 // cordon sets spec.unschedulable on the old node with our marker, unless
-// someone else already cordoned it (never adopted). The patch carries the
-// cached resourceVersion, so an operator's cordon racing it is not adopted.
+// someone else already cordoned it: decided on a fresh read and written
+// with its resourceVersion, so an operator's cordon is never adopted.
 func cordon(ctx context.Context, p *Pass, _ map[string]any) (Result, error) {
-	node := p.Obs.OldNode
-	if node == nil {
+	if p.Obs.OldNode == nil {
 		return Result{Outcome: Done, Did: "cordon: no node"}, nil
 	}
-	if node.Spec.Unschedulable {
-		return Result{Outcome: Done, Did: "cordon: already cordoned"}, nil
-	}
-	n := node.DeepCopy()
-	orig := n.DeepCopy()
-	n.Spec.Unschedulable = true
-	setAnn(n, v1alpha1.AnnotationCordoned, "true")
-	if err := p.Client.Patch(ctx, n, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
-		return Result{}, fmt.Errorf("cordoning %s: %w", n.Name, err)
-	}
-	return Result{Outcome: Done, Did: "cordoned " + n.Name}, nil
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: p.Obs.OldNode.Name}}
+	out, err := conditional(ctx, p, n, func() (bool, error) {
+		if n.Spec.Unschedulable {
+			return n.Annotations[v1alpha1.AnnotationCordoned] == "true", nil // ours: in place; else not ours
+		}
+		n.Spec.Unschedulable = true
+		setAnn(n, v1alpha1.AnnotationCordoned, "true")
+		return true, nil
+	})
+	return Result{Outcome: Done, Did: fmt.Sprintf("cordon %s: %s", n.Name, out)}, err
 }
 
-// uncordon undoes only our own cordon, by the marker.
+// uncordon undoes only our own cordon, by the marker, on a fresh read.
 func uncordon(ctx context.Context, p *Pass, _ map[string]any) (Result, error) {
-	node := p.Obs.OldNode
-	if node == nil || node.Annotations[v1alpha1.AnnotationCordoned] != "true" {
-		return Result{Outcome: Done, Did: "uncordon: not ours"}, nil
+	if p.Obs.OldNode == nil {
+		return Result{Outcome: Done, Did: "uncordon: no node"}, nil
 	}
-	n := node.DeepCopy()
-	orig := n.DeepCopy()
-	n.Spec.Unschedulable = false
-	delAnn(n, v1alpha1.AnnotationCordoned)
-	if err := p.Client.Patch(ctx, n, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil && !apierrors.IsNotFound(err) {
-		return Result{}, fmt.Errorf("uncordoning %s: %w", n.Name, err)
-	}
-	return Result{Outcome: Done, Did: "uncordoned " + n.Name}, nil
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: p.Obs.OldNode.Name}}
+	out, err := conditional(ctx, p, n, func() (bool, error) {
+		if n.Annotations[v1alpha1.AnnotationCordoned] != "true" {
+			return false, nil
+		}
+		n.Spec.Unschedulable = false
+		delAnn(n, v1alpha1.AnnotationCordoned)
+		return true, nil
+	})
+	return Result{Outcome: Done, Did: fmt.Sprintf("uncordon %s: %s", n.Name, out)}, err
 }
 
 // patchIfChanged merge-patches the difference between orig and n.

@@ -96,5 +96,9 @@ func nextInstant(obs *Observation) time.Time {
 		}
 	}
 	consider(obs.Snapshot.Claim.RetryAt)
+	for _, f := range obs.figures {
+		consider(f.trigger)
+		consider(f.retryAt)
+	}
 	return next
 }

@@ -38,8 +38,16 @@ func Path(hostClaim *karpv1.NodeClaim, startedAt time.Time) string {
 	if hostClaim == nil || startedAt.IsZero() {
 		return ""
 	}
-	if hostClaim.CreationTimestamp.After(startedAt) {
+	if CreatedSince(hostClaim, startedAt) {
 		return "provisioned"
 	}
 	return "absorbed"
+}
+
+// CreatedSince reports whether a claim was created at or after t, at the
+// one-second precision of creationTimestamp: a claim created in the same
+// second as started-at counts as created after it (the placeholder that
+// induces it is created after started-at is stamped).
+func CreatedSince(c *karpv1.NodeClaim, t time.Time) bool {
+	return !c.CreationTimestamp.Time.Before(t.Truncate(time.Second))
 }

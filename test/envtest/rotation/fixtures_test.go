@@ -1,0 +1,189 @@
+package rotation_test
+
+import (
+	"context"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
+	"github.com/noderotation/node-rotation-controller/internal/surge"
+)
+
+var ctx = context.Background()
+
+// poolTaint is on every test pool's template: the placeholder must tolerate it.
+var poolTaint = corev1.Taint{Key: "dedicated", Value: "rotation-test", Effect: corev1.TaintEffectNoSchedule}
+
+// createPool creates a RotationPolicy selecting test=<name> — open 24/7,
+// every claim older than a second due — then the NodePool, and waits until
+// the controller has seen the pool governed (it stamps window-opened-at).
+// Annotations are added after that, so an anchor is never observed on a
+// pool whose policy the cache has not caught up with.
+func createPool(name string, surgeSpec v1alpha1.SurgeSpec, annotations map[string]string) *karpv1.NodePool {
+	if surgeSpec.RetryBackoff == "" {
+		surgeSpec.RetryBackoff = "1h"
+	}
+	if surgeSpec.FailurePause == "" {
+		surgeSpec.FailurePause = "1h"
+	}
+	if surgeSpec.CooldownAfter == "" {
+		surgeSpec.CooldownAfter = "0s"
+	}
+	pol := &v1alpha1.RotationPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: v1alpha1.RotationPolicySpec{
+			NodePoolSelector: metav1.LabelSelector{MatchLabels: map[string]string{"test": name}},
+			AgeThreshold:     "1s",
+			MaintenanceWindows: []v1alpha1.MaintenanceWindow{{
+				Timezone: "UTC", Days: []v1alpha1.Weekday{"Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"}, Start: "00:00", End: "24:00",
+			}},
+			Surge: surgeSpec,
+		},
+	}
+	Expect(env.Client.Create(ctx, pol)).To(Succeed())
+	np := &karpv1.NodePool{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"test": name}},
+		Spec: karpv1.NodePoolSpec{
+			Template: karpv1.NodeClaimTemplate{Spec: karpv1.NodeClaimTemplateSpec{
+				NodeClassRef: &karpv1.NodeClassReference{Group: "karpenter.kwok.sh", Kind: "KWOKNodeClass", Name: "default"},
+				Requirements: []karpv1.NodeSelectorRequirementWithMinValues{
+					{Key: corev1.LabelTopologyZone, Operator: corev1.NodeSelectorOpIn, Values: []string{"zone-a", "zone-b"}},
+				},
+				Taints:                 []corev1.Taint{poolTaint},
+				ExpireAfter:            karpv1.MustParseNillableDuration("720h"),
+				TerminationGracePeriod: &metav1.Duration{Duration: time.Hour},
+			}},
+			Limits: karpv1.Limits{corev1.ResourceCPU: resource.MustParse("100")},
+		},
+	}
+	Expect(env.Client.Create(ctx, np)).To(Succeed())
+	Eventually(poolAnnotations(name), timeout).Should(HaveKey(v1alpha1.AnnotationWindowOpenedAt))
+	if len(annotations) > 0 {
+		annotatePool(name, annotations)
+	}
+	return getPool(name)
+}
+
+// annotatePool sets (or, with an empty value, removes) pool annotations.
+func annotatePool(name string, set map[string]string) {
+	Eventually(func() error {
+		np := getPool(name)
+		orig := np.DeepCopy()
+		for k, v := range set {
+			if v == "" {
+				delete(np.Annotations, k)
+			} else {
+				np.Annotations[k] = v
+			}
+		}
+		return env.Client.Patch(ctx, np, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
+	}, timeout).Should(Succeed())
+}
+
+func getPool(name string) *karpv1.NodePool {
+	np := &karpv1.NodePool{}
+	Expect(env.Client.Get(ctx, client.ObjectKey{Name: name}, np)).To(Succeed())
+	return np
+}
+
+func poolAnnotations(name string) func() map[string]string {
+	return func() map[string]string { return getPool(name).Annotations }
+}
+
+func claimAnnotations(name string) func() map[string]string {
+	return func() map[string]string {
+		nc := &karpv1.NodeClaim{}
+		if err := env.Client.Get(ctx, client.ObjectKey{Name: name}, nc); err != nil {
+			return nil
+		}
+		return nc.Annotations
+	}
+}
+
+func getNode(name string) *corev1.Node {
+	n := &corev1.Node{}
+	Expect(env.Client.Get(ctx, client.ObjectKey{Name: name}, n)).To(Succeed())
+	return n
+}
+
+func claimExists(name string) func() bool {
+	return func() bool {
+		return env.Client.Get(ctx, client.ObjectKey{Name: name}, &karpv1.NodeClaim{}) == nil
+	}
+}
+
+func claimDeleting(name string) func() bool {
+	return func() bool {
+		nc := &karpv1.NodeClaim{}
+		return env.Client.Get(ctx, client.ObjectKey{Name: name}, nc) == nil && nc.DeletionTimestamp != nil
+	}
+}
+
+// placeholder returns the claim's placeholder Pod, or nil.
+func placeholder(claim string) *corev1.Pod {
+	p := &corev1.Pod{}
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: controllerNS, Name: surge.PlaceholderName(claim)}, p); err != nil {
+		return nil
+	}
+	return p
+}
+
+func placeholderExists(claim string) func() bool { return func() bool { return placeholder(claim) != nil } }
+
+// frozen reports our freeze on a node: do-not-disrupt with our marker and
+// the surge-for pairing.
+func frozen(node, claim string) func() bool {
+	return func() bool {
+		n := getNode(node)
+		return n.Annotations[v1alpha1.KarpenterDoNotDisrupt] == "true" &&
+			n.Annotations[v1alpha1.AnnotationDoNotDisruptOwned] == "true" && n.Labels[v1alpha1.LabelSurgeFor] == claim
+	}
+}
+
+// unfrozen reports no trace of the rotation on a node.
+func unfrozen(node string) func() bool {
+	return func() bool {
+		n := getNode(node)
+		_, dnd := n.Annotations[v1alpha1.KarpenterDoNotDisrupt]
+		_, owned := n.Annotations[v1alpha1.AnnotationDoNotDisruptOwned]
+		_, pair := n.Labels[v1alpha1.LabelSurgeFor]
+		return !dnd && !owned && !pair
+	}
+}
+
+func cordoned(node string) func() bool {
+	return func() bool {
+		n := getNode(node)
+		return n.Spec.Unschedulable && n.Annotations[v1alpha1.AnnotationCordoned] == "true"
+	}
+}
+
+func uncordoned(node string) func() bool {
+	return func() bool {
+		n := getNode(node)
+		_, marker := n.Annotations[v1alpha1.AnnotationCordoned]
+		return !n.Spec.Unschedulable && !marker
+	}
+}
+
+// noRotationKeys reports that no rotation-scoped key is left on the pool.
+func noRotationKeys(pool string) func() []string {
+	return func() []string {
+		var left []string
+		a := getPool(pool).Annotations
+		for _, k := range v1alpha1.RotationScoped {
+			if _, ok := a[k]; ok {
+				left = append(left, k)
+			}
+		}
+		return left
+	}
+}
+
+const timeout = 20 * time.Second

@@ -1,0 +1,195 @@
+package rotation_test
+
+import (
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/ptr"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
+	"github.com/noderotation/node-rotation-controller/internal/surge"
+	fk "github.com/noderotation/node-rotation-controller/test/fakekarpenter"
+)
+
+var _ = Describe("the rotation of one NodePool", func() {
+	It("rotates make-before-break: anchor first, freeze and cordon, a sized placeholder, surge host frozen, mirror before the delete, clean completion", func() {
+		rec := startRecorder()
+		defer rec.stop()
+		const pool, old, surgeClaim = "happy", "happy-old", "happy-surge"
+		oldNode, surgeNode := fk.NodeName(old), fk.NodeName(surgeClaim)
+		phName := surge.PlaceholderName(old)
+
+		_, err := karpenter.CreateClaim(ctx, fk.Claim{Pool: pool, Name: old, Zone: "zone-a", CPU: "4"})
+		Expect(err).NotTo(HaveOccurred())
+		_, err = karpenter.RunPod(ctx, workloadNS, "happy-app-1", oldNode, "1500m")
+		Expect(err).NotTo(HaveOccurred())
+		_, err = karpenter.RunPod(ctx, workloadNS, "happy-app-2", oldNode, "500m")
+		Expect(err).NotTo(HaveOccurred())
+		_, err = karpenter.RunPod(ctx, workloadNS, "happy-ds", oldNode, "250m", func(p *corev1.Pod) {
+			p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "DaemonSet", Name: "ds", UID: "ds-uid", Controller: ptr.To(true)}}
+		})
+		Expect(err).NotTo(HaveOccurred())
+		createPool(pool, v1alpha1.SurgeSpec{ReadyTimeout: "5m", CooldownAfter: "1h"}, nil)
+
+		By("writing the anchor, then claiming the claim pending, freezing and cordoning the old node")
+		Eventually(poolAnnotations(pool), timeout).Should(HaveKeyWithValue(v1alpha1.AnnotationActiveRotation, old))
+		Eventually(claimAnnotations(old), timeout).Should(And(HaveKeyWithValue(v1alpha1.AnnotationState, "pending"), HaveKey(v1alpha1.AnnotationStartedAt)))
+		Eventually(frozen(oldNode, old), timeout).Should(BeTrue())
+		Eventually(cordoned(oldNode), timeout).Should(BeTrue())
+
+		By("creating a placeholder sized to the reschedulable Pods, zone-pinned and tolerating the pool's taints")
+		Eventually(placeholderExists(old), timeout).Should(BeTrue())
+		ph := placeholder(old)
+		Expect(ph.Spec.Containers[0].Resources.Requests.Cpu().MilliValue()).To(BeNumerically("==", 2000), "1500m + 500m; the DaemonSet Pod is excluded")
+		Expect(ph.Spec.PriorityClassName).To(Equal(priorityClass))
+		Expect(*ph.Spec.PreemptionPolicy).To(Equal(corev1.PreemptNever))
+		Expect(*ph.Spec.Priority).To(BeNumerically("==", -10))
+		Expect(ph.Spec.NodeSelector).To(HaveKeyWithValue(karpv1.NodePoolLabelKey, pool))
+		Expect(ph.Spec.Tolerations).To(ContainElement(corev1.Toleration{Key: poolTaint.Key, Operator: corev1.TolerationOpEqual, Value: poolTaint.Value, Effect: poolTaint.Effect}))
+		Expect(ph.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms[0].MatchExpressions).To(ContainElement(
+			corev1.NodeSelectorRequirement{Key: corev1.LabelTopologyZone, Operator: corev1.NodeSelectorOpIn, Values: []string{"zone-a"}}))
+		Expect(ph.OwnerReferences).To(BeEmpty())
+
+		By("Karpenter provisioning a surge node on which the placeholder runs")
+		_, err = karpenter.CreateClaim(ctx, fk.Claim{Pool: pool, Name: surgeClaim, Zone: "zone-a", CPU: "4"})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(karpenter.BindAndRun(ctx, ph, surgeNode)).To(Succeed())
+
+		By("freezing the surge host, writing the draining mirror, deleting the placeholder, then the old NodeClaim")
+		Eventually(frozen(surgeNode, old), timeout).Should(BeTrue())
+		Eventually(claimDeleting(old), timeout).Should(BeTrue())
+		a := getPool(pool).Annotations
+		Expect(a).To(HaveKeyWithValue(v1alpha1.AnnotationActiveRotationState, "draining"))
+		Expect(a).To(And(HaveKey(v1alpha1.AnnotationDrainingAt), HaveKey(v1alpha1.AnnotationSurgeWait)))
+		Expect(claimAnnotations(old)()).To(HaveKeyWithValue(v1alpha1.AnnotationState, "draining"))
+		Expect(claimAnnotations(old)()).To(HaveKeyWithValue(v1alpha1.AnnotationSurgeClaim, surgeClaim))
+		Expect(placeholder(old)).To(BeNil())
+
+		By("completing once Karpenter finalizes the old NodeClaim")
+		Expect(karpenter.Finalize(ctx, old)).To(Succeed())
+		Eventually(noRotationKeys(pool), timeout).Should(BeEmpty())
+		Expect(getPool(pool).Annotations).To(HaveKey(v1alpha1.AnnotationLastRotationAt))
+		Eventually(unfrozen(surgeNode), timeout).Should(BeTrue())
+
+		By("having written everything in the order §5.2 and DESIGN.md §7 demand (resourceVersion order)")
+		Eventually(func() int64 { return rec.first("NodePool", pool, annotated(v1alpha1.AnnotationLastRotationAt)) }, timeout).ShouldNot(BeZero())
+		anchorRV := rec.first("NodePool", pool, annotatedWith(v1alpha1.AnnotationActiveRotation, old))
+		pendingRV := rec.first("NodeClaim", old, annotatedWith(v1alpha1.AnnotationState, "pending"))
+		createdRV := rec.first("Pod", phName, func(r record) bool { return r.typ == watch.Added })
+		surgeFrozenRV := rec.first("Node", surgeNode, func(r record) bool { return r.obj.GetLabels()[v1alpha1.LabelSurgeFor] == old })
+		mirrorRV := rec.first("NodePool", pool, annotatedWith(v1alpha1.AnnotationActiveRotationState, "draining"))
+		placeholderGoneRV := rec.first("Pod", phName, deleted)
+		deleteRV := rec.first("NodeClaim", old, deleting)
+		releaseRV := rec.first("NodePool", pool, annotated(v1alpha1.AnnotationLastRotationAt))
+		for _, rv := range []int64{anchorRV, pendingRV, createdRV, surgeFrozenRV, mirrorRV, placeholderGoneRV, deleteRV, releaseRV} {
+			Expect(rv).NotTo(BeZero())
+		}
+		Expect(anchorRV).To(BeNumerically("<", pendingRV), "the anchor is written before any other side effect")
+		Expect(pendingRV).To(BeNumerically("<", createdRV))
+		Expect(surgeFrozenRV).To(BeNumerically("<", mirrorRV), "the surge host is frozen before the drain is announced")
+		Expect(mirrorRV).To(BeNumerically("<", deleteRV), "the draining mirror precedes the delete")
+		Expect(placeholderGoneRV).To(BeNumerically("<", deleteRV), "the placeholder is gone before the old claim is deleted (DESIGN.md §7)")
+		Expect(deleteRV).To(BeNumerically("<", releaseRV), "the anchor is released last")
+	})
+
+	It("rolls back on readyTimeout and reaps the induced surge claim", func() {
+		const pool, old, surgeClaim = "rollback", "rollback-old", "rollback-surge"
+		_, err := karpenter.CreateClaim(ctx, fk.Claim{Pool: pool, Name: old, Zone: "zone-b"})
+		Expect(err).NotTo(HaveOccurred())
+		createPool(pool, v1alpha1.SurgeSpec{ReadyTimeout: "4s"}, nil)
+		Eventually(placeholderExists(old), timeout).Should(BeTrue())
+
+		By("Karpenter launching a node for the placeholder, which never becomes ready in time")
+		_, err = karpenter.CreateClaim(ctx, fk.Claim{Pool: pool, Name: surgeClaim, Zone: "zone-b"})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(karpenter.Bind(ctx, placeholder(old), fk.NodeName(surgeClaim))).To(Succeed())
+
+		Eventually(claimAnnotations(old), timeout).Should(HaveKeyWithValue(v1alpha1.AnnotationState, "failed"))
+		a := claimAnnotations(old)()
+		Expect(a).To(And(HaveKeyWithValue(v1alpha1.AnnotationRetryCount, "1"), HaveKey(v1alpha1.AnnotationFailedAt)))
+		Expect(a).NotTo(Or(HaveKey(v1alpha1.AnnotationStartedAt), HaveKey(v1alpha1.AnnotationSurgeClaim)))
+		Eventually(claimDeleting(surgeClaim), timeout).Should(BeTrue(), "the induced surge claim hosts only the placeholder: reaped")
+		Eventually(placeholderExists(old), timeout).Should(BeFalse())
+		Eventually(unfrozen(fk.NodeName(old)), timeout).Should(BeTrue())
+		Eventually(uncordoned(fk.NodeName(old)), timeout).Should(BeTrue())
+		Eventually(noRotationKeys(pool), timeout).Should(BeEmpty())
+		Expect(getPool(pool).Annotations).To(HaveKey(v1alpha1.AnnotationLastFailureAt))
+		Expect(getPool(pool).Annotations).NotTo(HaveKey(v1alpha1.AnnotationLastRotationAt))
+	})
+
+	It("never reaps a surge host that absorbed real Pods", func() {
+		const pool, old, surgeClaim = "absorbed", "absorbed-old", "absorbed-surge"
+		_, err := karpenter.CreateClaim(ctx, fk.Claim{Pool: pool, Name: old, Zone: "zone-a"})
+		Expect(err).NotTo(HaveOccurred())
+		createPool(pool, v1alpha1.SurgeSpec{ReadyTimeout: "4s"}, nil)
+		Eventually(placeholderExists(old), timeout).Should(BeTrue())
+		_, err = karpenter.CreateClaim(ctx, fk.Claim{Pool: pool, Name: surgeClaim, Zone: "zone-a"})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(karpenter.Bind(ctx, placeholder(old), fk.NodeName(surgeClaim))).To(Succeed())
+		_, err = karpenter.RunPod(ctx, workloadNS, "absorbed-app", fk.NodeName(surgeClaim), "1")
+		Expect(err).NotTo(HaveOccurred())
+
+		Eventually(claimAnnotations(old), timeout).Should(HaveKeyWithValue(v1alpha1.AnnotationState, "failed"))
+		Eventually(noRotationKeys(pool), timeout).Should(BeEmpty())
+		Consistently(claimDeleting(surgeClaim), 2*time.Second).Should(BeFalse())
+		Expect(claimExists(surgeClaim)()).To(BeTrue())
+	})
+
+	It("records an early force-expiry: the claim is deleted while pending", func() {
+		const pool, old = "early", "early-old"
+		_, err := karpenter.CreateClaim(ctx, fk.Claim{Pool: pool, Name: old, Zone: "zone-a"})
+		Expect(err).NotTo(HaveOccurred())
+		createPool(pool, v1alpha1.SurgeSpec{ReadyTimeout: "5m"}, nil)
+		Eventually(placeholderExists(old), timeout).Should(BeTrue())
+		Eventually(frozen(fk.NodeName(old), old), timeout).Should(BeTrue())
+
+		By("Karpenter's expiration deleting the claim")
+		Expect(env.Client.Delete(ctx, &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: old}})).To(Succeed())
+		Eventually(claimAnnotations(old), timeout).Should(HaveKeyWithValue(v1alpha1.AnnotationState, "expired"))
+		Expect(claimAnnotations(old)()).NotTo(HaveKey(v1alpha1.AnnotationStartedAt))
+		Eventually(noRotationKeys(pool), timeout).Should(BeEmpty())
+		Eventually(placeholderExists(old), timeout).Should(BeFalse())
+		Eventually(func() bool {
+			n := getNode(fk.NodeName(old))
+			return n.Annotations[v1alpha1.KarpenterDoNotDisrupt] == "" && n.Labels[v1alpha1.LabelSurgeFor] == ""
+		}, timeout).Should(BeTrue())
+		a := getPool(pool).Annotations
+		Expect(a).NotTo(Or(HaveKey(v1alpha1.AnnotationLastRotationAt), HaveKey(v1alpha1.AnnotationLastFailureAt)), "expired: no cooldown, no failure pause")
+		Expect(karpenter.Finalize(ctx, old)).To(Succeed())
+	})
+
+	It("records a late force-expiry: the claim vanished without a draining mirror", func() {
+		const pool = "late"
+		createPool(pool, v1alpha1.SurgeSpec{}, map[string]string{v1alpha1.AnnotationActiveRotation: "late-vanished"})
+		Eventually(noRotationKeys(pool), timeout).Should(BeEmpty())
+		Expect(getPool(pool).Annotations).NotTo(HaveKey(v1alpha1.AnnotationLastRotationAt), "no mirror: expired, not success")
+	})
+
+	It("holds a pending rotation's escalation under a freeze and resumes when it lifts", func() {
+		const pool, old = "freeze", "freeze-old"
+		_, err := karpenter.CreateClaim(ctx, fk.Claim{Pool: pool, Name: old, Zone: "zone-a", Annotations: map[string]string{
+			v1alpha1.AnnotationState: "pending", v1alpha1.AnnotationStartedAt: time.Now().UTC().Format(time.RFC3339),
+		}})
+		Expect(err).NotTo(HaveOccurred())
+		createPool(pool, v1alpha1.SurgeSpec{ReadyTimeout: "5m"}, map[string]string{
+			v1alpha1.AnnotationActiveRotation: old,
+			v1alpha1.AnnotationFreeze:         time.Now().Add(time.Hour).UTC().Format(time.RFC3339),
+		})
+		By("keeping up the bookkeeping: freeze and cordon")
+		Eventually(frozen(fk.NodeName(old), old), timeout).Should(BeTrue())
+		Eventually(cordoned(fk.NodeName(old)), timeout).Should(BeTrue())
+		By("holding the escalation: no placeholder")
+		Consistently(placeholderExists(old), 3*time.Second).Should(BeFalse())
+
+		By("resuming once the freeze lifts")
+		annotatePool(pool, map[string]string{v1alpha1.AnnotationFreeze: ""})
+		Eventually(placeholderExists(old), timeout).Should(BeTrue())
+		Expect(claimAnnotations(old)()).To(HaveKeyWithValue(v1alpha1.AnnotationState, "pending"))
+	})
+})
+

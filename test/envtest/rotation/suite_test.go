@@ -1,0 +1,81 @@
+package rotation_test
+
+import (
+	"context"
+	"testing"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/noderotation/node-rotation-controller/internal/controller"
+	_ "github.com/noderotation/node-rotation-controller/internal/golden"
+	"github.com/noderotation/node-rotation-controller/test/fakekarpenter"
+	"github.com/noderotation/node-rotation-controller/test/testenv"
+)
+
+const (
+	controllerNS  = "node-rotation-system"
+	priorityClass = "node-rotation-placeholder"
+	workloadNS    = "workloads"
+)
+
+var (
+	env       *testenv.Env
+	karpenter *fakekarpenter.Karpenter
+	watcher   client.WithWatch
+	stop      context.CancelFunc
+)
+
+func TestRotation(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "rotation controller on a real API server")
+}
+
+var _ = BeforeSuite(func() {
+	var err error
+	env, err = testenv.Start("config/crd")
+	Expect(err).NotTo(HaveOccurred())
+	watcher, err = client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
+	Expect(err).NotTo(HaveOccurred())
+	ctx := context.Background()
+	for _, ns := range []string{controllerNS, workloadNS} {
+		Expect(env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+	}
+	Expect(env.Client.Create(ctx, &schedulingv1.PriorityClass{
+		ObjectMeta: metav1.ObjectMeta{Name: priorityClass}, Value: -10, PreemptionPolicy: ptr.To(corev1.PreemptNever),
+	})).To(Succeed())
+	karpenter = &fakekarpenter.Karpenter{Client: env.Client}
+
+	log := zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true))
+	ctrl.SetLogger(log)
+	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
+		Scheme: env.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
+		Cache: controller.CacheOptions(controllerNS),
+	})
+	Expect(err).NotTo(HaveOccurred())
+	_, err = controller.Setup(mgr, controller.Config{Namespace: controllerNS, PlaceholderPriorityClass: priorityClass}, log.WithName("rotation"))
+	Expect(err).NotTo(HaveOccurred())
+	var mctx context.Context
+	mctx, stop = context.WithCancel(context.Background())
+	go func() {
+		defer GinkgoRecover()
+		Expect(mgr.Start(mctx)).To(Succeed())
+	}()
+})
+
+var _ = AfterSuite(func() {
+	if stop != nil {
+		stop()
+	}
+	if env != nil {
+		Expect(env.Stop()).To(Succeed())
+	}
+})
