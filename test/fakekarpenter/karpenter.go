@@ -26,8 +26,8 @@ type Karpenter struct {
 // Claim describes a NodeClaim to create with its Node.
 type Claim struct {
 	Pool, Name, Zone string
-	CPU              string        // allocatable CPU, e.g. "4"
-	ExpireAfter      string        // default 720h
+	CPU              string // allocatable CPU, e.g. "4"
+	ExpireAfter      string // default 720h
 	Taints           []corev1.Taint
 	Annotations      map[string]string
 }

@@ -134,7 +134,9 @@ func placeholder(claim string) *corev1.Pod {
 	return p
 }
 
-func placeholderExists(claim string) func() bool { return func() bool { return placeholder(claim) != nil } }
+func placeholderExists(claim string) func() bool {
+	return func() bool { return placeholder(claim) != nil }
+}
 
 // frozen reports our freeze on a node: do-not-disrupt with our marker and
 // the surge-for pairing.

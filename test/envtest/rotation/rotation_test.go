@@ -192,4 +192,3 @@ var _ = Describe("the rotation of one NodePool", func() {
 		Expect(claimAnnotations(old)()).To(HaveKeyWithValue(v1alpha1.AnnotationState, "pending"))
 	})
 })
-
