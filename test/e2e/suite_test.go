@@ -8,6 +8,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -15,7 +16,11 @@ import (
 )
 
 // kube talks to the local cluster test/world/cluster.sh brought up.
-var kube client.Client
+var (
+	kube       client.Client
+	watcher    client.WithWatch
+	restConfig *rest.Config
+)
 
 func TestE2E(t *testing.T) {
 	RegisterFailHandler(Fail)
@@ -31,4 +36,7 @@ var _ = BeforeSuite(func() {
 	Expect(err).NotTo(HaveOccurred())
 	kube, err = client.New(cfg, client.Options{Scheme: s})
 	Expect(err).NotTo(HaveOccurred())
+	watcher, err = client.NewWithWatch(cfg, client.Options{Scheme: s})
+	Expect(err).NotTo(HaveOccurred())
+	restConfig = cfg
 })

@@ -22,6 +22,9 @@ SCHEDULER_PORT=${SCHEDULER_PORT:-10359}
 KWOK_PORT=${KWOK_PORT:-10347}
 KARPENTER_METRICS_PORT=${KARPENTER_METRICS_PORT:-18080}
 KARPENTER_HEALTH_PORT=${KARPENTER_HEALTH_PORT:-18081}
+# Node boot delay: kwok marks a node Ready this long after it appears, so
+# Karpenter sees a node that is launched but not yet ready, as in a cloud.
+NODE_BOOT_DELAY_MS=${NODE_BOOT_DELAY_MS:-0}
 
 # Order matters: up starts in this order, down stops in reverse.
 components=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok karpenter)
@@ -125,6 +128,16 @@ metadata:
 NC
 }
 
+# stage_files copies kwok's stages into the run directory, giving the
+# node-initialize stage the node boot delay.
+stage_files() {
+  rm -rf "$run/stages" && mkdir -p "$run/stages" && cp "$1"/*.yaml "$run/stages/"
+  if [ "$NODE_BOOT_DELAY_MS" -gt 0 ]; then
+    sed -i "0,/^spec:/s//spec:\n  delay:\n    durationMilliseconds: $NODE_BOOT_DELAY_MS/" "$run/stages/node-initialize.yaml"
+    log "kwok node boot delay: ${NODE_BOOT_DELAY_MS}ms"
+  fi
+}
+
 up() {
   ensure_tools
   "$here/testbin.sh" cluster
@@ -161,10 +174,11 @@ up() {
 
   install_crds
 
+  stage_files "$stages"
   start kwok "$bin/kwok" --kubeconfig="$kubeconfig" --manage-all-nodes=false \
     --manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake \
-    --server-address="127.0.0.1:$KWOK_PORT" --node-ip=127.0.0.1 \
-    $(for f in "$stages"/*.yaml; do printf -- '--config=%s ' "$f"; done)
+    --server-address="127.0.0.1:$KWOK_PORT" --node-ip=127.0.0.1 --node-lease-duration-seconds=40 \
+    $(for f in "$run"/stages/*.yaml; do printf -- '--config=%s ' "$f"; done)
 
   start karpenter env KUBECONFIG="$kubeconfig" DISABLE_LEADER_ELECTION=true SYSTEM_NAMESPACE=kube-system \
     METRICS_PORT="$KARPENTER_METRICS_PORT" HEALTH_PROBE_PORT="$KARPENTER_HEALTH_PORT" \

@@ -7,24 +7,25 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
 	"github.com/noderotation/node-rotation-controller/internal/surge"
 	fk "github.com/noderotation/node-rotation-controller/test/fakekarpenter"
+	"github.com/noderotation/node-rotation-controller/test/recorder"
 )
 
 var _ = Describe("the rotation of one NodePool", func() {
 	It("rotates make-before-break: anchor first, freeze and cordon, a sized placeholder, surge host frozen, mirror before the delete, clean completion", func() {
-		rec := startRecorder()
-		defer rec.stop()
+		rec, err := recorder.Start(watcher)
+		Expect(err).NotTo(HaveOccurred())
+		defer rec.Stop()
 		const pool, old, surgeClaim = "happy", "happy-old", "happy-surge"
 		oldNode, surgeNode := fk.NodeName(old), fk.NodeName(surgeClaim)
 		phName := surge.PlaceholderName(old)
 
-		_, err := karpenter.CreateClaim(ctx, fk.Claim{Pool: pool, Name: old, Zone: "zone-a", CPU: "4"})
+		_, err = karpenter.CreateClaim(ctx, fk.Claim{Pool: pool, Name: old, Zone: "zone-a", CPU: "4"})
 		Expect(err).NotTo(HaveOccurred())
 		_, err = karpenter.RunPod(ctx, workloadNS, "happy-app-1", oldNode, "1500m")
 		Expect(err).NotTo(HaveOccurred())
@@ -77,15 +78,15 @@ var _ = Describe("the rotation of one NodePool", func() {
 		Eventually(unfrozen(surgeNode), timeout).Should(BeTrue())
 
 		By("having written everything in the order §5.2 and DESIGN.md §7 demand (resourceVersion order)")
-		Eventually(func() int64 { return rec.first("NodePool", pool, annotated(v1alpha1.AnnotationLastRotationAt)) }, timeout).ShouldNot(BeZero())
-		anchorRV := rec.first("NodePool", pool, annotatedWith(v1alpha1.AnnotationActiveRotation, old))
-		pendingRV := rec.first("NodeClaim", old, annotatedWith(v1alpha1.AnnotationState, "pending"))
-		createdRV := rec.first("Pod", phName, func(r record) bool { return r.typ == watch.Added })
-		surgeFrozenRV := rec.first("Node", surgeNode, func(r record) bool { return r.obj.GetLabels()[v1alpha1.LabelSurgeFor] == old })
-		mirrorRV := rec.first("NodePool", pool, annotatedWith(v1alpha1.AnnotationActiveRotationState, "draining"))
-		placeholderGoneRV := rec.first("Pod", phName, deleted)
-		deleteRV := rec.first("NodeClaim", old, deleting)
-		releaseRV := rec.first("NodePool", pool, annotated(v1alpha1.AnnotationLastRotationAt))
+		Eventually(func() int64 { return rec.FirstRV("NodePool", pool, recorder.Annotated(v1alpha1.AnnotationLastRotationAt)) }, timeout).ShouldNot(BeZero())
+		anchorRV := rec.FirstRV("NodePool", pool, recorder.AnnotatedWith(v1alpha1.AnnotationActiveRotation, old))
+		pendingRV := rec.FirstRV("NodeClaim", old, recorder.AnnotatedWith(v1alpha1.AnnotationState, "pending"))
+		createdRV := rec.FirstRV("Pod", phName, recorder.Added)
+		surgeFrozenRV := rec.FirstRV("Node", surgeNode, recorder.Labelled(v1alpha1.LabelSurgeFor, old))
+		mirrorRV := rec.FirstRV("NodePool", pool, recorder.AnnotatedWith(v1alpha1.AnnotationActiveRotationState, "draining"))
+		placeholderGoneRV := rec.FirstRV("Pod", phName, recorder.Deleted)
+		deleteRV := rec.FirstRV("NodeClaim", old, recorder.Deleting)
+		releaseRV := rec.FirstRV("NodePool", pool, recorder.Annotated(v1alpha1.AnnotationLastRotationAt))
 		for _, rv := range []int64{anchorRV, pendingRV, createdRV, surgeFrozenRV, mirrorRV, placeholderGoneRV, deleteRV, releaseRV} {
 			Expect(rv).NotTo(BeZero())
 		}

@@ -1,0 +1,138 @@
+//go:build e2e
+
+package e2e_test
+
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
+	"github.com/noderotation/node-rotation-controller/test/recorder"
+)
+
+// rotation is what the records show of one rotation.
+type rotation struct {
+	startRV, endRV, deleteRV, surgeReadyRV int64
+	surgeNode                              string
+	created                                []string      // NodeClaims of the pool created during the rotation
+	drain                                  time.Duration // deletionTimestamp seen → claim gone seen
+}
+
+// rotationsOf reconstructs every rotation of pool from the records, keyed
+// by the rotated claim: from the anchor's write to its release.
+func rotationsOf(rec *recorder.Recorder, pool string) map[string]*rotation {
+	out := map[string]*rotation{}
+	records := rec.Sorted()
+	current := ""
+	for _, r := range records {
+		if r.Kind != "NodePool" || r.Obj.GetName() != pool {
+			continue
+		}
+		anchor := r.Obj.GetAnnotations()[v1alpha1.AnnotationActiveRotation]
+		if anchor != current {
+			if current != "" {
+				out[current].endRV = r.RV
+			}
+			if anchor != "" {
+				out[anchor] = &rotation{startRV: r.RV}
+			}
+			current = anchor
+		}
+	}
+	for claim, rot := range out {
+		oldNode := ""
+		var deletingSeen, goneSeen time.Time
+		for _, r := range records {
+			switch {
+			case r.Kind == "NodeClaim" && r.Obj.GetName() == claim:
+				if nc := r.Obj.(*karpv1.NodeClaim); nc.Status.NodeName != "" {
+					oldNode = nc.Status.NodeName
+				}
+				if recorder.Deleting(r) && rot.deleteRV == 0 {
+					rot.deleteRV, deletingSeen = r.RV, r.Seen
+				}
+				if recorder.Deleted(r) {
+					goneSeen = r.Seen
+				}
+			case r.Kind == "NodeClaim" && recorder.Added(r) && r.Obj.GetLabels()[karpv1.NodePoolLabelKey] == pool &&
+				r.RV > rot.startRV && (rot.endRV == 0 || r.RV < rot.endRV):
+				rot.created = append(rot.created, r.Obj.GetName())
+			}
+		}
+		for _, r := range records {
+			if r.Kind == "Node" && r.Obj.GetName() != oldNode && r.Obj.GetLabels()[v1alpha1.LabelSurgeFor] == claim {
+				rot.surgeNode = r.Obj.GetName()
+				break
+			}
+		}
+		for _, r := range records {
+			if r.Kind == "Node" && r.Obj.GetName() == rot.surgeNode && nodeReady(r.Obj.(*corev1.Node)) {
+				rot.surgeReadyRV = r.RV
+				break
+			}
+		}
+		if !deletingSeen.IsZero() && !goneSeen.IsZero() {
+			rot.drain = goneSeen.Sub(deletingSeen)
+		}
+	}
+	return out
+}
+
+func nodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// maxInFlight is the largest number of the pool's claims that were pending
+// or draining at any point of the record.
+func maxInFlight(rec *recorder.Recorder, pool string) int {
+	state := map[string]string{}
+	most := 0
+	for _, r := range rec.Sorted() {
+		if r.Kind != "NodeClaim" || r.Obj.GetLabels()[karpv1.NodePoolLabelKey] != pool {
+			continue
+		}
+		if recorder.Deleted(r) {
+			delete(state, r.Obj.GetName())
+		} else {
+			state[r.Obj.GetName()] = r.Obj.GetAnnotations()[v1alpha1.AnnotationState]
+		}
+		n := 0
+		for _, s := range state {
+			if s == v1alpha1.StatePending || s == v1alpha1.StateDraining {
+				n++
+			}
+		}
+		most = max(most, n)
+	}
+	return most
+}
+
+// longestPending is the longest time any Pod of ns created after sinceRV
+// spent between its creation and Running, as the watch saw it.
+func longestPending(rec *recorder.Recorder, ns string, sinceRV int64) time.Duration {
+	created := map[string]time.Time{}
+	var longest time.Duration
+	for _, r := range rec.Sorted() {
+		if r.Kind != "Pod" || r.Obj.GetNamespace() != ns {
+			continue
+		}
+		name := r.Obj.GetName()
+		if recorder.Added(r) && r.RV > sinceRV {
+			created[name] = r.Seen
+		}
+		if p := r.Obj.(*corev1.Pod); p.Status.Phase == corev1.PodRunning {
+			if t, ok := created[name]; ok {
+				longest = max(longest, r.Seen.Sub(t))
+				delete(created, name)
+			}
+		}
+	}
+	return longest
+}
