@@ -78,7 +78,9 @@ var _ = Describe("the rotation of one NodePool", func() {
 		Eventually(unfrozen(surgeNode), timeout).Should(BeTrue())
 
 		By("having written everything in the order §5.2 and DESIGN.md §7 demand (resourceVersion order)")
-		Eventually(func() int64 { return rec.FirstRV("NodePool", pool, recorder.Annotated(v1alpha1.AnnotationLastRotationAt)) }, timeout).ShouldNot(BeZero())
+		Eventually(func() int64 {
+			return rec.FirstRV("NodePool", pool, recorder.Annotated(v1alpha1.AnnotationLastRotationAt))
+		}, timeout).ShouldNot(BeZero())
 		anchorRV := rec.FirstRV("NodePool", pool, recorder.AnnotatedWith(v1alpha1.AnnotationActiveRotation, old))
 		pendingRV := rec.FirstRV("NodeClaim", old, recorder.AnnotatedWith(v1alpha1.AnnotationState, "pending"))
 		createdRV := rec.FirstRV("Pod", phName, recorder.Added)
