@@ -9,7 +9,7 @@ TESTBIN := test/world/testbin.sh
 CLUSTER := test/world/cluster.sh
 FUZZTIME ?= 5s
 
-.PHONY: all build test test-e2e lint generate fuzz testbin testbin-cluster cluster-up cluster-down cluster-smoke clean
+.PHONY: all build demo test test-e2e lint generate fuzz testbin testbin-cluster cluster-up cluster-down cluster-smoke clean
 
 all: build
 
@@ -51,6 +51,10 @@ fuzz: ## run each fuzz target for FUZZTIME (default 5s; try FUZZTIME=2m)
 generate: ## regenerate CRDs, deepcopy and generated docs
 	@echo "==> generate"
 	$(GO) generate ./...
+
+demo: testbin-cluster ## the main job: a local cluster with real Karpenter and the controller rotating nodes (Ctrl-C stops)
+	@echo "==> demo"
+	test/world/demo.sh
 
 cluster-up: ## start the local e2e cluster (loopback only)
 	@echo "==> cluster up"
