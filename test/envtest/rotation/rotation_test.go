@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
@@ -193,5 +194,31 @@ var _ = Describe("the rotation of one NodePool", func() {
 		annotatePool(pool, map[string]string{v1alpha1.AnnotationFreeze: ""})
 		Eventually(placeholderExists(old), timeout).Should(BeTrue())
 		Expect(claimAnnotations(old)()).To(HaveKeyWithValue(v1alpha1.AnnotationState, "pending"))
+	})
+})
+
+var _ = Describe("candidate selection", func() {
+	It("picks the earliest-deadline eligible claim and skips an operator's do-not-disrupt", func() {
+		const pool = "select"
+		for _, c := range []fk.Claim{
+			{Pool: pool, Name: "select-late", Zone: "zone-a", ExpireAfter: "720h"},
+			{Pool: pool, Name: "select-opted-out", Zone: "zone-a", ExpireAfter: "1h"},
+			{Pool: pool, Name: "select-early", Zone: "zone-a", ExpireAfter: "10h"},
+			{Pool: pool, Name: "select-same-deadline-newer", Zone: "zone-a", ExpireAfter: "10h"},
+		} {
+			_, err := karpenter.CreateClaim(ctx, c)
+			Expect(err).NotTo(HaveOccurred())
+			time.Sleep(1100 * time.Millisecond) // distinct creationTimestamps (one-second precision)
+		}
+		n := getNode(fk.NodeName("select-opted-out"))
+		orig := n.DeepCopy()
+		n.Annotations = map[string]string{v1alpha1.KarpenterDoNotDisrupt: "true"}
+		Expect(env.Client.Patch(ctx, n, client.MergeFrom(orig))).To(Succeed())
+
+		createPool(pool, v1alpha1.SurgeSpec{ReadyTimeout: "5m"}, nil)
+		Eventually(poolAnnotations(pool), timeout).Should(HaveKeyWithValue(v1alpha1.AnnotationActiveRotation, "select-early"))
+		Consistently(func() string {
+			return getNode(fk.NodeName("select-opted-out")).Annotations[v1alpha1.AnnotationDoNotDisruptOwned]
+		}, time.Second).Should(BeEmpty())
 	})
 })
