@@ -13,15 +13,20 @@ import (
 // re-validates after losing an optimistic-lock race.
 const conflictRetries = 5
 
-// conditional re-reads obj fresh, lets mutate validate the precondition on
+// conditional is Conditional with the pass's clients.
+func conditional(ctx context.Context, p *Pass, obj client.Object, mutate func() (bool, error)) (Outcome, error) {
+	return Conditional(ctx, p.Fresh, p.Client, obj, mutate)
+}
+
+// Conditional re-reads obj fresh, lets mutate validate the precondition on
 // that copy and change it (mutate returns false when the precondition does
 // not hold), and patches only what changed with a resourceVersion
 // precondition. On a conflict it starts over from a fresh read, so the
 // outcome always describes the copy the write was validated against.
-func conditional(ctx context.Context, p *Pass, obj client.Object, mutate func() (bool, error)) (Outcome, error) {
+func Conditional(ctx context.Context, fresh client.Reader, writer client.Client, obj client.Object, mutate func() (bool, error)) (Outcome, error) {
 	key := client.ObjectKeyFromObject(obj)
 	for attempt := 0; attempt < conflictRetries; attempt++ {
-		if err := p.Fresh.Get(ctx, key, obj); err != nil {
+		if err := fresh.Get(ctx, key, obj); err != nil {
 			if apierrors.IsNotFound(err) {
 				return Gone, nil
 			}
@@ -38,7 +43,7 @@ func conditional(ctx context.Context, p *Pass, obj client.Object, mutate func() 
 		if equality.Semantic.DeepEqual(orig, obj) {
 			return Claimed, nil // already in place on the fresh copy
 		}
-		err = p.Client.Patch(ctx, obj, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
+		err = writer.Patch(ctx, obj, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
 		switch {
 		case err == nil:
 			return Claimed, nil

@@ -11,12 +11,14 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/noderotation/node-rotation-controller/internal/controller"
+	"github.com/noderotation/node-rotation-controller/internal/preflight"
 	"github.com/noderotation/node-rotation-controller/internal/scheme"
 )
 
@@ -35,6 +37,17 @@ func run(o options) error {
 	}
 	s, err := scheme.New()
 	if err != nil {
+		return err
+	}
+	direct, err := client.New(cfg, client.Options{Scheme: s})
+	if err != nil {
+		return fmt.Errorf("building a client: %w", err)
+	}
+	pctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	err = preflight.Check(pctx, cfg, direct, o.namespace, o.priorityClass)
+	cancel()
+	if err != nil {
+		log.Error(err, "preflight failed; not starting")
 		return err
 	}
 	mgr, err := ctrl.NewManager(cfg, managerOptions(o, s))

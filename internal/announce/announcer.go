@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/record"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/noderotation/node-rotation-controller/actions"
 	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
@@ -268,4 +269,11 @@ func (a *Announcer) windowMissed(log logr.Logger, p *actions.Pass) {
 		"eligible", c.Candidates, "inBackoffTriggered", c.InBackoff)
 	a.event(p.Obs.Pool, corev1.EventTypeWarning, "WindowMissed",
 		fmt.Sprintf("the window opened at %s closed with %d claim(s) outstanding and no rotation completed in it", res.Values["windowOpenedAt"], c.Outstanding()))
+}
+
+// SweptClaim alerts on a claim the startup sweep failed: pending or
+// draining with no anchor, which no crash point produces.
+func (a *Announcer) SweptClaim(claim *karpv1.NodeClaim, from string) {
+	a.Log.Info("rotation attempt failed", "reason", "startupSweep", "nodeclaim", claim.Name, "from", from)
+	a.event(claim, corev1.EventTypeWarning, "RotationFailed", fmt.Sprintf("startup sweep: the claim was %s with no anchor owning it; marked failed", from))
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -33,12 +34,21 @@ type NodePoolReconciler struct {
 	Log       logr.Logger
 
 	Namespace, PlaceholderPriorityClass, PlaceholderImage string
+
+	// Sweep runs once, before the first pass (§5.3 startup sweep).
+	Sweep     func(context.Context)
+	sweepOnce sync.Once
+	// OnDecision, when set, sees every decision (tests: transition coverage).
+	OnDecision func(pool string, d engine.Decision)
 }
 
 // Reconcile observes the pool, decides one transition per machine and runs
 // its steps.
 func (r *NodePoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	log := r.Log.WithValues("nodepool", req.Name)
+	if r.Sweep != nil {
+		r.sweepOnce.Do(func() { r.Sweep(ctx) })
+	}
 	obs, err := r.Observer.Observe(ctx, req.Name)
 	var bad *observe.BadStateError
 	switch {
@@ -73,6 +83,9 @@ func (r *NodePoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		requeue = min(requeue, obs.NextInstant.Sub(obs.Now))
 	}
 	for _, d := range decisions {
+		if r.OnDecision != nil {
+			r.OnDecision(req.Name, d)
+		}
 		before := len(pass.Results)
 		owned, err := actions.Run(ctx, pass, d)
 		if log.V(1).Enabled() {

@@ -15,6 +15,7 @@ import (
 	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
 	"github.com/noderotation/node-rotation-controller/internal/announce"
 	"github.com/noderotation/node-rotation-controller/internal/observe"
+	"github.com/noderotation/node-rotation-controller/internal/sweep"
 	"github.com/noderotation/node-rotation-controller/rules"
 )
 
@@ -57,8 +58,14 @@ func Setup(mgr ctrl.Manager, cfg Config, log logr.Logger) (*NodePoolReconciler, 
 		Announcer: announce.New(log, mgr.GetEventRecorderFor("node-rotation-controller")),
 		Namespace: cfg.Namespace, PlaceholderPriorityClass: cfg.PlaceholderPriorityClass, PlaceholderImage: cfg.PlaceholderImage,
 	}
+	sw := &sweep.Sweeper{Client: mgr.GetClient(), Fresh: mgr.GetAPIReader(), Namespace: cfg.Namespace, Log: log.WithName("sweep"), Alert: r.Announcer}
+	r.Sweep = sw.Run
 	if err := r.SetupWithManager(mgr, cfg.Name); err != nil {
 		return nil, fmt.Errorf("setting up the NodePool reconciler: %w", err)
+	}
+	ps := &PolicyStatusReconciler{Client: mgr.GetClient(), Log: log.WithName("policy-status"), Clock: cfg.Clock}
+	if err := ps.SetupWithManager(mgr, cfg.Name+"-policy-status"); err != nil {
+		return nil, fmt.Errorf("setting up the RotationPolicy status reconciler: %w", err)
 	}
 	return r, nil
 }

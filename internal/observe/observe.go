@@ -11,7 +11,6 @@ import (
 
 	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
 	"github.com/noderotation/node-rotation-controller/internal/policy"
-	"github.com/noderotation/node-rotation-controller/internal/schedule"
 )
 
 // Observer reads the cluster for one pass.
@@ -69,15 +68,7 @@ func (o *Observer) governance(ctx context.Context, obs *Observation) error {
 	if obs.PolicyErr != nil {
 		return nil
 	}
-	tmpl := obs.Pool.Spec.Template.Spec
-	var tgp *time.Duration
-	if tmpl.TerminationGracePeriod != nil {
-		tgp = &tmpl.TerminationGracePeriod.Duration
-	}
-	cycle := obs.Settings.Calendar.Measure(obs.Now)
-	inputs := obs.Settings.Inputs(tmpl.ExpireAfter.Duration, tgp)
-	obs.Derivation = schedule.Derive(inputs, cycle)
-	obs.inputs = inputs
+	obs.inputs, obs.Derivation = obs.Settings.Derive(obs.Pool, obs.Now)
 	obs.WindowOpen = obs.Settings.Calendar.IsOpen(obs.Now)
 	return nil
 }

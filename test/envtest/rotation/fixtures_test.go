@@ -26,27 +26,54 @@ var poolTaint = corev1.Taint{Key: "dedicated", Value: "rotation-test", Effect: c
 // Annotations are added after that, so an anchor is never observed on a
 // pool whose policy the cache has not caught up with.
 func createPool(name string, surgeSpec v1alpha1.SurgeSpec, annotations map[string]string) *karpv1.NodePool {
-	if surgeSpec.RetryBackoff == "" {
-		surgeSpec.RetryBackoff = "1h"
+	return createPoolWith(name, poolOptions{surge: surgeSpec, annotations: annotations})
+}
+
+// poolOptions vary createPoolWith.
+type poolOptions struct {
+	surge       v1alpha1.SurgeSpec
+	annotations map[string]string // added once the pool is observed governed
+	// createdWith are on the NodePool from its creation (never an anchor).
+	createdWith map[string]string
+	noPolicy    bool // the pool is ungoverned
+	policy      func(*v1alpha1.RotationPolicy)
+	pool        func(*karpv1.NodePool)
+	// closedWindow: the policy's window is not open now; the wait is on the
+	// policy status instead of the window stamp.
+	closedWindow bool
+}
+
+func createPoolWith(name string, o poolOptions) *karpv1.NodePool {
+	if o.surge.RetryBackoff == "" {
+		o.surge.RetryBackoff = "1h"
 	}
-	if surgeSpec.FailurePause == "" {
-		surgeSpec.FailurePause = "1h"
+	if o.surge.FailurePause == "" {
+		o.surge.FailurePause = "1h"
 	}
-	if surgeSpec.CooldownAfter == "" {
-		surgeSpec.CooldownAfter = "0s"
+	if o.surge.CooldownAfter == "" {
+		o.surge.CooldownAfter = "0s"
+	}
+	window := v1alpha1.MaintenanceWindow{Timezone: "UTC", Days: []v1alpha1.Weekday{"Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"}, Start: "00:00", End: "24:00"}
+	if o.closedWindow {
+		// Two days from now, one minute long: closed for the whole test.
+		day := time.Now().UTC().Add(48 * time.Hour).Weekday().String()[:3]
+		window = v1alpha1.MaintenanceWindow{Timezone: "UTC", Days: []v1alpha1.Weekday{v1alpha1.Weekday(day)}, Start: "03:00", End: "03:01"}
 	}
 	pol := &v1alpha1.RotationPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: v1alpha1.RotationPolicySpec{
-			NodePoolSelector: metav1.LabelSelector{MatchLabels: map[string]string{"test": name}},
-			AgeThreshold:     "1s",
-			MaintenanceWindows: []v1alpha1.MaintenanceWindow{{
-				Timezone: "UTC", Days: []v1alpha1.Weekday{"Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"}, Start: "00:00", End: "24:00",
-			}},
-			Surge: surgeSpec,
+			NodePoolSelector:   metav1.LabelSelector{MatchLabels: map[string]string{"test": name}},
+			AgeThreshold:       "1s",
+			MaintenanceWindows: []v1alpha1.MaintenanceWindow{window},
+			Surge:              o.surge,
 		},
 	}
-	Expect(env.Client.Create(ctx, pol)).To(Succeed())
+	if o.policy != nil {
+		o.policy(pol)
+	}
+	if !o.noPolicy {
+		Expect(env.Client.Create(ctx, pol)).To(Succeed())
+	}
 	np := &karpv1.NodePool{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"test": name}},
 		Spec: karpv1.NodePoolSpec{
@@ -62,10 +89,28 @@ func createPool(name string, surgeSpec v1alpha1.SurgeSpec, annotations map[strin
 			Limits: karpv1.Limits{corev1.ResourceCPU: resource.MustParse("100")},
 		},
 	}
+	np.Annotations = o.createdWith
+	if o.pool != nil {
+		o.pool(np)
+	}
+	if o.noPolicy {
+		np.Annotations = o.annotations
+		Expect(env.Client.Create(ctx, np)).To(Succeed())
+		return getPool(name)
+	}
 	Expect(env.Client.Create(ctx, np)).To(Succeed())
-	Eventually(poolAnnotations(name), timeout).Should(HaveKey(v1alpha1.AnnotationWindowOpenedAt))
-	if len(annotations) > 0 {
-		annotatePool(name, annotations)
+	if o.closedWindow {
+		Eventually(func() int32 {
+			p := &v1alpha1.RotationPolicy{}
+			_ = env.Client.Get(ctx, client.ObjectKey{Name: name}, p)
+			return p.Status.MatchedNodePools
+		}, timeout).Should(BeNumerically("==", 1))
+		time.Sleep(time.Second) // every instance's cache has seen both by now
+	} else {
+		Eventually(poolAnnotations(name), timeout).Should(HaveKey(v1alpha1.AnnotationWindowOpenedAt))
+	}
+	if len(o.annotations) > 0 {
+		annotatePool(name, o.annotations)
 	}
 	return getPool(name)
 }
@@ -75,6 +120,9 @@ func annotatePool(name string, set map[string]string) {
 	Eventually(func() error {
 		np := getPool(name)
 		orig := np.DeepCopy()
+		if np.Annotations == nil {
+			np.Annotations = map[string]string{}
+		}
 		for k, v := range set {
 			if v == "" {
 				delete(np.Annotations, k)
@@ -189,3 +237,21 @@ func noRotationKeys(pool string) func() []string {
 }
 
 const timeout = 20 * time.Second
+
+// eventCount sums the Count of the Events with reason about the object named
+// name: with two controller instances, "once" means one in total.
+func eventCount(name, reason string) func() int32 {
+	return func() int32 {
+		list := &corev1.EventList{}
+		Expect(env.Client.List(ctx, list)).To(Succeed())
+		var n int32
+		for _, e := range list.Items {
+			if e.InvolvedObject.Name == name && e.Reason == reason {
+				n += max(e.Count, 1)
+			}
+		}
+		return n
+	}
+}
+
+func rfc3339(t time.Time) string { return t.UTC().Format(time.RFC3339) }

@@ -99,6 +99,22 @@ var _ = Describe("the rotation of one NodePool", func() {
 		Expect(mirrorRV).To(BeNumerically("<", deleteRV), "the draining mirror precedes the delete")
 		Expect(placeholderGoneRV).To(BeNumerically("<", deleteRV), "the placeholder is gone before the old claim is deleted (DESIGN.md §7)")
 		Expect(deleteRV).To(BeNumerically("<", releaseRV), "the anchor is released last")
+
+		By("announcing the start and the completion once, across both controller instances")
+		Eventually(eventCount(pool, "RotationCompleted"), timeout).Should(BeNumerically("==", 1))
+		Consistently(eventCount(pool, "RotationCompleted"), 2*time.Second).Should(BeNumerically("==", 1))
+		Expect(eventCount(pool, "RotationStarted")()).To(BeNumerically("==", 1))
+
+		By("never holding two anchors: the anchor only ever changes between empty and one claim")
+		prev := ""
+		for _, r := range rec.Sorted() {
+			if r.Kind != "NodePool" || r.Obj.GetName() != pool {
+				continue
+			}
+			cur := r.Obj.GetAnnotations()[v1alpha1.AnnotationActiveRotation]
+			Expect(prev == "" || cur == "" || cur == prev).To(BeTrue(), "anchor moved from %s to %s", prev, cur)
+			prev = cur
+		}
 	})
 
 	It("rolls back on readyTimeout and reaps the induced surge claim", func() {

@@ -2,7 +2,10 @@ package rotation_test
 
 import (
 	"context"
+	"fmt"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -32,7 +35,22 @@ var (
 	karpenter *fakekarpenter.Karpenter
 	watcher   client.WithWatch
 	stop      context.CancelFunc
+	// coverage records which pools (one per spec) took which transition.
+	coverage = newCoverage()
+	// skew is added to the controllers' clock; a spec that advances it
+	// restores it when it ends.
+	skew atomic.Int64
 )
+
+// instances is how many controllers run against the same API server with
+// leader election off: every spec is also a race between them (§5.2
+// "Idempotent recovery"): never two anchors, every announcement once.
+const instances = 2
+
+func clock() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
+
+// advanceClock moves the controllers' clock forward.
+func advanceClock(d time.Duration) { skew.Add(int64(d)) }
 
 func TestRotation(t *testing.T) {
 	RegisterFailHandler(Fail)
@@ -56,24 +74,33 @@ var _ = BeforeSuite(func() {
 
 	log := zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true))
 	ctrl.SetLogger(log)
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
-		Scheme: env.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
-		Cache: controller.CacheOptions(controllerNS),
-	})
-	Expect(err).NotTo(HaveOccurred())
-	_, err = controller.Setup(mgr, controller.Config{Namespace: controllerNS, PlaceholderPriorityClass: priorityClass}, log.WithName("rotation"))
-	Expect(err).NotTo(HaveOccurred())
 	var mctx context.Context
 	mctx, stop = context.WithCancel(context.Background())
-	go func() {
-		defer GinkgoRecover()
-		Expect(mgr.Start(mctx)).To(Succeed())
-	}()
+	for i := 0; i < instances; i++ {
+		name := fmt.Sprintf("instance-%d", i)
+		mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
+			Scheme: env.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
+			Cache: controller.CacheOptions(controllerNS),
+		})
+		Expect(err).NotTo(HaveOccurred())
+		r, err := controller.Setup(mgr, controller.Config{
+			Namespace: controllerNS, PlaceholderPriorityClass: priorityClass, Name: name, Clock: clock,
+		}, log.WithName(name))
+		Expect(err).NotTo(HaveOccurred())
+		r.OnDecision = coverage.record
+		go func() {
+			defer GinkgoRecover()
+			Expect(mgr.Start(mctx)).To(Succeed())
+		}()
+	}
 })
 
 var _ = AfterSuite(func() {
 	if stop != nil {
 		stop()
+	}
+	if !CurrentSpecReport().Failed() {
+		coverage.check()
 	}
 	if env != nil {
 		Expect(env.Stop()).To(Succeed())

@@ -1,0 +1,108 @@
+// Package preflight checks, before the first reconcile, what the
+// controller cannot work without (§5.1): the cluster serves karpenter.sh/v1
+// nodeclaims and nodepools, RBAC lets it read them, and the placeholder's
+// PriorityClass exists and is negative. A failure is one clear sentence.
+package preflight
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Check runs every preflight check and returns the first failure.
+func Check(ctx context.Context, cfg *rest.Config, c client.Client, namespace, priorityClass string) error {
+	if err := servesKarpenterV1(cfg); err != nil {
+		return err
+	}
+	if err := canRead(ctx, c); err != nil {
+		return err
+	}
+	return placeholderPriority(ctx, c, namespace, priorityClass)
+}
+
+func servesKarpenterV1(cfg *rest.Config) error {
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("preflight: building a discovery client: %w", err)
+	}
+	list, err := dc.ServerResourcesForGroupVersion("karpenter.sh/v1")
+	if err != nil {
+		return fmt.Errorf("preflight: the cluster does not serve karpenter.sh/v1 (is Karpenter v1 installed?): %w", err)
+	}
+	served := map[string]bool{}
+	for _, r := range list.APIResources {
+		served[r.Name] = true
+	}
+	var missing []string
+	for _, r := range []string{"nodeclaims", "nodepools"} {
+		if !served[r] {
+			missing = append(missing, r)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("preflight: karpenter.sh/v1 does not serve %s", strings.Join(missing, ", "))
+	}
+	return nil
+}
+
+// canRead asks the API server whether this identity may get, list and watch
+// nodeclaims and nodepools.
+func canRead(ctx context.Context, c client.Client) error {
+	for _, resource := range []string{"nodeclaims", "nodepools"} {
+		for _, verb := range []string{"get", "list", "watch"} {
+			ssar := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
+				ResourceAttributes: &authorizationv1.ResourceAttributes{Group: "karpenter.sh", Version: "v1", Resource: resource, Verb: verb},
+			}}
+			if err := c.Create(ctx, ssar); err != nil {
+				return fmt.Errorf("preflight: asking whether RBAC allows %s %s.karpenter.sh: %w", verb, resource, err)
+			}
+			if !ssar.Status.Allowed {
+				return fmt.Errorf("preflight: RBAC does not allow this controller to %s %s.karpenter.sh (grant the ClusterRole of the chart)", verb, resource)
+			}
+		}
+	}
+	return nil
+}
+
+// placeholderPriority resolves the PriorityClass the way the placeholder
+// will meet it — a dry-run create of a Pod naming it — so no permission on
+// priorityclasses is needed (§4.3).
+func placeholderPriority(ctx context.Context, c client.Client, namespace, priorityClass string) error {
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "nrc-preflight-", Namespace: namespace},
+		Spec: corev1.PodSpec{
+			PriorityClassName: priorityClass,
+			Containers:        []corev1.Container{{Name: "preflight", Image: "registry.k8s.io/pause:3.10"}},
+		},
+	}
+	err := c.Create(ctx, pod, client.DryRunAll)
+	var status apierrors.APIStatus
+	switch {
+	case err != nil && errors.As(err, &status) && strings.Contains(err.Error(), "PriorityClass"):
+		return fmt.Errorf("preflight: the placeholder PriorityClass %q is missing (install it with the chart): %s", priorityClass, status.Status().Message)
+	case err != nil:
+		return fmt.Errorf("preflight: resolving the placeholder PriorityClass %q with a dry-run Pod in %s: %w", priorityClass, namespace, err)
+	case pod.Spec.Priority == nil || *pod.Spec.Priority >= 0:
+		return fmt.Errorf("preflight: the placeholder PriorityClass %q has priority %d; it must be negative so workloads preempt the placeholder", priorityClass, derefOr(pod.Spec.Priority))
+	case pod.Spec.PreemptionPolicy == nil || *pod.Spec.PreemptionPolicy != corev1.PreemptNever:
+		return fmt.Errorf("preflight: the placeholder PriorityClass %q must set preemptionPolicy: Never", priorityClass)
+	}
+	return nil
+}
+
+func derefOr(p *int32) int32 {
+	if p == nil {
+		return 0
+	}
+	return *p
+}

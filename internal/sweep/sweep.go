@@ -1,0 +1,240 @@
+// Package sweep is the startup sweep of §5.3: run once before the first
+// reconcile, best-effort, it removes what a crash can leave behind and no
+// anchor references — placeholders, node markers, an orphaned draining
+// mirror — and fails a pending/draining claim that no anchor owns. It never
+// touches what an anchored rotation owns, and every line it logs names work
+// it performed, decided from the read its write was validated against.
+package sweep
+
+import (
+	"context"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	"github.com/noderotation/node-rotation-controller/actions"
+	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
+)
+
+// Alerter is told about a claim the sweep failed (an alert: §5.3).
+type Alerter interface {
+	SweptClaim(claim *karpv1.NodeClaim, from string)
+}
+
+// Sweeper holds the sweep's clients.
+type Sweeper struct {
+	Client    client.Client // writes, and the List the sweep selects from
+	Fresh     client.Reader // the reads writes are validated against
+	Namespace string
+	Log       logr.Logger
+	Alert     Alerter
+}
+
+// Run sweeps once. Errors are per item: logged, never fatal.
+func (s *Sweeper) Run(ctx context.Context) {
+	anchored, err := s.anchors(ctx)
+	if err != nil {
+		s.Log.Error(err, "startup sweep skipped: cannot list NodePools")
+		return
+	}
+	s.placeholders(ctx, anchored)
+	s.nodes(ctx, anchored)
+	s.claims(ctx, anchored)
+	s.mirrors(ctx)
+}
+
+// anchors is the set of claims an anchor references, captured once.
+func (s *Sweeper) anchors(ctx context.Context) (map[string]bool, error) {
+	pools := &karpv1.NodePoolList{}
+	if err := s.Client.List(ctx, pools); err != nil {
+		return nil, err
+	}
+	out := map[string]bool{}
+	for _, p := range pools.Items {
+		if a := p.Annotations[v1alpha1.AnnotationActiveRotation]; a != "" {
+			out[a] = true
+		}
+	}
+	return out, nil
+}
+
+func (s *Sweeper) placeholders(ctx context.Context, anchored map[string]bool) {
+	pods := &corev1.PodList{}
+	if err := s.Client.List(ctx, pods, client.InNamespace(s.Namespace), client.HasLabels{v1alpha1.LabelSurgeFor}); err != nil {
+		s.Log.Error(err, "startup sweep: listing placeholders")
+		return
+	}
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		claim := p.Labels[v1alpha1.LabelSurgeFor]
+		if anchored[claim] {
+			continue
+		}
+		err := s.Client.Delete(ctx, p, client.Preconditions{UID: &p.UID}, client.GracePeriodSeconds(0))
+		switch {
+		case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
+		case err != nil:
+			s.Log.Error(err, "startup sweep: deleting placeholder", "placeholder", p.Name)
+		default:
+			s.Log.Info("startup sweep deleted a placeholder no anchor references", "placeholder", p.Name, "nodeclaim", claim)
+		}
+	}
+}
+
+// nodes reverses markers no anchor references, re-applying the selection
+// to the fresh read the write is validated against.
+func (s *Sweeper) nodes(ctx context.Context, anchored map[string]bool) {
+	nodes := &corev1.NodeList{}
+	if err := s.Client.List(ctx, nodes); err != nil {
+		s.Log.Error(err, "startup sweep: listing nodes")
+		return
+	}
+	claimOfNode, err := s.claimsByNode(ctx)
+	if err != nil {
+		s.Log.Error(err, "startup sweep: listing NodeClaims")
+		return
+	}
+	for i := range nodes.Items {
+		if !marked(&nodes.Items[i]) {
+			continue
+		}
+		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodes.Items[i].Name}}
+		var did string
+		out, err := actions.Conditional(ctx, s.Fresh, s.Client, n, func() (bool, error) {
+			pair := n.Labels[v1alpha1.LabelSurgeFor]
+			if !marked(n) || anchored[pair] || (pair == "" && anchored[claimOfNode[n.Name]]) {
+				return false, nil // current markers of an anchored rotation, or already reversed
+			}
+			did = reverse(n)
+			return true, nil
+		})
+		switch {
+		case err != nil:
+			s.Log.Error(err, "startup sweep: reversing node markers", "node", n.Name)
+		case out == actions.Claimed && did != "":
+			s.Log.Info("startup sweep "+did+" a node no anchor references", "node", n.Name)
+		}
+	}
+}
+
+func marked(n *corev1.Node) bool {
+	_, pair := n.Labels[v1alpha1.LabelSurgeFor]
+	return pair || n.Annotations[v1alpha1.AnnotationDoNotDisruptOwned] == "true" || n.Annotations[v1alpha1.AnnotationCordoned] == "true"
+}
+
+// reverse removes our markers and names what it reversed: "unfroze" for a
+// surge-frozen node, "uncordoned" for a cordon-only one.
+func reverse(n *corev1.Node) string {
+	did := ""
+	_, pair := n.Labels[v1alpha1.LabelSurgeFor]
+	if pair || n.Annotations[v1alpha1.AnnotationDoNotDisruptOwned] == "true" {
+		did = "unfroze"
+		delete(n.Labels, v1alpha1.LabelSurgeFor)
+		if n.Annotations[v1alpha1.AnnotationDoNotDisruptOwned] == "true" {
+			delete(n.Annotations, v1alpha1.KarpenterDoNotDisrupt)
+			delete(n.Annotations, v1alpha1.AnnotationDoNotDisruptOwned)
+		}
+	}
+	if n.Annotations[v1alpha1.AnnotationCordoned] == "true" {
+		if did == "" {
+			did = "uncordoned"
+		} else {
+			did += " and uncordoned"
+		}
+		n.Spec.Unschedulable = false
+		delete(n.Annotations, v1alpha1.AnnotationCordoned)
+	}
+	return did
+}
+
+func (s *Sweeper) claimsByNode(ctx context.Context) (map[string]string, error) {
+	claims := &karpv1.NodeClaimList{}
+	if err := s.Client.List(ctx, claims); err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for _, c := range claims.Items {
+		if c.Status.NodeName != "" {
+			out[c.Status.NodeName] = c.Name
+		}
+	}
+	return out, nil
+}
+
+// claims fails a pending/draining claim no anchor owns — impossible from
+// any crash point, so an alert — conditionally on the predicate that
+// selected it, and alerts only when that write lands.
+func (s *Sweeper) claims(ctx context.Context, anchored map[string]bool) {
+	claims := &karpv1.NodeClaimList{}
+	if err := s.Client.List(ctx, claims); err != nil {
+		s.Log.Error(err, "startup sweep: listing NodeClaims")
+		return
+	}
+	for _, c := range claims.Items {
+		state := c.Annotations[v1alpha1.AnnotationState]
+		if anchored[c.Name] || (state != v1alpha1.StatePending && state != v1alpha1.StateDraining) {
+			continue
+		}
+		nc := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: c.Name}}
+		var from string
+		out, err := actions.Conditional(ctx, s.Fresh, s.Client, nc, func() (bool, error) {
+			from = nc.Annotations[v1alpha1.AnnotationState]
+			if from != v1alpha1.StatePending && from != v1alpha1.StateDraining {
+				return false, nil
+			}
+			nc.Annotations[v1alpha1.AnnotationState] = v1alpha1.StateFailed
+			return true, nil
+		})
+		if err != nil {
+			s.Log.Error(err, "startup sweep: failing an unanchored claim", "nodeclaim", c.Name)
+			continue
+		}
+		if out == actions.Claimed {
+			s.Log.Info("startup sweep failed a claim no anchor owns", "nodeclaim", c.Name, "from", from)
+			if s.Alert != nil {
+				s.Alert.SweptClaim(nc, from)
+			}
+		}
+	}
+}
+
+// mirrors removes rotation-scoped keys left on a pool without an anchor.
+func (s *Sweeper) mirrors(ctx context.Context) {
+	pools := &karpv1.NodePoolList{}
+	if err := s.Client.List(ctx, pools); err != nil {
+		return
+	}
+	for _, p := range pools.Items {
+		if p.Annotations[v1alpha1.AnnotationActiveRotation] != "" || !hasScoped(p.Annotations) {
+			continue
+		}
+		np := &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: p.Name}}
+		out, err := actions.Conditional(ctx, s.Fresh, s.Client, np, func() (bool, error) {
+			if np.Annotations[v1alpha1.AnnotationActiveRotation] != "" || !hasScoped(np.Annotations) {
+				return false, nil
+			}
+			for _, k := range v1alpha1.RotationScoped {
+				delete(np.Annotations, k)
+			}
+			return true, nil
+		})
+		if err != nil {
+			s.Log.Error(err, "startup sweep: removing an orphaned mirror", "nodepool", p.Name)
+		} else if out == actions.Claimed {
+			s.Log.Info("startup sweep removed an orphaned active-rotation-state", "nodepool", p.Name)
+		}
+	}
+}
+
+func hasScoped(a map[string]string) bool {
+	for _, k := range v1alpha1.RotationScoped {
+		if _, ok := a[k]; ok {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,279 @@
+package rotation_test
+
+import (
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
+	fk "github.com/noderotation/node-rotation-controller/test/fakekarpenter"
+)
+
+func createClaim(c fk.Claim) {
+	_, err := karpenter.CreateClaim(ctx, c)
+	Expect(err).NotTo(HaveOccurred())
+}
+
+func policyCondition(name, typ string) func() *metav1.Condition {
+	return func() *metav1.Condition {
+		p := &v1alpha1.RotationPolicy{}
+		if err := env.Client.Get(ctx, client.ObjectKey{Name: name}, p); err != nil {
+			return nil
+		}
+		return meta.FindStatusCondition(p.Status.Conditions, typ)
+	}
+}
+
+func reason(r string) OmegaMatcher { return And(Not(BeNil()), HaveField("Reason", r)) }
+
+var _ = Describe("start-path gates", func() {
+	It("leaves an ungoverned pool alone", func() {
+		createClaim(fk.Claim{Pool: "orphan", Name: "orphan-old", Zone: "zone-a"})
+		createPoolWith("orphan", poolOptions{noPolicy: true})
+		Consistently(poolAnnotations("orphan"), 2*time.Second).ShouldNot(HaveKey(v1alpha1.AnnotationActiveRotation))
+		Expect(placeholder("orphan-old")).To(BeNil())
+	})
+
+	It("refuses to rotate a pool two policies tie for, and says so once", func() {
+		createClaim(fk.Claim{Pool: "tie", Name: "tie-old", Zone: "zone-a"})
+		createPoolWith("tie", poolOptions{closedWindow: false, policy: func(p *v1alpha1.RotationPolicy) {}})
+		rival := &v1alpha1.RotationPolicy{ObjectMeta: metav1.ObjectMeta{Name: "tie-rival"}, Spec: v1alpha1.RotationPolicySpec{
+			NodePoolSelector: metav1.LabelSelector{MatchLabels: map[string]string{"test": "tie"}},
+		}}
+		// The first policy may already have started a rotation: the tie then
+		// rolls it back as a loss of governance; either way none remains.
+		Expect(env.Client.Create(ctx, rival)).To(Succeed())
+		Eventually(eventCount("tie", "PolicyConflict"), timeout).Should(BeNumerically(">=", 1))
+		Eventually(noRotationKeys("tie"), timeout).Should(BeEmpty())
+		Consistently(poolAnnotations("tie"), 2*time.Second).ShouldNot(HaveKey(v1alpha1.AnnotationActiveRotation))
+		Eventually(policyCondition("tie", "Ready"), timeout).Should(reason("Conflict"))
+		Eventually(policyCondition("tie-rival", "Ready"), timeout).Should(reason("Conflict"))
+		Expect(eventCount("tie", "PolicyConflict")()).To(BeNumerically("<=", instances), "level-triggered: once per acting instance")
+	})
+
+	It("refuses to rotate under an invalid policy and marks it Invalid", func() {
+		createClaim(fk.Claim{Pool: "invalid", Name: "invalid-old", Zone: "zone-a"})
+		createPoolWith("invalid", poolOptions{closedWindow: true, policy: func(p *v1alpha1.RotationPolicy) {
+			p.Spec.MaintenanceWindows[0].Timezone = "Mars/Olympus_Mons"
+		}})
+		Eventually(policyCondition("invalid", "Ready"), timeout).Should(And(reason("Invalid"), HaveField("Message", ContainSubstring(`timezone "Mars/Olympus_Mons"`))))
+		Consistently(poolAnnotations("invalid"), 2*time.Second).ShouldNot(HaveKey(v1alpha1.AnnotationActiveRotation))
+	})
+
+	It("blocks starts on a fatal finding and reports it in Feasible", func() {
+		createClaim(fk.Claim{Pool: "infeasible", Name: "infeasible-old", Zone: "zone-a"})
+		createPoolWith("infeasible", poolOptions{closedWindow: true, policy: func(p *v1alpha1.RotationPolicy) {
+			p.Spec.MaintenanceWindows = nil
+		}})
+		Eventually(policyCondition("infeasible", "Feasible"), timeout).Should(And(reason("FatalFindings"), HaveField("Message", ContainSubstring("NoWindows"))))
+		Eventually(policyCondition("infeasible", "Ready"), timeout).Should(reason("Accepted"))
+		Consistently(poolAnnotations("infeasible"), 2*time.Second).ShouldNot(HaveKey(v1alpha1.AnnotationActiveRotation))
+	})
+
+	It("warns once and never starts on a static NodePool", func() {
+		createClaim(fk.Claim{Pool: "static", Name: "static-old", Zone: "zone-a"})
+		createPoolWith("static", poolOptions{closedWindow: true, pool: func(np *karpv1.NodePool) { np.Spec.Replicas = ptr.To(int64(1)); np.Spec.Limits = nil }})
+		annotatePool("static", map[string]string{v1alpha1.AnnotationWindowOpenedAt: rfc3339(time.Now())}) // any pass will do
+		p := &v1alpha1.RotationPolicy{}
+		Expect(env.Client.Get(ctx, client.ObjectKey{Name: "static"}, p)).To(Succeed())
+		p.Spec.MaintenanceWindows[0] = v1alpha1.MaintenanceWindow{Timezone: "UTC", Days: []v1alpha1.Weekday{"Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"}, Start: "00:00", End: "24:00"}
+		Expect(env.Client.Update(ctx, p)).To(Succeed())
+		Eventually(eventCount("static", "StaticNodePool"), timeout).Should(BeNumerically(">=", 1))
+		Consistently(poolAnnotations("static"), 2*time.Second).ShouldNot(HaveKey(v1alpha1.AnnotationActiveRotation))
+		Expect(eventCount("static", "StaticNodePool")()).To(BeNumerically("<=", instances), "level-triggered: once per acting instance")
+	})
+
+	It("does not start without spec.limits headroom for the placeholder", func() {
+		createClaim(fk.Claim{Pool: "headroom", Name: "headroom-old", Zone: "zone-a"})
+		_, err := karpenter.RunPod(ctx, workloadNS, "headroom-app", fk.NodeName("headroom-old"), "3")
+		Expect(err).NotTo(HaveOccurred())
+		createPoolWith("headroom", poolOptions{closedWindow: true, pool: func(np *karpv1.NodePool) {
+			np.Spec.Limits = karpv1.Limits{corev1.ResourceCPU: resource.MustParse("6")}
+		}})
+		np := getPool("headroom")
+		np.Status.Resources = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")}
+		Expect(env.Client.Status().Update(ctx, np)).To(Succeed())
+		p := &v1alpha1.RotationPolicy{}
+		Expect(env.Client.Get(ctx, client.ObjectKey{Name: "headroom"}, p)).To(Succeed())
+		p.Spec.MaintenanceWindows[0] = v1alpha1.MaintenanceWindow{Timezone: "UTC", Days: []v1alpha1.Weekday{"Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"}, Start: "00:00", End: "24:00"}
+		Expect(env.Client.Update(ctx, p)).To(Succeed())
+		Eventually(eventCount("headroom", "InsufficientHeadroom"), timeout).Should(BeNumerically(">=", 1))
+		Consistently(poolAnnotations("headroom"), 2*time.Second).ShouldNot(HaveKey(v1alpha1.AnnotationActiveRotation))
+		Expect(eventCount("headroom", "InsufficientHeadroom")()).To(BeNumerically("<=", instances), "level-triggered: once per acting instance")
+	})
+
+	It("rotates a claim too close to its deadline surge-less when the fallback is enabled", func() {
+		createClaim(fk.Claim{Pool: "fallback", Name: "fallback-old", Zone: "zone-a", ExpireAfter: "1h"})
+		createPool("fallback", v1alpha1.SurgeSpec{ReadyTimeout: "5m", ForcefulFallback: v1alpha1.ForcefulFallback{Enabled: true}}, nil)
+		Eventually(claimDeleting("fallback-old"), timeout).Should(BeTrue())
+		a := getPool("fallback").Annotations
+		Expect(a).To(And(HaveKeyWithValue(v1alpha1.AnnotationActiveRotation, "fallback-old"),
+			HaveKeyWithValue(v1alpha1.AnnotationRotationMode, "forceful-fallback"),
+			HaveKeyWithValue(v1alpha1.AnnotationActiveRotationState, "draining"), HaveKey(v1alpha1.AnnotationDrainingAt)))
+		Expect(claimAnnotations("fallback-old")()).To(HaveKeyWithValue(v1alpha1.AnnotationState, "draining"))
+		Expect(placeholder("fallback-old")).To(BeNil(), "surge-less: no placeholder")
+		Eventually(eventCount("fallback", "ForcefulFallback"), timeout).Should(BeNumerically("==", 1))
+		Expect(karpenter.Finalize(ctx, "fallback-old")).To(Succeed())
+		Eventually(noRotationKeys("fallback"), timeout).Should(BeEmpty())
+		Expect(getPool("fallback").Annotations).To(HaveKey(v1alpha1.AnnotationLastRotationAt))
+		Eventually(eventCount("fallback", "RotationCompleted"), timeout).Should(BeNumerically("==", 1))
+		Consistently(eventCount("fallback", "RotationCompleted"), 2*time.Second).Should(BeNumerically("==", 1), "one release, one announcement, across instances")
+	})
+
+	It("holds starts for cooldownAfter after a success (gate A) and failurePause after a failure (gate B)", func() {
+		createClaim(fk.Claim{Pool: "gates", Name: "gates-old", Zone: "zone-a"})
+		now := clock()
+		createPoolWith("gates", poolOptions{surge: v1alpha1.SurgeSpec{CooldownAfter: "1h"}, createdWith: map[string]string{v1alpha1.AnnotationLastRotationAt: rfc3339(now)}})
+		Consistently(poolAnnotations("gates"), 2*time.Second).ShouldNot(HaveKey(v1alpha1.AnnotationActiveRotation))
+		annotatePool("gates", map[string]string{v1alpha1.AnnotationLastRotationAt: "", v1alpha1.AnnotationLastFailureAt: rfc3339(now)})
+		Consistently(poolAnnotations("gates"), 2*time.Second).ShouldNot(HaveKey(v1alpha1.AnnotationActiveRotation))
+		annotatePool("gates", map[string]string{v1alpha1.AnnotationLastFailureAt: rfc3339(now.Add(-2 * time.Hour))})
+		Eventually(poolAnnotations("gates"), timeout).Should(HaveKeyWithValue(v1alpha1.AnnotationActiveRotation, "gates-old"))
+	})
+})
+
+var _ = Describe("in-flight edges", func() {
+	It("rolls a pending rotation back when its policy is deleted, announcing GovernanceLost once", func() {
+		createClaim(fk.Claim{Pool: "lost", Name: "lost-old", Zone: "zone-a"})
+		createPool("lost", v1alpha1.SurgeSpec{ReadyTimeout: "5m"}, nil)
+		Eventually(placeholderExists("lost-old"), timeout).Should(BeTrue())
+		Eventually(frozen(fk.NodeName("lost-old"), "lost-old"), timeout).Should(BeTrue())
+		Expect(env.Client.Delete(ctx, &v1alpha1.RotationPolicy{ObjectMeta: metav1.ObjectMeta{Name: "lost"}})).To(Succeed())
+		Eventually(noRotationKeys("lost"), timeout).Should(BeEmpty())
+		Eventually(placeholderExists("lost-old"), timeout).Should(BeFalse())
+		Eventually(unfrozen(fk.NodeName("lost-old")), timeout).Should(BeTrue())
+		Eventually(uncordoned(fk.NodeName("lost-old")), timeout).Should(BeTrue())
+		Eventually(claimAnnotations("lost-old"), timeout).ShouldNot(HaveKey(v1alpha1.AnnotationState))
+		Eventually(eventCount("lost", "GovernanceLost"), timeout).Should(BeNumerically("==", 1))
+		Consistently(eventCount("lost", "GovernanceLost"), 2*time.Second).Should(BeNumerically("==", 1))
+	})
+
+	It("rolls back an anchored draining or failed claim of an ungoverned pool", func() {
+		createClaim(fk.Claim{Pool: "lost-draining", Name: "lost-draining-old", Zone: "zone-a", Annotations: map[string]string{v1alpha1.AnnotationState: "draining"}})
+		createPoolWith("lost-draining", poolOptions{noPolicy: true, annotations: map[string]string{v1alpha1.AnnotationActiveRotation: "lost-draining-old", v1alpha1.AnnotationActiveRotationState: "draining"}})
+		createClaim(fk.Claim{Pool: "lost-failed", Name: "lost-failed-old", Zone: "zone-a", Annotations: map[string]string{
+			v1alpha1.AnnotationState: "failed", v1alpha1.AnnotationFailedAt: rfc3339(time.Now()), v1alpha1.AnnotationRetryCount: "1"}})
+		createPoolWith("lost-failed", poolOptions{noPolicy: true, annotations: map[string]string{v1alpha1.AnnotationActiveRotation: "lost-failed-old"}})
+		for _, pool := range []string{"lost-draining", "lost-failed"} {
+			Eventually(noRotationKeys(pool), timeout).Should(BeEmpty())
+			Eventually(eventCount(pool, "GovernanceLost"), timeout).Should(BeNumerically("==", 1))
+		}
+		Expect(claimExists("lost-draining-old")()).To(BeTrue(), "an ungoverned pool's claim is never deleted")
+		Expect(claimDeleting("lost-draining-old")()).To(BeFalse())
+		Expect(claimAnnotations("lost-failed-old")()).To(HaveKeyWithValue(v1alpha1.AnnotationState, "failed"), "backoff annotations kept")
+	})
+
+	It("re-issues the delete of a draining claim after a crash between the state write and the delete", func() {
+		createClaim(fk.Claim{Pool: "crash", Name: "crash-old", Zone: "zone-a", Annotations: map[string]string{v1alpha1.AnnotationState: "draining"}})
+		createPool("crash", v1alpha1.SurgeSpec{}, map[string]string{v1alpha1.AnnotationActiveRotation: "crash-old", v1alpha1.AnnotationActiveRotationState: "draining"})
+		Eventually(claimDeleting("crash-old"), timeout).Should(BeTrue())
+		Expect(karpenter.Finalize(ctx, "crash-old")).To(Succeed())
+		Eventually(noRotationKeys("crash"), timeout).Should(BeEmpty())
+		Expect(getPool("crash").Annotations).To(HaveKey(v1alpha1.AnnotationLastRotationAt), "the mirror says draining: success")
+	})
+
+	It("flags a stuck drain and keeps the gate held", func() {
+		createClaim(fk.Claim{Pool: "stuck", Name: "stuck-old", Zone: "zone-a", Annotations: map[string]string{v1alpha1.AnnotationState: "draining"}})
+		createClaim(fk.Claim{Pool: "stuck", Name: "stuck-next", Zone: "zone-a"})
+		Expect(env.Client.Delete(ctx, &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "stuck-old"}})).To(Succeed())
+		createPool("stuck", v1alpha1.SurgeSpec{}, map[string]string{v1alpha1.AnnotationActiveRotation: "stuck-old", v1alpha1.AnnotationActiveRotationState: "draining"})
+		advanceClock(time.Hour + 3*time.Minute) // past tGP (1h) + buffer (2m)
+		DeferCleanup(func() { skew.Store(0) }) // other specs compare stamps with server timestamps
+		Eventually(coverage.took("draining.stuck", "stuck"), timeout).Should(BeTrue())
+		Consistently(poolAnnotations("stuck"), 2*time.Second).Should(HaveKeyWithValue(v1alpha1.AnnotationActiveRotation, "stuck-old"))
+		Expect(placeholder("stuck-next")).To(BeNil(), "the serial gate is never released by a stuck drain")
+		Expect(karpenter.Finalize(ctx, "stuck-old")).To(Succeed())
+		Eventually(poolAnnotations("stuck"), timeout).ShouldNot(HaveKeyWithValue(v1alpha1.AnnotationActiveRotation, "stuck-old"))
+	})
+
+	It("retries a failed claim whose backoff has elapsed and releases one still inside it", func() {
+		old := rfc3339(clock().Add(-3 * time.Hour))
+		createClaim(fk.Claim{Pool: "retry", Name: "retry-old", Zone: "zone-a", Annotations: map[string]string{
+			v1alpha1.AnnotationState: "failed", v1alpha1.AnnotationFailedAt: old, v1alpha1.AnnotationRetryCount: "1"}})
+		createPool("retry", v1alpha1.SurgeSpec{ReadyTimeout: "5m", FailurePause: "0s"}, map[string]string{v1alpha1.AnnotationActiveRotation: "retry-old"})
+		Eventually(claimAnnotations("retry-old"), timeout).Should(And(HaveKeyWithValue(v1alpha1.AnnotationState, "pending"), HaveKey(v1alpha1.AnnotationStartedAt)))
+
+		By("a claim failed a minute ago with retry-count 3: escalated backoff 4h, so the anchor is released")
+		createClaim(fk.Claim{Pool: "backoff", Name: "backoff-old", Zone: "zone-a", Annotations: map[string]string{
+			v1alpha1.AnnotationState: "failed", v1alpha1.AnnotationFailedAt: rfc3339(clock().Add(-time.Minute)), v1alpha1.AnnotationRetryCount: "3"}})
+		createPool("backoff", v1alpha1.SurgeSpec{FailurePause: "0s"}, map[string]string{v1alpha1.AnnotationActiveRotation: "backoff-old", v1alpha1.AnnotationLastFailureAt: rfc3339(clock().Add(-2 * time.Hour))})
+		Eventually(noRotationKeys("backoff"), timeout).Should(BeEmpty())
+		Expect(getPool("backoff").Annotations[v1alpha1.AnnotationLastFailureAt]).To(Equal(claimAnnotations("backoff-old")()[v1alpha1.AnnotationFailedAt]), "max(pool, claim failed-at)")
+		Expect(claimAnnotations("backoff-old")()).To(HaveKeyWithValue(v1alpha1.AnnotationState, "failed"))
+	})
+
+	It("marks an anchored failed claim expired when it is deleted, and cleans up an anchored expired one", func() {
+		createClaim(fk.Claim{Pool: "failed-exp", Name: "failed-exp-old", Zone: "zone-a", Annotations: map[string]string{
+			v1alpha1.AnnotationState: "failed", v1alpha1.AnnotationFailedAt: rfc3339(time.Now()), v1alpha1.AnnotationRetryCount: "1"}})
+		Expect(env.Client.Delete(ctx, &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "failed-exp-old"}})).To(Succeed())
+		createPool("failed-exp", v1alpha1.SurgeSpec{}, map[string]string{v1alpha1.AnnotationActiveRotation: "failed-exp-old"})
+		Eventually(claimAnnotations("failed-exp-old"), timeout).Should(HaveKeyWithValue(v1alpha1.AnnotationState, "expired"))
+		Eventually(noRotationKeys("failed-exp"), timeout).Should(BeEmpty())
+
+		createClaim(fk.Claim{Pool: "expired", Name: "expired-old", Zone: "zone-a", Annotations: map[string]string{v1alpha1.AnnotationState: "expired"}})
+		createPool("expired", v1alpha1.SurgeSpec{}, map[string]string{v1alpha1.AnnotationActiveRotation: "expired-old"})
+		Eventually(noRotationKeys("expired"), timeout).Should(BeEmpty())
+		Expect(getPool("expired").Annotations).NotTo(HaveKey(v1alpha1.AnnotationLastRotationAt))
+	})
+})
+
+var _ = Describe("the placeholder before the old claim (DESIGN.md §7)", func() {
+	It("deletes the old NodeClaim only once the placeholder is gone", func() {
+		const pool, old, surgeClaim = "lingering", "lingering-old", "lingering-surge"
+		createClaim(fk.Claim{Pool: pool, Name: old, Zone: "zone-a"})
+		createPool(pool, v1alpha1.SurgeSpec{ReadyTimeout: "5m", CooldownAfter: "1h"}, nil)
+		Eventually(placeholderExists(old), timeout).Should(BeTrue())
+		ph := placeholder(old)
+		orig := ph.DeepCopy()
+		ph.Finalizers = append(ph.Finalizers, "test.noderotation.io/hold") // the placeholder lingers while terminating
+		Expect(env.Client.Patch(ctx, ph, client.MergeFrom(orig))).To(Succeed())
+		createClaim(fk.Claim{Pool: pool, Name: surgeClaim, Zone: "zone-a"})
+		Expect(karpenter.BindAndRun(ctx, placeholder(old), fk.NodeName(surgeClaim))).To(Succeed())
+
+		Eventually(claimAnnotations(old), timeout).Should(HaveKeyWithValue(v1alpha1.AnnotationState, "draining"))
+		Eventually(func() bool { p := placeholder(old); return p != nil && p.DeletionTimestamp != nil }, timeout).Should(BeTrue())
+		Consistently(claimDeleting(old), 3*time.Second).Should(BeFalse(), "the placeholder is still there")
+		Expect(coverage.took("draining.await-placeholder-gone", pool)()).To(BeTrue())
+
+		ph = placeholder(old)
+		orig = ph.DeepCopy()
+		ph.Finalizers = nil
+		Expect(env.Client.Patch(ctx, ph, client.MergeFrom(orig))).To(Succeed())
+		Eventually(claimDeleting(old), timeout).Should(BeTrue())
+		Expect(karpenter.Finalize(ctx, old)).To(Succeed())
+		Eventually(noRotationKeys(pool), timeout).Should(BeEmpty())
+	})
+})
+
+var _ = Describe("the window-missed evaluation", func() {
+	It("announces a closed occurrence with work outstanding and no success exactly once", func() {
+		createClaim(fk.Claim{Pool: "missed", Name: "missed-old", Zone: "zone-a"})
+		opened := rfc3339(time.Now().Add(-time.Hour))
+		createPoolWith("missed", poolOptions{closedWindow: true, annotations: map[string]string{v1alpha1.AnnotationWindowOpenedAt: opened}})
+		Eventually(poolAnnotations("missed"), timeout).ShouldNot(HaveKey(v1alpha1.AnnotationWindowOpenedAt))
+		Eventually(eventCount("missed", "WindowMissed"), timeout).Should(BeNumerically("==", 1))
+		Consistently(eventCount("missed", "WindowMissed"), 2*time.Second).Should(BeNumerically("==", 1), "the clear elects one announcer across instances")
+	})
+
+	It("clears the stamp silently after a success in the occurrence, or under a freeze", func() {
+		createClaim(fk.Claim{Pool: "settled", Name: "settled-old", Zone: "zone-a"})
+		opened := time.Now().Add(-time.Hour)
+		createPoolWith("settled", poolOptions{closedWindow: true, annotations: map[string]string{
+			v1alpha1.AnnotationWindowOpenedAt: rfc3339(opened), v1alpha1.AnnotationLastRotationAt: rfc3339(opened.Add(time.Minute))}})
+		createClaim(fk.Claim{Pool: "declined", Name: "declined-old", Zone: "zone-a"})
+		createPoolWith("declined", poolOptions{closedWindow: true, annotations: map[string]string{
+			v1alpha1.AnnotationWindowOpenedAt: rfc3339(opened), v1alpha1.AnnotationFreeze: rfc3339(time.Now().Add(time.Hour))}})
+		for _, pool := range []string{"settled", "declined"} {
+			Eventually(poolAnnotations(pool), timeout).ShouldNot(HaveKey(v1alpha1.AnnotationWindowOpenedAt))
+			Consistently(eventCount(pool, "WindowMissed"), 2*time.Second).Should(BeZero())
+		}
+	})
+})
