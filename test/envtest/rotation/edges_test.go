@@ -186,7 +186,7 @@ var _ = Describe("in-flight edges", func() {
 		Expect(env.Client.Delete(ctx, &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "stuck-old"}})).To(Succeed())
 		createPool("stuck", v1alpha1.SurgeSpec{}, map[string]string{v1alpha1.AnnotationActiveRotation: "stuck-old", v1alpha1.AnnotationActiveRotationState: "draining"})
 		advanceClock(time.Hour + 3*time.Minute) // past tGP (1h) + buffer (2m)
-		DeferCleanup(func() { skew.Store(0) }) // other specs compare stamps with server timestamps
+		DeferCleanup(func() { skew.Store(0) })  // other specs compare stamps with server timestamps
 		Eventually(coverage.took("draining.stuck", "stuck"), timeout).Should(BeTrue())
 		Consistently(poolAnnotations("stuck"), 2*time.Second).Should(HaveKeyWithValue(v1alpha1.AnnotationActiveRotation, "stuck-old"))
 		Expect(placeholder("stuck-next")).To(BeNil(), "the serial gate is never released by a stuck drain")
