@@ -101,8 +101,12 @@ func (ev *evaluator) compute(f *fact) (any, error) {
 func (ev *evaluator) factError(f *fact, err error) *FactError {
 	in := map[string]any{}
 	for _, name := range f.inputs {
-		if i, ok := inputIndex[name]; ok {
-			in[name] = inputs[i].get(ev.s)
+		if i, ok := inputIndex[name]; ok && name != "now" { // the clock is no operator's to fix, and would defeat deduplication
+			key := inputs[i].key
+			if key == "" {
+				key = name
+			}
+			in[key] = inputs[i].get(ev.s)
 		}
 	}
 	return &FactError{Fact: f.def.Name, Inputs: in, Err: err}

@@ -157,10 +157,10 @@ func TestDecideReportsFactErrors(t *testing.T) {
 	}
 	_, err = e.Decide(&Snapshot{Now: time.Now(), Pool: PoolObservation{Freeze: "next tuesday"}})
 	var fe *FactError
-	if !errors.As(err, &fe) || fe.Fact != "frozen" || fe.Inputs["pool.freeze"] != "next tuesday" {
+	if !errors.As(err, &fe) || fe.Fact != "frozen" || fe.Inputs["noderotation.io/freeze"] != "next tuesday" {
 		t.Fatalf("err = %#v", err)
 	}
-	if !strings.Contains(err.Error(), `pool.freeze="next tuesday"`) {
+	if !strings.Contains(err.Error(), `noderotation.io/freeze="next tuesday"`) {
 		t.Errorf("message lacks the key and value: %v", err)
 	}
 }

@@ -11,8 +11,8 @@ import (
 // controller turns it into a Warning Event and takes no step.
 type FactError struct {
 	Fact string
-	// Inputs are the snapshot values the fact read, by input name — the
-	// annotation keys and values an operator has to look at.
+	// Inputs are the snapshot values the fact read: by annotation key for
+	// raw annotations (what an operator has to look at), else by input name.
 	Inputs map[string]any
 	Err    error
 }

@@ -70,44 +70,46 @@ type SurgeObservation struct {
 	Headroom          bool `json:"headroom"` // the placeholder fits spec.limits − status.resources
 }
 
-// input is one CEL variable the facts may read, with its accessor.
+// input is one CEL variable the facts may read, with its accessor and, for
+// raw annotation values, the annotation an operator would look at.
 type input struct {
 	name string
 	typ  *cel.Type
 	get  func(*Snapshot) any
+	key  string
 }
 
 // inputs is the observation schema: every variable a fact expression may
 // reference. Guards may reference none of these — only facts.
 var inputs = []input{
-	{"now", cel.TimestampType, func(s *Snapshot) any { return s.Now }},
-	{"pool.governance", cel.StringType, func(s *Snapshot) any { return s.Pool.Governance }},
-	{"pool.static", cel.BoolType, func(s *Snapshot) any { return s.Pool.Static }},
-	{"pool.feasible", cel.BoolType, func(s *Snapshot) any { return s.Pool.Feasible }},
-	{"pool.windowOpen", cel.BoolType, func(s *Snapshot) any { return s.Pool.WindowOpen }},
-	{"pool.anchor", cel.StringType, func(s *Snapshot) any { return s.Pool.Anchor }},
-	{"pool.rotationState", cel.StringType, func(s *Snapshot) any { return s.Pool.RotationState }},
-	{"pool.freeze", cel.StringType, func(s *Snapshot) any { return s.Pool.Freeze }},
-	{"pool.lastRotationAt", cel.StringType, func(s *Snapshot) any { return s.Pool.LastRotationAt }},
-	{"pool.lastFailureAt", cel.StringType, func(s *Snapshot) any { return s.Pool.LastFailureAt }},
-	{"pool.windowOpenedAt", cel.StringType, func(s *Snapshot) any { return s.Pool.WindowOpenedAt }},
-	{"policy.readyTimeout", cel.DurationType, func(s *Snapshot) any { return time.Duration(s.Policy.ReadyTimeout) }},
-	{"policy.cooldownAfter", cel.DurationType, func(s *Snapshot) any { return time.Duration(s.Policy.CooldownAfter) }},
-	{"policy.failurePause", cel.DurationType, func(s *Snapshot) any { return time.Duration(s.Policy.FailurePause) }},
-	{"policy.drainBound", cel.DurationType, func(s *Snapshot) any { return time.Duration(s.Policy.DrainBound) }},
-	{"claim.exists", cel.BoolType, func(s *Snapshot) any { return s.Claim.Exists }},
-	{"claim.state", cel.StringType, func(s *Snapshot) any { return s.Claim.State }},
-	{"claim.startedAt", cel.StringType, func(s *Snapshot) any { return s.Claim.StartedAt }},
-	{"claim.failedAt", cel.StringType, func(s *Snapshot) any { return s.Claim.FailedAt }},
-	{"claim.retryCount", cel.StringType, func(s *Snapshot) any { return s.Claim.RetryCount }},
-	{"claim.deleting", cel.BoolType, func(s *Snapshot) any { return s.Claim.Deleting }},
-	{"claim.deletedAt", cel.TimestampType, func(s *Snapshot) any { return s.Claim.DeletedAt }},
-	{"claim.retryAt", cel.TimestampType, func(s *Snapshot) any { return s.Claim.RetryAt }},
-	{"candidate", cel.StringType, func(s *Snapshot) any { return s.Candidate }},
-	{"surge.placeholderExists", cel.BoolType, func(s *Snapshot) any { return s.Surge.PlaceholderExists }},
-	{"surge.ready", cel.BoolType, func(s *Snapshot) any { return s.Surge.Ready }},
-	{"surge.headroom", cel.BoolType, func(s *Snapshot) any { return s.Surge.Headroom }},
-	{"outstanding", cel.IntType, func(s *Snapshot) any { return int64(s.Outstanding) }},
+	{"now", cel.TimestampType, func(s *Snapshot) any { return s.Now }, ""},
+	{"pool.governance", cel.StringType, func(s *Snapshot) any { return s.Pool.Governance }, ""},
+	{"pool.static", cel.BoolType, func(s *Snapshot) any { return s.Pool.Static }, ""},
+	{"pool.feasible", cel.BoolType, func(s *Snapshot) any { return s.Pool.Feasible }, ""},
+	{"pool.windowOpen", cel.BoolType, func(s *Snapshot) any { return s.Pool.WindowOpen }, ""},
+	{"pool.anchor", cel.StringType, func(s *Snapshot) any { return s.Pool.Anchor }, "noderotation.io/active-rotation"},
+	{"pool.rotationState", cel.StringType, func(s *Snapshot) any { return s.Pool.RotationState }, "noderotation.io/active-rotation-state"},
+	{"pool.freeze", cel.StringType, func(s *Snapshot) any { return s.Pool.Freeze }, "noderotation.io/freeze"},
+	{"pool.lastRotationAt", cel.StringType, func(s *Snapshot) any { return s.Pool.LastRotationAt }, "noderotation.io/last-rotation-at"},
+	{"pool.lastFailureAt", cel.StringType, func(s *Snapshot) any { return s.Pool.LastFailureAt }, "noderotation.io/last-failure-at"},
+	{"pool.windowOpenedAt", cel.StringType, func(s *Snapshot) any { return s.Pool.WindowOpenedAt }, "noderotation.io/window-opened-at"},
+	{"policy.readyTimeout", cel.DurationType, func(s *Snapshot) any { return time.Duration(s.Policy.ReadyTimeout) }, ""},
+	{"policy.cooldownAfter", cel.DurationType, func(s *Snapshot) any { return time.Duration(s.Policy.CooldownAfter) }, ""},
+	{"policy.failurePause", cel.DurationType, func(s *Snapshot) any { return time.Duration(s.Policy.FailurePause) }, ""},
+	{"policy.drainBound", cel.DurationType, func(s *Snapshot) any { return time.Duration(s.Policy.DrainBound) }, ""},
+	{"claim.exists", cel.BoolType, func(s *Snapshot) any { return s.Claim.Exists }, ""},
+	{"claim.state", cel.StringType, func(s *Snapshot) any { return s.Claim.State }, "noderotation.io/state"},
+	{"claim.startedAt", cel.StringType, func(s *Snapshot) any { return s.Claim.StartedAt }, "noderotation.io/started-at"},
+	{"claim.failedAt", cel.StringType, func(s *Snapshot) any { return s.Claim.FailedAt }, "noderotation.io/failed-at"},
+	{"claim.retryCount", cel.StringType, func(s *Snapshot) any { return s.Claim.RetryCount }, "noderotation.io/retry-count"},
+	{"claim.deleting", cel.BoolType, func(s *Snapshot) any { return s.Claim.Deleting }, ""},
+	{"claim.deletedAt", cel.TimestampType, func(s *Snapshot) any { return s.Claim.DeletedAt }, ""},
+	{"claim.retryAt", cel.TimestampType, func(s *Snapshot) any { return s.Claim.RetryAt }, ""},
+	{"candidate", cel.StringType, func(s *Snapshot) any { return s.Candidate }, ""},
+	{"surge.placeholderExists", cel.BoolType, func(s *Snapshot) any { return s.Surge.PlaceholderExists }, ""},
+	{"surge.ready", cel.BoolType, func(s *Snapshot) any { return s.Surge.Ready }, ""},
+	{"surge.headroom", cel.BoolType, func(s *Snapshot) any { return s.Surge.Headroom }, ""},
+	{"outstanding", cel.IntType, func(s *Snapshot) any { return int64(s.Outstanding) }, ""},
 }
 
 var inputIndex = func() map[string]int {

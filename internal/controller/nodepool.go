@@ -10,6 +10,7 @@ import (
 	"github.com/go-logr/logr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/reconcile"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/noderotation/node-rotation-controller/actions"
 	"github.com/noderotation/node-rotation-controller/engine"
@@ -53,7 +54,10 @@ func (r *NodePoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	var bad *observe.BadStateError
 	switch {
 	case errors.As(err, &bad):
-		r.Announcer.Warn(req.Name, nil, "InvalidAnnotation", bad.Error())
+		np := &karpv1.NodePool{}
+		if r.Client.Get(ctx, req.NamespacedName, np) == nil {
+			r.Announcer.Warn(req.Name, np, "InvalidAnnotation", bad.Error()+"; no step is taken")
+		}
 		return ctrl.Result{RequeueAfter: Backstop}, nil
 	case err != nil:
 		return ctrl.Result{}, err

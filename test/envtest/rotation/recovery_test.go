@@ -1,0 +1,230 @@
+package rotation_test
+
+import (
+	"context"
+	"reflect"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
+	"github.com/noderotation/node-rotation-controller/internal/announce"
+	"github.com/noderotation/node-rotation-controller/internal/controller"
+	"github.com/noderotation/node-rotation-controller/internal/observe"
+	"github.com/noderotation/node-rotation-controller/internal/surge"
+	"github.com/noderotation/node-rotation-controller/internal/sweep"
+	"github.com/noderotation/node-rotation-controller/rules"
+	fk "github.com/noderotation/node-rotation-controller/test/fakekarpenter"
+)
+
+var _ = Describe("bad state on objects", func() {
+	It("never acts on a malformed or unknown annotation and says which key and value", func() {
+		cases := []struct {
+			pool, key, value string
+			claim            map[string]string
+			anchor           bool
+		}{
+			{pool: "bad-freeze", key: v1alpha1.AnnotationFreeze, value: "next tuesday"},
+			{pool: "bad-state", key: v1alpha1.AnnotationState, value: "limbo", claim: map[string]string{v1alpha1.AnnotationState: "limbo"}, anchor: true},
+			{pool: "bad-retry", key: v1alpha1.AnnotationRetryCount, value: "-1", claim: map[string]string{
+				v1alpha1.AnnotationState: "failed", v1alpha1.AnnotationFailedAt: rfc3339(time.Now().Add(-time.Hour)), v1alpha1.AnnotationRetryCount: "-1"}, anchor: true},
+			{pool: "bad-started", key: v1alpha1.AnnotationStartedAt, value: "yesterday", claim: map[string]string{
+				v1alpha1.AnnotationState: "pending", v1alpha1.AnnotationStartedAt: "yesterday"}, anchor: true},
+		}
+		for _, c := range cases {
+			createClaim(fk.Claim{Pool: c.pool, Name: c.pool + "-old", Zone: "zone-a", Annotations: c.claim})
+			ann := map[string]string{}
+			if c.anchor {
+				ann[v1alpha1.AnnotationActiveRotation] = c.pool + "-old"
+			} else {
+				ann[c.key] = c.value
+			}
+			createPoolWith(c.pool, poolOptions{createdWith: map[string]string{v1alpha1.AnnotationLastRotationAt: rfc3339(time.Now())}, annotations: ann,
+				surge: v1alpha1.SurgeSpec{CooldownAfter: "1h"}})
+		}
+		for _, c := range cases {
+			Eventually(warningAbout(c.pool, c.key, c.value), timeout).Should(BeTrue(), "%s: a Warning naming %s=%q", c.pool, c.key, c.value)
+			Expect(placeholder(c.pool+"-old")).To(BeNil(), "%s: no placeholder", c.pool)
+			Expect(claimDeleting(c.pool + "-old")()).To(BeFalse())
+			Expect(claimAnnotations(c.pool+"-old")()).To(Equal(c.claim), "%s: the claim is untouched", c.pool)
+			if c.anchor {
+				Expect(getPool(c.pool).Annotations).To(HaveKeyWithValue(v1alpha1.AnnotationActiveRotation, c.pool+"-old"), "%s: the anchor is kept for an operator to inspect", c.pool)
+			}
+		}
+	})
+
+	It("refuses an anchor that names a claim of another pool", func() {
+		createClaim(fk.Claim{Pool: "foreign-owner", Name: "foreign-claim", Zone: "zone-a"})
+		createPool("foreign", v1alpha1.SurgeSpec{}, map[string]string{v1alpha1.AnnotationActiveRotation: "foreign-claim"})
+		Eventually(warningAbout("foreign", v1alpha1.AnnotationActiveRotation, "foreign-claim"), timeout).Should(BeTrue())
+		Consistently(poolAnnotations("foreign"), 2*time.Second).Should(HaveKeyWithValue(v1alpha1.AnnotationActiveRotation, "foreign-claim"))
+		Expect(claimDeleting("foreign-claim")()).To(BeFalse())
+		Expect(claimAnnotations("foreign-claim")()).NotTo(HaveKey(v1alpha1.AnnotationState))
+	})
+})
+
+// warningAbout reports a Warning Event on the pool whose message names the
+// annotation key and value.
+func warningAbout(pool, key, value string) func() bool {
+	return func() bool {
+		list := &corev1.EventList{}
+		Expect(env.Client.List(ctx, list)).To(Succeed())
+		for _, e := range list.Items {
+			if e.InvolvedObject.Name == pool && e.Type == corev1.EventTypeWarning && e.Reason == "InvalidAnnotation" &&
+				containsAll(e.Message, key, value) {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+func containsAll(s string, parts ...string) bool {
+	for _, p := range parts {
+		if !strings.Contains(s, p) {
+			return false
+		}
+	}
+	return true
+}
+
+var _ = Describe("the startup sweep", func() {
+	It("removes what no anchor references and leaves an anchored rotation alone", func() {
+		// An anchored rotation in flight: its markers must survive.
+		createClaim(fk.Claim{Pool: "sweep-live", Name: "sweep-live-old", Zone: "zone-a"})
+		createPool("sweep-live", v1alpha1.SurgeSpec{ReadyTimeout: "5m"}, nil)
+		Eventually(placeholderExists("sweep-live-old"), timeout).Should(BeTrue())
+		Eventually(frozen(fk.NodeName("sweep-live-old"), "sweep-live-old"), timeout).Should(BeTrue())
+
+		// Debris of rotations no anchor references.
+		createClaim(fk.Claim{Pool: "sweep-dead", Name: "sweep-ghost", Zone: "zone-a", Annotations: map[string]string{v1alpha1.AnnotationState: "pending"}})
+		createClaim(fk.Claim{Pool: "sweep-dead", Name: "sweep-cordoned", Zone: "zone-a"})
+		createPoolWith("sweep-dead", poolOptions{noPolicy: true, annotations: map[string]string{v1alpha1.AnnotationActiveRotationState: "draining"}})
+		ghostNode, cordonNode := fk.NodeName("sweep-ghost"), fk.NodeName("sweep-cordoned")
+		mark(ghostNode, func(n *corev1.Node) {
+			n.Labels[v1alpha1.LabelSurgeFor] = "sweep-ghost"
+			n.Annotations = map[string]string{v1alpha1.KarpenterDoNotDisrupt: "true", v1alpha1.AnnotationDoNotDisruptOwned: "true"}
+		})
+		mark(cordonNode, func(n *corev1.Node) {
+			n.Spec.Unschedulable = true
+			n.Annotations = map[string]string{v1alpha1.AnnotationCordoned: "true"}
+		})
+		ghost := surge.Placeholder{Namespace: controllerNS, PriorityClass: priorityClass, Pool: getPool("sweep-dead"),
+			Claim: &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "sweep-ghost"}}}.Build()
+		Expect(env.Client.Create(ctx, ghost)).To(Succeed())
+
+		s := &sweep.Sweeper{Client: env.Client, Fresh: env.Client, Namespace: controllerNS, Log: zap.New(zap.WriteTo(GinkgoWriter))}
+		s.Run(context.Background())
+
+		Expect(placeholderExists("sweep-ghost")()).To(BeFalse())
+		Expect(unfrozen(ghostNode)()).To(BeTrue())
+		Expect(uncordoned(cordonNode)()).To(BeTrue())
+		Expect(claimAnnotations("sweep-ghost")()).To(HaveKeyWithValue(v1alpha1.AnnotationState, "failed"))
+		Expect(noRotationKeys("sweep-dead")()).To(BeEmpty())
+		Expect(placeholderExists("sweep-live-old")()).To(BeTrue(), "an anchored rotation's placeholder is not stale")
+		Expect(frozen(fk.NodeName("sweep-live-old"), "sweep-live-old")()).To(BeTrue())
+		Expect(cordoned(fk.NodeName("sweep-live-old"))()).To(BeTrue())
+
+		By("a second sweep finds nothing left to do and writes nothing")
+		before := getNode(ghostNode).ResourceVersion
+		s.Run(context.Background())
+		Expect(getNode(ghostNode).ResourceVersion).To(Equal(before))
+	})
+})
+
+func mark(node string, mutate func(*corev1.Node)) {
+	n := getNode(node)
+	orig := n.DeepCopy()
+	mutate(n)
+	Expect(env.Client.Patch(ctx, n, client.MergeFrom(orig))).To(Succeed())
+}
+
+// staleReader serves the cached copy of one object as it was when captured,
+// like an informer lagging the writes that followed.
+type staleReader struct {
+	client.Reader
+	stale map[client.ObjectKey]client.Object
+}
+
+func (s staleReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if o, ok := s.stale[key]; ok && reflect.TypeOf(o) == reflect.TypeOf(obj) {
+		reflect.ValueOf(obj).Elem().Set(reflect.ValueOf(o.DeepCopyObject()).Elem())
+		return nil
+	}
+	return s.Reader.Get(ctx, key, obj, opts...)
+}
+
+func (s staleReader) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	if err := s.Reader.List(ctx, list, opts...); err != nil {
+		return err
+	}
+	if l, ok := list.(*karpv1.NodeClaimList); ok {
+		for i := range l.Items {
+			if o, ok := s.stale[client.ObjectKeyFromObject(&l.Items[i])]; ok {
+				l.Items[i] = *o.(*karpv1.NodeClaim).DeepCopy()
+			}
+		}
+	}
+	return nil
+}
+
+var _ = Describe("a reconcile fed stale cache reads", func() {
+	It("does nothing harmful after a completion or a rollback it has not seen", func() {
+		eng, err := rules.Load()
+		Expect(err).NotTo(HaveOccurred())
+		rec := record.NewFakeRecorder(100)
+		manual := func(stale ...client.Object) *controller.NodePoolReconciler {
+			m := map[client.ObjectKey]client.Object{}
+			for _, o := range stale {
+				m[client.ObjectKeyFromObject(o)] = o
+			}
+			cache := staleReader{Reader: env.Client, stale: m}
+			return &controller.NodePoolReconciler{
+				Client: env.Client, Fresh: env.Client, Engine: eng, Log: zap.New(zap.WriteTo(GinkgoWriter)),
+				Observer:  &observe.Observer{Cache: cache, API: env.Client, Namespace: controllerNS, Clock: clock},
+				Announcer: announce.New(zap.New(zap.WriteTo(GinkgoWriter)), rec), Namespace: controllerNS, PlaceholderPriorityClass: priorityClass,
+			}
+		}
+
+		By("a completed rotation seen through a pool that still shows the anchor")
+		const pool, old, surgeClaim = "lag", "lag-old", "lag-surge"
+		createClaim(fk.Claim{Pool: pool, Name: old, Zone: "zone-a"})
+		createPool(pool, v1alpha1.SurgeSpec{ReadyTimeout: "5m", CooldownAfter: "1h"}, nil)
+		Eventually(placeholderExists(old), timeout).Should(BeTrue())
+		createClaim(fk.Claim{Pool: pool, Name: surgeClaim, Zone: "zone-a"})
+		Expect(karpenter.BindAndRun(ctx, placeholder(old), fk.NodeName(surgeClaim))).To(Succeed())
+		Eventually(claimDeleting(old), timeout).Should(BeTrue())
+		stalePool := getPool(pool) // anchored, draining mirror
+		Expect(karpenter.Finalize(ctx, old)).To(Succeed())
+		Eventually(noRotationKeys(pool), timeout).Should(BeEmpty())
+		released := getPool(pool)
+		_, err = manual(stalePool).Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(stalePool)})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(getPool(pool).Annotations).To(Equal(released.Annotations), "the stale pass lost the release: it wrote nothing")
+		Expect(rec.Events).NotTo(Receive(ContainSubstring("RotationCompleted")), "and announced nothing")
+
+		By("a rolled-back claim seen through a cache that still shows it pending")
+		const rpool, rold = "lag-rollback", "lag-rollback-old"
+		createClaim(fk.Claim{Pool: rpool, Name: rold, Zone: "zone-a"})
+		createPool(rpool, v1alpha1.SurgeSpec{ReadyTimeout: "3s"}, nil)
+		Eventually(claimAnnotations(rold), timeout).Should(HaveKeyWithValue(v1alpha1.AnnotationState, "pending"))
+		staleClaim := &karpv1.NodeClaim{}
+		Expect(env.Client.Get(ctx, client.ObjectKey{Name: rold}, staleClaim)).To(Succeed())
+		staleAnchored := getPool(rpool)
+		Eventually(claimAnnotations(rold), timeout).Should(HaveKeyWithValue(v1alpha1.AnnotationState, "failed"))
+		failed := claimAnnotations(rold)()
+		_, err = manual(staleAnchored, staleClaim).Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(staleAnchored)})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(claimAnnotations(rold)()).To(Equal(failed), "no pending restored, no started-at re-stamped, retry-count kept")
+		Expect(rec.Events).NotTo(Receive(ContainSubstring("RotationFailed")))
+	})
+})
