@@ -203,6 +203,15 @@ var _ = Describe("the rotation of one NodePool", func() {
 		By("keeping up the bookkeeping: freeze and cordon")
 		Eventually(frozen(fk.NodeName(old), old), timeout).Should(BeTrue())
 		Eventually(cordoned(fk.NodeName(old)), timeout).Should(BeTrue())
+		By("reporting the pool as matched and rotating in the policy status")
+		Eventually(func() []int64 {
+			p := &v1alpha1.RotationPolicy{}
+			Expect(env.Client.Get(ctx, client.ObjectKey{Name: pool}, p)).To(Succeed())
+			return []int64{int64(p.Status.MatchedNodePools), int64(p.Status.RotatingNodePools), p.Status.ObservedGeneration - p.Generation}
+		}, timeout).Should(Equal([]int64{1, 1, 0}))
+		Eventually(policyCondition(pool, "Ready"), timeout).Should(reason("Accepted"))
+		Eventually(policyCondition(pool, "Feasible"), timeout).Should(reason("NoFatalFindings"))
+
 		By("holding the escalation: no placeholder")
 		Consistently(placeholderExists(old), 3*time.Second).Should(BeFalse())
 
