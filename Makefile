@@ -24,6 +24,7 @@ lint: ## gofmt + go vet
 	@echo "==> go vet"
 	$(GO) vet ./...
 	$(GO) vet -tags e2e ./test/e2e/...
+	cd test/promql && $(GO) vet ./...
 
 testbin: ## build etcd + kube-apiserver for envtest (cached)
 	@echo "==> test binaries for envtest"
@@ -36,6 +37,8 @@ testbin-cluster: ## build every binary the local cluster needs (cached)
 test: lint testbin ## unit + envtest + a short run of every fuzz target (the command CI runs)
 	@echo "==> go test ./... (envtest assets: $$($(TESTBIN) path))"
 	KUBEBUILDER_ASSETS=$$($(TESTBIN) path) $(GO) test -count=1 ./...
+	@echo "==> PromQL of the chart's alerts and dashboard (module test/promql)"
+	cd test/promql && $(GO) test -count=1 ./...
 	@$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME)
 
 # Every Fuzz target of every package, one at a time (go test runs one fuzz

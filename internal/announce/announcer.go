@@ -14,6 +14,7 @@ import (
 
 	"github.com/noderotation/node-rotation-controller/actions"
 	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
+	"github.com/noderotation/node-rotation-controller/internal/metrics"
 	"github.com/noderotation/node-rotation-controller/internal/observe"
 	"github.com/noderotation/node-rotation-controller/internal/surge"
 )
@@ -39,7 +40,13 @@ func (a *Announcer) Forget(pool string) { a.seen.forget(pool) }
 
 // Warn emits a deduplicated Warning Event with a log line.
 func (a *Announcer) Warn(pool string, obj runtime.Object, reason, msg string, kv ...any) {
-	if a.seen.enter(pool, "warn:"+reason, msg) {
+	a.WarnKeyed(pool, reason, obj, reason, msg, kv...)
+}
+
+// WarnKeyed is Warn with an explicit deduplication key, for a condition that
+// can hold for several objects of one pool at once (e.g. ShortLead claims).
+func (a *Announcer) WarnKeyed(pool, key string, obj runtime.Object, reason, msg string, kv ...any) {
+	if a.seen.enter(pool, "warn:"+key, msg) {
 		a.event(obj, corev1.EventTypeWarning, reason, msg)
 		a.Log.Info(msg, append([]any{"nodepool", pool, "reason", reason}, kv...)...)
 	}
@@ -63,6 +70,9 @@ func (a *Announcer) Announce(_ context.Context, what string, p *actions.Pass) {
 			return
 		}
 		surgeless := what == "ForcefulFallback"
+		if surgeless {
+			metrics.ForcefulFallback.WithLabelValues(pool).Inc()
+		}
 		log.Info("rotation candidate selected", "nodeclaim", c.Claim.Name, "age", c.Age.Round(time.Second).String(),
 			"deadline", c.Deadline.UTC().Format(time.RFC3339), "surgeless", surgeless)
 		if surgeless {
@@ -102,11 +112,15 @@ func (a *Announcer) Announce(_ context.Context, what string, p *actions.Pass) {
 		a.surgeWaiting(log, p)
 	case "SurgeReady":
 		log.Info("surge node ready", a.surgeFields(p, p.Now())...)
+		if started, err := time.Parse(time.RFC3339, o.Subject.Annotations[v1alpha1.AnnotationStartedAt]); err == nil {
+			metrics.Duration.WithLabelValues(pool, "surge_wait").Observe(p.Now().Sub(started).Seconds())
+		}
 	case "DrainStarted":
 		a.drainStarted(log, p)
 	case "RotationFailed":
 		a.rotationFailed(log, p)
 	case "RotationExpired":
+		metrics.Completed.WithLabelValues(pool, "expired").Inc()
 		log.Info("rotation complete", "outcome", "expired", "mode", mode(o.Pool.Annotations[v1alpha1.AnnotationRotationMode]))
 	case "RotationCompleted":
 		a.rotationCompleted(log, p)
@@ -224,6 +238,7 @@ func (a *Announcer) rotationFailed(log logr.Logger, p *actions.Pass) {
 	var count int
 	fmt.Sscan(retry, &count)
 	wait, _ := p.Obs.Settings.Calendar.RetryWait(failedAt, p.Obs.Settings.RetryBackoff, count)
+	metrics.Completed.WithLabelValues(p.Obs.Pool.Name, "failure").Inc()
 	log.Info("rotation attempt failed", "reason", "readyTimeout", "readyTimeout", p.Obs.Settings.ReadyTimeout.String(),
 		"retryCount", retry, "backoffUntil", failedAt.Add(wait).UTC().Format(time.RFC3339))
 	a.event(p.Obs.Subject, corev1.EventTypeWarning, "RotationFailed",
@@ -234,13 +249,16 @@ func (a *Announcer) rotationCompleted(log logr.Logger, p *actions.Pass) {
 	res, _ := p.Last("anchor-release")
 	v := res.Values
 	if v["outcome"] != "success" {
+		metrics.Completed.WithLabelValues(p.Obs.Pool.Name, "expired").Inc()
 		log.Info("rotation complete", "outcome", "expired", "mode", mode(v["mode"]))
 		return
 	}
+	metrics.Completed.WithLabelValues(p.Obs.Pool.Name, "success").Inc()
 	kv := []any{"outcome", "success", "mode", mode(v["mode"])}
 	drainingAt, err := time.Parse(time.RFC3339, v["drainingAt"])
 	if err == nil {
 		kv = append(kv, "drain", p.Now().Sub(drainingAt).Round(time.Second).String())
+		metrics.Duration.WithLabelValues(p.Obs.Pool.Name, "drain").Observe(p.Now().Sub(drainingAt).Seconds())
 	}
 	path := ""
 	if host := surgeHostAtCompletion(p); host != "" {
@@ -265,6 +283,7 @@ func (a *Announcer) rotationCompleted(log logr.Logger, p *actions.Pass) {
 func (a *Announcer) windowMissed(log logr.Logger, p *actions.Pass) {
 	res, _ := p.Last("window-clear")
 	c := p.Obs.Census
+	metrics.WindowMissed.WithLabelValues(p.Obs.Pool.Name).Inc()
 	log.Info("maintenance window closed with candidates unrotated", "windowOpenedAt", res.Values["windowOpenedAt"],
 		"eligible", c.Candidates, "inBackoffTriggered", c.InBackoff)
 	a.event(p.Obs.Pool, corev1.EventTypeWarning, "WindowMissed",
@@ -274,6 +293,7 @@ func (a *Announcer) windowMissed(log logr.Logger, p *actions.Pass) {
 // SweptClaim alerts on a claim the startup sweep failed: pending or
 // draining with no anchor, which no crash point produces.
 func (a *Announcer) SweptClaim(claim *karpv1.NodeClaim, from string) {
+	metrics.Completed.WithLabelValues(claim.Labels[karpv1.NodePoolLabelKey], "failure").Inc()
 	a.Log.Info("rotation attempt failed", "reason", "startupSweep", "nodeclaim", claim.Name, "from", from)
 	a.event(claim, corev1.EventTypeWarning, "RotationFailed", fmt.Sprintf("startup sweep: the claim was %s with no anchor owning it; marked failed", from))
 }

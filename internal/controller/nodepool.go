@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -15,7 +16,9 @@ import (
 	"github.com/noderotation/node-rotation-controller/actions"
 	"github.com/noderotation/node-rotation-controller/engine"
 	"github.com/noderotation/node-rotation-controller/internal/announce"
+	"github.com/noderotation/node-rotation-controller/internal/metrics"
 	"github.com/noderotation/node-rotation-controller/internal/observe"
+	"github.com/noderotation/node-rotation-controller/internal/schedule"
 )
 
 // Backstop is the periodic self-requeue: window edges, freeze releases,
@@ -41,6 +44,7 @@ type NodePoolReconciler struct {
 	sweepOnce sync.Once
 	// OnDecision, when set, sees every decision (tests: transition coverage).
 	OnDecision func(pool string, d engine.Decision)
+	lastBeat   atomic.Pointer[time.Time]
 }
 
 // Reconcile observes the pool, decides one transition per machine and runs
@@ -63,9 +67,13 @@ func (r *NodePoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		return ctrl.Result{}, err
 	case obs == nil:
 		r.Announcer.Forget(req.Name)
+		metrics.Forget(req.Name)
 		return ctrl.Result{}, nil
 	}
 	defer r.Announcer.EndPass(req.Name)
+	metrics.Observe(obs)
+	r.findings(obs)
+	r.heartbeat(log)
 	for _, b := range obs.BadAnnotations {
 		r.Announcer.Warn(req.Name, obs.Pool, "InvalidAnnotation", fmt.Sprintf("%s: annotation %s=%q is %s; the claim is skipped", b.Object, b.Key, b.Value, b.Problem))
 	}
@@ -105,6 +113,41 @@ func (r *NodePoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		}
 	}
 	return ctrl.Result{RequeueAfter: max(requeue, immediately)}, nil
+}
+
+// findings emits each schedule warning as a deduplicated Event on the pool
+// (fatal findings are logged by idle.infeasible, never evented) and
+// ShortLead on each claim that cannot get its K chances.
+func (r *NodePoolReconciler) findings(obs *observe.Observation) {
+	if !obs.Governed() {
+		return
+	}
+	for _, f := range obs.Findings {
+		if f.Severity == schedule.Warning {
+			r.Announcer.Warn(obs.Pool.Name, obs.Pool, f.Reason, f.Message+"; "+f.Remedy)
+		}
+	}
+	for i := range obs.Claims {
+		c := &obs.Claims[i]
+		if e := c.Spec.ExpireAfter.Duration; e != nil && obs.Derivation.ShortLead(*e) {
+			r.Announcer.WarnKeyed(obs.Pool.Name, "ShortLead/"+c.Name, c, "ShortLead",
+				fmt.Sprintf("expireAfter %s is not longer than K·P + t_rot = %s: the schedule cannot guarantee %d chances; rotated best-effort first",
+					schedule.FormatDuration(*e), schedule.FormatDuration(obs.Derivation.Lead), obs.Settings.MinRotationChances))
+		}
+	}
+}
+
+// heartbeat logs at V(1), at most once a minute, that passes are running.
+func (r *NodePoolReconciler) heartbeat(log logr.Logger) {
+	if !log.V(1).Enabled() {
+		return
+	}
+	now := time.Now()
+	if last := r.lastBeat.Load(); last != nil && now.Sub(*last) < time.Minute {
+		return
+	}
+	r.lastBeat.Store(&now)
+	log.V(1).Info("heartbeat", "rulesVersion", r.Engine.Version())
 }
 
 func did(rs []actions.Result) []string {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
 	"github.com/noderotation/node-rotation-controller/internal/announce"
+	"github.com/noderotation/node-rotation-controller/internal/metrics"
 	"github.com/noderotation/node-rotation-controller/internal/observe"
 	"github.com/noderotation/node-rotation-controller/internal/sweep"
 	"github.com/noderotation/node-rotation-controller/rules"
@@ -46,6 +47,7 @@ func Setup(mgr ctrl.Manager, cfg Config, log logr.Logger) (*NodePoolReconciler, 
 		return nil, fmt.Errorf("the rules table does not prove: %w", err)
 	}
 	log.Info("rules table loaded", "version", eng.Version())
+	metrics.Register(eng.Version())
 	if cfg.Clock == nil {
 		cfg.Clock = time.Now
 	}

@@ -65,10 +65,12 @@ func Derive(in Inputs, cy Cycle) Derivation {
 		service := max(d.TRotEst+in.CooldownAfter, Tick)
 		d.C = m * int((cy.D+service-1)/service)
 	}
-	if d.NoDeadline || !cy.HasOccurrence {
+	if d.NoDeadline {
 		return d
 	}
 	e := *in.ExpireAfter
+	// Without an occurrence P is 0: the lead time is t_rot alone and no
+	// chance is guaranteed (G = 0); the fatal NoWindows finding blocks starts.
 	d.Lead = time.Duration(in.MinRotationChances)*cy.P + d.TRot
 	d.Derived = in.AgeThreshold == nil
 	if d.Derived {

@@ -55,6 +55,7 @@ var _ = Describe("start-path gates", func() {
 		Eventually(noRotationKeys("tie"), timeout).Should(BeEmpty())
 		Consistently(poolAnnotations("tie"), 2*time.Second).ShouldNot(HaveKey(v1alpha1.AnnotationActiveRotation))
 		Eventually(policyCondition("tie", "Ready"), timeout).Should(reason("Conflict"))
+		Eventually(scrape("noderotation_policy_conflict", series("tie")), timeout).Should(Equal(1.0))
 		Eventually(policyCondition("tie-rival", "Ready"), timeout).Should(reason("Conflict"))
 		Expect(eventCount("tie", "PolicyConflict")()).To(BeNumerically("<=", instances), "level-triggered: once per acting instance")
 	})
@@ -121,6 +122,7 @@ var _ = Describe("start-path gates", func() {
 		Expect(claimAnnotations("fallback-old")()).To(HaveKeyWithValue(v1alpha1.AnnotationState, "draining"))
 		Expect(placeholder("fallback-old")).To(BeNil(), "surge-less: no placeholder")
 		Eventually(eventCount("fallback", "ForcefulFallback"), timeout).Should(BeNumerically("==", 1))
+		Eventually(scrape("noderotation_forceful_fallback_total", series("fallback")), timeout).Should(Equal(1.0))
 		Expect(karpenter.Finalize(ctx, "fallback-old")).To(Succeed())
 		Eventually(noRotationKeys("fallback"), timeout).Should(BeEmpty())
 		Expect(getPool("fallback").Annotations).To(HaveKey(v1alpha1.AnnotationLastRotationAt))
@@ -153,6 +155,7 @@ var _ = Describe("in-flight edges", func() {
 		Eventually(uncordoned(fk.NodeName("lost-old")), timeout).Should(BeTrue())
 		Eventually(claimAnnotations("lost-old"), timeout).ShouldNot(HaveKey(v1alpha1.AnnotationState))
 		Eventually(eventCount("lost", "GovernanceLost"), timeout).Should(BeNumerically("==", 1))
+		Eventually(scrape("noderotation_candidates", series("lost")), timeout).Should(Equal(-1.0), "a pool that lost its policy has its series removed")
 		Consistently(eventCount("lost", "GovernanceLost"), 2*time.Second).Should(BeNumerically("==", 1))
 	})
 
@@ -188,6 +191,7 @@ var _ = Describe("in-flight edges", func() {
 		advanceClock(time.Hour + 3*time.Minute) // past tGP (1h) + buffer (2m)
 		DeferCleanup(func() { skew.Store(0) })  // other specs compare stamps with server timestamps
 		Eventually(coverage.took("draining.stuck", "stuck"), timeout).Should(BeTrue())
+		Eventually(scrape("noderotation_drain_stuck", series("stuck")), timeout).Should(Equal(1.0))
 		Consistently(poolAnnotations("stuck"), 2*time.Second).Should(HaveKeyWithValue(v1alpha1.AnnotationActiveRotation, "stuck-old"))
 		Expect(placeholder("stuck-next")).To(BeNil(), "the serial gate is never released by a stuck drain")
 		Expect(karpenter.Finalize(ctx, "stuck-old")).To(Succeed())
@@ -260,6 +264,8 @@ var _ = Describe("the window-missed evaluation", func() {
 		createPoolWith("missed", poolOptions{closedWindow: true, annotations: map[string]string{v1alpha1.AnnotationWindowOpenedAt: opened}})
 		Eventually(poolAnnotations("missed"), timeout).ShouldNot(HaveKey(v1alpha1.AnnotationWindowOpenedAt))
 		Eventually(eventCount("missed", "WindowMissed"), timeout).Should(BeNumerically("==", 1))
+		Eventually(scrape("noderotation_window_missed_total", series("missed")), timeout).Should(Equal(1.0))
+		Expect(scrape("noderotation_window_active", series("missed"))()).To(Equal(0.0))
 		Consistently(eventCount("missed", "WindowMissed"), 2*time.Second).Should(BeNumerically("==", 1), "the clear elects one announcer across instances")
 	})
 

@@ -100,6 +100,14 @@ var _ = Describe("the rotation of one NodePool", func() {
 		Expect(placeholderGoneRV).To(BeNumerically("<", deleteRV), "the placeholder is gone before the old claim is deleted (DESIGN.md §7)")
 		Expect(deleteRV).To(BeNumerically("<", releaseRV), "the anchor is released last")
 
+		By("counting the success and both phase durations once, scraped from /metrics")
+		Eventually(scrape("noderotation_completed_total", series(pool, "outcome", "success")), timeout).Should(Equal(1.0))
+		Expect(scrape("noderotation_duration_seconds", series(pool, "phase", "drain"))()).To(Equal(1.0))
+		Expect(scrape("noderotation_duration_seconds", series(pool, "phase", "surge_wait"))()).To(Equal(1.0))
+		Expect(scrape("noderotation_completed_total", series(pool, "outcome", "failure"))()).To(Equal(-1.0))
+		Eventually(scrape("noderotation_in_progress", series(pool)), timeout).Should(Equal(0.0))
+		Expect(scrape("noderotation_rules_info", map[string]string{"version": "2"})()).To(Equal(1.0))
+
 		By("announcing the start and the completion once, across both controller instances")
 		Eventually(eventCount(pool, "RotationCompleted"), timeout).Should(BeNumerically("==", 1))
 		Consistently(eventCount(pool, "RotationCompleted"), 2*time.Second).Should(BeNumerically("==", 1))
@@ -140,6 +148,9 @@ var _ = Describe("the rotation of one NodePool", func() {
 		Eventually(noRotationKeys(pool), timeout).Should(BeEmpty())
 		Expect(getPool(pool).Annotations).To(HaveKey(v1alpha1.AnnotationLastFailureAt))
 		Expect(getPool(pool).Annotations).NotTo(HaveKey(v1alpha1.AnnotationLastRotationAt))
+		Eventually(scrape("noderotation_completed_total", map[string]string{"nodepool": pool, "outcome": "failure"}), timeout).Should(Equal(1.0))
+		Consistently(scrape("noderotation_completed_total", map[string]string{"nodepool": pool, "outcome": "failure"}), 2*time.Second).Should(Equal(1.0), "counted once across two racing instances")
+		Expect(scrape("noderotation_retry_count", map[string]string{"nodepool": pool})()).To(Equal(1.0))
 	})
 
 	It("never reaps a surge host that absorbed real Pods", func() {
@@ -180,6 +191,8 @@ var _ = Describe("the rotation of one NodePool", func() {
 		}, timeout).Should(BeTrue())
 		a := getPool(pool).Annotations
 		Expect(a).NotTo(Or(HaveKey(v1alpha1.AnnotationLastRotationAt), HaveKey(v1alpha1.AnnotationLastFailureAt)), "expired: no cooldown, no failure pause")
+		Eventually(scrape("noderotation_completed_total", map[string]string{"nodepool": pool, "outcome": "expired"}), timeout).Should(Equal(1.0))
+		Consistently(scrape("noderotation_completed_total", map[string]string{"nodepool": pool, "outcome": "expired"}), 2*time.Second).Should(Equal(1.0))
 		Expect(karpenter.Finalize(ctx, old)).To(Succeed())
 	})
 

@@ -78,8 +78,12 @@ var _ = BeforeSuite(func() {
 	mctx, stop = context.WithCancel(context.Background())
 	for i := 0; i < instances; i++ {
 		name := fmt.Sprintf("instance-%d", i)
+		metricsAddr := "0"
+		if i == 0 {
+			metricsAddr = metricsListen // one process, one registry: one endpoint serves both instances' metrics
+		}
 		mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
-			Scheme: env.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
+			Scheme: env.Scheme, Metrics: metricsserver.Options{BindAddress: metricsAddr}, HealthProbeBindAddress: "0",
 			Cache: controller.CacheOptions(controllerNS),
 		})
 		Expect(err).NotTo(HaveOccurred())
