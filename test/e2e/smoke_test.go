@@ -61,9 +61,21 @@ var _ = Describe("the local cluster", Label("smoke"), Ordered, func() {
 	})
 
 	It("drains a deleted NodeClaim through evictions, respecting the PDB", func() {
-		claims := claimsOf(ctx, pool)
-		Expect(claims).NotTo(BeEmpty())
-		victim := claims[0]
+		// The victim is the claim whose node hosts the Pods, once that node
+		// has booted (the cluster may delay node readiness).
+		pods := &corev1.PodList{}
+		Expect(kube.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels(app))).To(Succeed())
+		Expect(pods.Items).NotTo(BeEmpty())
+		var victim karpv1.NodeClaim
+		Eventually(func() bool {
+			for _, c := range claimsOf(ctx, pool) {
+				if c.Status.NodeName == pods.Items[0].Spec.NodeName {
+					victim = c
+				}
+			}
+			n := &corev1.Node{}
+			return victim.Name != "" && kube.Get(ctx, client.ObjectKey{Name: victim.Status.NodeName}, n) == nil && nodeReady(n)
+		}).WithTimeout(time.Minute).Should(BeTrue())
 		start := time.Now()
 		Expect(kube.Delete(ctx, &victim)).To(Succeed())
 
@@ -79,10 +91,11 @@ var _ = Describe("the local cluster", Label("smoke"), Ordered, func() {
 			victim.Name, time.Since(start).Round(10*time.Millisecond), minHealthy)
 		Expect(minHealthy).To(BeNumerically(">=", 2), "the PDB allows at most one unavailable pod")
 		Eventually(func() int { return healthyPods(ctx, ns, app) }).WithTimeout(2 * time.Minute).Should(Equal(3))
-		pods := &corev1.PodList{}
 		Expect(kube.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels(app))).To(Succeed())
 		for _, p := range pods.Items {
-			Expect(p.Spec.NodeName).NotTo(Equal(victim.Status.NodeName))
+			if p.DeletionTimestamp == nil {
+				Expect(p.Spec.NodeName).NotTo(Equal(victim.Status.NodeName))
+			}
 		}
 	})
 

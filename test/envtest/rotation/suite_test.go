@@ -103,10 +103,10 @@ var _ = AfterSuite(func() {
 	if stop != nil {
 		stop()
 	}
+	if env != nil {
+		Expect(env.Stop()).To(Succeed()) // first: a failing check below must not leave etcd and kube-apiserver running
+	}
 	if suite, _ := GinkgoConfiguration(); len(suite.FocusStrings) == 0 && len(suite.SkipStrings) == 0 && suite.LabelFilter == "" {
 		coverage.check() // only a full run can claim full coverage
-	}
-	if env != nil {
-		Expect(env.Stop()).To(Succeed())
 	}
 })
