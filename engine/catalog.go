@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -126,7 +127,7 @@ func (a ArgSpec) check(name string, v any) error {
 		}
 	}
 	for _, s := range strs {
-		if len(a.Values) > 0 && !contains(a.Values, s) {
+		if len(a.Values) > 0 && !slices.Contains(a.Values, s) {
 			return fmt.Errorf("argument %q: %q is not one of %s", name, s, strings.Join(a.Values, ", "))
 		}
 	}
@@ -142,13 +143,4 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }

@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -188,7 +189,7 @@ func stringLiterals(e celast.Expr) []string {
 
 func literalInDomain(lit string, refs []string, facts map[string]*fact) bool {
 	for _, r := range refs {
-		if f := facts[r]; f != nil && f.def.Type == "enum" && contains(f.def.Values, lit) {
+		if f := facts[r]; f != nil && f.def.Type == "enum" && slices.Contains(f.def.Values, lit) {
 			return true
 		}
 	}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/google/cel-go/common/types"
 )
@@ -91,7 +92,7 @@ func (ev *evaluator) compute(f *fact) (any, error) {
 		}
 	case "enum":
 		s, ok := v.(string)
-		if !ok || !contains(f.def.Values, s) {
+		if !ok || !slices.Contains(f.def.Values, s) {
 			return nil, ev.factError(f, fmt.Errorf("value %v is not one of %v", v, f.def.Values))
 		}
 	}

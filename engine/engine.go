@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -84,7 +85,7 @@ func (e *Engine) compileMachine(def *Machine, env celEnv, catalog Catalog) (*mac
 	for i := range def.Transitions {
 		tr := &def.Transitions[i]
 		for _, s := range append(append([]string{}, tr.From...), tr.To) {
-			if !contains(state.def.Values, s) {
+			if !slices.Contains(state.def.Values, s) {
 				errs = append(errs, fmt.Errorf("rules: line %d: transition %q: %q is not a state of %s (%v)", tr.line, tr.ID, s, def.StateFact, state.def.Values))
 			}
 		}

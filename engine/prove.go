@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/google/cel-go/cel"
 )
@@ -40,7 +41,7 @@ func (m *machine) index(state string, facts map[string]*fact, live map[*row]bool
 	idx := &stateIndex{}
 	seen := map[string]bool{m.state.def.Name: true}
 	for _, r := range m.rows {
-		if !contains(r.t.From, state) {
+		if !slices.Contains(r.t.From, state) {
 			continue
 		}
 		idx.rows = append(idx.rows, r)

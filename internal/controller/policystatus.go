@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -69,7 +70,7 @@ func (r *PolicyStatusReconciler) compute(p *v1alpha1.RotationPolicy, policies []
 	for i := range pools {
 		pool := &pools[i]
 		g := policy.Select(policies, pool.Labels)
-		if contains(g.Conflict, p.Name) {
+		if slices.Contains(g.Conflict, p.Name) {
 			conflicts = append(conflicts, fmt.Sprintf("NodePool %s ties with %s", pool.Name, strings.Join(without(g.Conflict, p.Name), ", ")))
 		}
 		if g.Policy == nil || g.Policy.Name != p.Name {
@@ -128,15 +129,6 @@ func statusEqual(a, b v1alpha1.RotationPolicyStatus) bool {
 		}
 	}
 	return true
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 func without(list []string, s string) []string {

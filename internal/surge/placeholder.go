@@ -1,6 +1,7 @@
 package surge
 
 import (
+	"slices"
 	"sort"
 	"strconv"
 
@@ -166,9 +167,9 @@ func allowed(values []string, op corev1.NodeSelectorOperator, ruleValues []strin
 		ok := true
 		switch op {
 		case corev1.NodeSelectorOpIn:
-			ok = contains(ruleValues, v)
+			ok = slices.Contains(ruleValues, v)
 		case corev1.NodeSelectorOpNotIn:
-			ok = !contains(ruleValues, v)
+			ok = !slices.Contains(ruleValues, v)
 		case corev1.NodeSelectorOpGt, corev1.NodeSelectorOpLt:
 			ok = numericAllows(op, v, ruleValues)
 		}
@@ -192,15 +193,6 @@ func numericAllows(op corev1.NodeSelectorOperator, v string, ruleValues []string
 		return x > bound
 	}
 	return x < bound
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 func uniqueSorted(in []string) []string {

@@ -83,10 +83,7 @@ var _ = Describe("start-path gates", func() {
 		createClaim(fk.Claim{Pool: "static", Name: "static-old", Zone: "zone-a"})
 		createPoolWith("static", poolOptions{closedWindow: true, pool: func(np *karpv1.NodePool) { np.Spec.Replicas = ptr.To(int64(1)); np.Spec.Limits = nil }})
 		annotatePool("static", map[string]string{v1alpha1.AnnotationWindowOpenedAt: rfc3339(time.Now())}) // any pass will do
-		p := &v1alpha1.RotationPolicy{}
-		Expect(env.Client.Get(ctx, client.ObjectKey{Name: "static"}, p)).To(Succeed())
-		p.Spec.MaintenanceWindows[0] = v1alpha1.MaintenanceWindow{Timezone: "UTC", Days: []v1alpha1.Weekday{"Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"}, Start: "00:00", End: "24:00"}
-		Expect(env.Client.Update(ctx, p)).To(Succeed())
+		openWindow("static")
 		Eventually(eventCount("static", "StaticNodePool"), timeout).Should(BeNumerically(">=", 1))
 		Consistently(poolAnnotations("static"), 2*time.Second).ShouldNot(HaveKey(v1alpha1.AnnotationActiveRotation))
 		Expect(eventCount("static", "StaticNodePool")()).To(BeNumerically("<=", instances), "level-triggered: once per acting instance")
@@ -102,10 +99,7 @@ var _ = Describe("start-path gates", func() {
 		np := getPool("headroom")
 		np.Status.Resources = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")}
 		Expect(env.Client.Status().Update(ctx, np)).To(Succeed())
-		p := &v1alpha1.RotationPolicy{}
-		Expect(env.Client.Get(ctx, client.ObjectKey{Name: "headroom"}, p)).To(Succeed())
-		p.Spec.MaintenanceWindows[0] = v1alpha1.MaintenanceWindow{Timezone: "UTC", Days: []v1alpha1.Weekday{"Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"}, Start: "00:00", End: "24:00"}
-		Expect(env.Client.Update(ctx, p)).To(Succeed())
+		openWindow("headroom")
 		Eventually(eventCount("headroom", "InsufficientHeadroom"), timeout).Should(BeNumerically(">=", 1))
 		Consistently(poolAnnotations("headroom"), 2*time.Second).ShouldNot(HaveKey(v1alpha1.AnnotationActiveRotation))
 		Expect(eventCount("headroom", "InsufficientHeadroom")()).To(BeNumerically("<=", instances), "level-triggered: once per acting instance")
@@ -283,3 +277,11 @@ var _ = Describe("the window-missed evaluation", func() {
 		}
 	})
 })
+
+// openWindow makes a policy's window open around the clock.
+func openWindow(name string) {
+	p := &v1alpha1.RotationPolicy{}
+	Expect(env.Client.Get(ctx, client.ObjectKey{Name: name}, p)).To(Succeed())
+	p.Spec.MaintenanceWindows[0] = v1alpha1.MaintenanceWindow{Timezone: "UTC", Days: []v1alpha1.Weekday{"Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"}, Start: "00:00", End: "24:00"}
+	Expect(env.Client.Update(ctx, p)).To(Succeed())
+}
