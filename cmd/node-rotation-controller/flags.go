@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/noderotation/node-rotation-controller/internal/surge"
 )
@@ -43,7 +44,10 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig path (default: in-cluster, or $KUBECONFIG)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return o, fmt.Errorf("usage: node-rotation-controller [flags]; flags: %s", flagNames(fs))
+			fs.SetOutput(os.Stdout)
+			fmt.Println("Usage: node-rotation-controller [flags]")
+			fs.PrintDefaults()
+			return o, flag.ErrHelp
 		}
 		return o, err
 	}
@@ -61,10 +65,4 @@ func parseFlags(args []string) (options, error) {
 		return o, errors.New("-placeholder-priority-class must not be empty")
 	}
 	return o, nil
-}
-
-func flagNames(fs *flag.FlagSet) string {
-	s := ""
-	fs.VisitAll(func(f *flag.Flag) { s += " -" + f.Name })
-	return s
 }

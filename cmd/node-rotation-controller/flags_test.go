@@ -1,0 +1,34 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"strings"
+	"testing"
+
+	_ "github.com/noderotation/node-rotation-controller/internal/golden"
+)
+
+func TestFlags(t *testing.T) {
+	o, err := parseFlags(nil)
+	if err != nil || o.namespace != "node-rotation-system" || !o.leaderElect || !o.metricsSecure || o.logFormat != "json" || o.metricsAddr != ":8443" {
+		t.Fatalf("defaults = %+v, %v", o, err)
+	}
+	for args, want := range map[string]string{
+		"-bogus":                       "flag provided but not defined: -bogus",
+		"-log-format=xml":              `-log-format "xml": want json or text`,
+		"-v=-1":                        "-v -1: must not be negative",
+		"-namespace=":                  "-namespace must not be empty",
+		"-placeholder-priority-class=": "-placeholder-priority-class must not be empty",
+		"extra":                        `unexpected argument "extra"`,
+		"-leader-elect=maybe":          "invalid boolean value",
+	} {
+		_, err := parseFlags(strings.Fields(args))
+		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: %v, want one line containing %q", args, err, want)
+		}
+	}
+	if _, err := parseFlags([]string{"-h"}); !errors.Is(err, flag.ErrHelp) {
+		t.Errorf("-h: %v", err)
+	}
+}
