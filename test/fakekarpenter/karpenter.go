@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
@@ -76,7 +77,7 @@ func (k *Karpenter) CreateClaim(ctx context.Context, c Claim) (*karpv1.NodeClaim
 	if err := k.Client.Status().Update(ctx, node); err != nil {
 		return nil, fmt.Errorf("marking Node %s Ready: %w", node.Name, err)
 	}
-	nc.Status = karpv1.NodeClaimStatus{
+	status := karpv1.NodeClaimStatus{
 		NodeName: node.Name, ProviderID: node.Spec.ProviderID, Allocatable: alloc, Capacity: alloc,
 		Conditions: []status.Condition{
 			{Type: "Launched", Status: metav1.ConditionTrue, Reason: "Launched", LastTransitionTime: metav1.Now()},
@@ -85,7 +86,15 @@ func (k *Karpenter) CreateClaim(ctx context.Context, c Claim) (*karpv1.NodeClaim
 			{Type: "Ready", Status: metav1.ConditionTrue, Reason: "Ready", LastTransitionTime: metav1.Now()},
 		},
 	}
-	if err := k.Client.Status().Update(ctx, nc); err != nil {
+	// The controller may annotate the claim meanwhile: retry on conflict.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := k.Client.Get(ctx, client.ObjectKeyFromObject(nc), nc); err != nil {
+			return err
+		}
+		nc.Status = status
+		return k.Client.Status().Update(ctx, nc)
+	})
+	if err != nil {
 		return nil, fmt.Errorf("marking NodeClaim %s Ready: %w", c.Name, err)
 	}
 	return nc, nil

@@ -285,3 +285,24 @@ func openWindow(name string) {
 	p.Spec.MaintenanceWindows[0] = v1alpha1.MaintenanceWindow{Timezone: "UTC", Days: []v1alpha1.Weekday{"Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"}, Start: "00:00", End: "24:00"}
 	Expect(env.Client.Update(ctx, p)).To(Succeed())
 }
+
+var _ = Describe("a static NodePool with a rotation anchored before the gate", func() {
+	It("still completes an anchored drain, and releases a failed retry instead of retrying it", func() {
+		static := func(np *karpv1.NodePool) { np.Spec.Replicas = ptr.To(int64(2)); np.Spec.Limits = nil }
+		createClaim(fk.Claim{Pool: "static-drain", Name: "static-drain-old", Zone: "zone-a", Annotations: map[string]string{v1alpha1.AnnotationState: "draining"}})
+		createPoolWith("static-drain", poolOptions{pool: static, annotations: map[string]string{
+			v1alpha1.AnnotationActiveRotation: "static-drain-old", v1alpha1.AnnotationActiveRotationState: "draining"}})
+		Eventually(claimDeleting("static-drain-old"), timeout).Should(BeTrue(), "advance() runs above the static gate")
+		Expect(karpenter.Finalize(ctx, "static-drain-old")).To(Succeed())
+		Eventually(noRotationKeys("static-drain"), timeout).Should(BeEmpty())
+		Expect(getPool("static-drain").Annotations).To(HaveKey(v1alpha1.AnnotationLastRotationAt))
+
+		createClaim(fk.Claim{Pool: "static-retry", Name: "static-retry-old", Zone: "zone-a", Annotations: map[string]string{
+			v1alpha1.AnnotationState: "failed", v1alpha1.AnnotationFailedAt: rfc3339(clock().Add(-3 * time.Hour)), v1alpha1.AnnotationRetryCount: "1"}})
+		createPoolWith("static-retry", poolOptions{pool: static, surge: v1alpha1.SurgeSpec{FailurePause: "0s"},
+			annotations: map[string]string{v1alpha1.AnnotationActiveRotation: "static-retry-old"}})
+		Eventually(noRotationKeys("static-retry"), timeout).Should(BeEmpty(), "a retry is a new attempt: the static gate closes it")
+		Expect(claimAnnotations("static-retry-old")()).To(HaveKeyWithValue(v1alpha1.AnnotationState, "failed"))
+		Expect(placeholder("static-retry-old")).To(BeNil())
+	})
+})

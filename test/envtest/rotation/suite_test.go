@@ -17,7 +17,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
+	"github.com/noderotation/node-rotation-controller/engine"
 	"github.com/noderotation/node-rotation-controller/internal/controller"
 	_ "github.com/noderotation/node-rotation-controller/internal/golden"
 	"github.com/noderotation/node-rotation-controller/test/fakekarpenter"
@@ -91,13 +93,45 @@ var _ = BeforeSuite(func() {
 			Namespace: controllerNS, PlaceholderPriorityClass: priorityClass, Name: name, Clock: clock,
 		}, log.WithName(name))
 		Expect(err).NotTo(HaveOccurred())
-		r.OnDecision = coverage.record
+		swept := &sweptBy[i]
+		r.OnDecision = func(pool string, d engine.Decision) {
+			coverage.record(pool, d)
+			if pool == warmupPool {
+				swept.Store(true) // the sweep runs before a reconciler's first decision
+			}
+		}
 		go func() {
 			defer GinkgoRecover()
 			Expect(mgr.Start(mctx)).To(Succeed())
 		}()
 	}
+	warmup()
 })
+
+// warmupPool is reconciled by every instance before any spec runs, so each
+// startup sweep is over before a spec's objects exist.
+const warmupPool = "warmup"
+
+var sweptBy [instances]atomic.Bool
+
+// warmup waits until every instance has made its first decision.
+func warmup() {
+	Expect(env.Client.Create(ctx, &karpv1.NodePool{
+		ObjectMeta: metav1.ObjectMeta{Name: warmupPool},
+		Spec: karpv1.NodePoolSpec{Template: karpv1.NodeClaimTemplate{Spec: karpv1.NodeClaimTemplateSpec{
+			NodeClassRef: &karpv1.NodeClassReference{Group: "karpenter.kwok.sh", Kind: "KWOKNodeClass", Name: "default"},
+			Requirements: []karpv1.NodeSelectorRequirementWithMinValues{{Key: corev1.LabelTopologyZone, Operator: corev1.NodeSelectorOpIn, Values: []string{"zone-a"}}},
+		}}},
+	})).To(Succeed())
+	Eventually(func() bool {
+		for i := range sweptBy {
+			if !sweptBy[i].Load() {
+				return false
+			}
+		}
+		return true
+	}, timeout).Should(BeTrue())
+}
 
 var _ = AfterSuite(func() {
 	if stop != nil {
