@@ -5,6 +5,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	// The IANA zone database is compiled in: a distroless container has no
+	// /usr/share/zoneinfo, and every window's time zone must load.
+	_ "time/tzdata"
 )
 
 const minutesPerDay = 24 * 60
