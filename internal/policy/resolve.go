@@ -26,16 +26,9 @@ var DefaultRequired = []string{corev1.LabelTopologyZone, corev1.LabelArchStable,
 
 // Settings is a policy's spec parsed into typed values.
 type Settings struct {
-	Calendar             schedule.Calendar
-	MinRotationChances   int
-	AgeThreshold         *time.Duration // nil = auto
-	MaxUnavailable       int
-	ReadyTimeout         time.Duration
-	CooldownAfter        time.Duration
-	RetryBackoff         time.Duration
-	FailurePause         *time.Duration
-	DrainEstimate        *time.Duration
-	ProvisioningEstimate *time.Duration
+	Calendar schedule.Calendar
+	// Timing is what the schedule derivation reads from the policy.
+	schedule.Timing
 	Required, Preferred  []string
 	ForcefulFallback     bool
 	WholeNodeReservation bool
@@ -45,8 +38,7 @@ type Settings struct {
 func Resolve(spec v1alpha1.RotationPolicySpec) (Settings, error) {
 	var errs []error
 	s := Settings{
-		MinRotationChances:   int(spec.MinRotationChances),
-		MaxUnavailable:       int(spec.Surge.MaxUnavailable),
+		Timing:               schedule.Timing{MinRotationChances: int(spec.MinRotationChances), MaxUnavailable: int(spec.Surge.MaxUnavailable)},
 		Required:             spec.Surge.MatchNodeRequirements.Required,
 		Preferred:            spec.Surge.MatchNodeRequirements.Preferred,
 		ForcefulFallback:     spec.Surge.ForcefulFallback.Enabled,
@@ -110,12 +102,7 @@ func Resolve(spec v1alpha1.RotationPolicySpec) (Settings, error) {
 // Inputs combines the settings with a pool's expireAfter (nil = Never) and
 // terminationGracePeriod (nil = unset) for the schedule derivation.
 func (s Settings) Inputs(expireAfter, tgp *time.Duration) schedule.Inputs {
-	return schedule.Inputs{
-		ExpireAfter: expireAfter, TerminationGrace: tgp, MinRotationChances: s.MinRotationChances,
-		AgeThreshold: s.AgeThreshold, ReadyTimeout: s.ReadyTimeout, CooldownAfter: s.CooldownAfter,
-		RetryBackoff: s.RetryBackoff, FailurePause: s.FailurePause, DrainEstimate: s.DrainEstimate,
-		ProvisioningEstimate: s.ProvisioningEstimate, MaxUnavailable: s.MaxUnavailable,
-	}
+	return schedule.Inputs{ExpireAfter: expireAfter, TerminationGrace: tgp, Timing: s.Timing}
 }
 
 // RequiresZone reports whether the zone is among the required keys;

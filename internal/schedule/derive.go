@@ -11,12 +11,10 @@ const (
 	MaxBackoffFactor = 8
 )
 
-// Inputs are the durations the derivation reads: E and tGP from the NodePool
-// template, the rest from the resolved RotationPolicy. A nil pointer means
-// unset (E: "Never"; the estimates and failurePause: their defaults).
-type Inputs struct {
-	ExpireAfter          *time.Duration
-	TerminationGrace     *time.Duration
+// Timing is what a RotationPolicy contributes to the derivation. A nil
+// pointer means unset (the estimates and failurePause: their defaults; the
+// age threshold: auto).
+type Timing struct {
 	MinRotationChances   int
 	AgeThreshold         *time.Duration // nil = auto
 	ReadyTimeout         time.Duration
@@ -26,6 +24,14 @@ type Inputs struct {
 	DrainEstimate        *time.Duration
 	ProvisioningEstimate *time.Duration
 	MaxUnavailable       int
+}
+
+// Inputs are the durations the derivation reads: E and tGP from the NodePool
+// template (nil: "Never" and unset), the rest from the policy.
+type Inputs struct {
+	ExpireAfter      *time.Duration
+	TerminationGrace *time.Duration
+	Timing
 }
 
 // Derivation is every figure of DESIGN.md §3 for one pool.

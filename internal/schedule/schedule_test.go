@@ -41,8 +41,8 @@ func ptr(d time.Duration) *time.Duration { return &d }
 // workedInputs is DESIGN.md §3's worked example.
 func workedInputs() Inputs {
 	return Inputs{
-		ExpireAfter: ptr(14 * 24 * time.Hour), TerminationGrace: ptr(time.Hour), MinRotationChances: 2,
-		ReadyTimeout: 15 * time.Minute, CooldownAfter: 10 * time.Minute, RetryBackoff: 30 * time.Minute, MaxUnavailable: 1,
+		ExpireAfter: ptr(14 * 24 * time.Hour), TerminationGrace: ptr(time.Hour),
+		Timing: Timing{MinRotationChances: 2, ReadyTimeout: 15 * time.Minute, CooldownAfter: 10 * time.Minute, RetryBackoff: 30 * time.Minute, MaxUnavailable: 1},
 	}
 }
 
