@@ -17,17 +17,19 @@ build: ## compile every package and binary
 	@echo "==> go build ./..."
 	$(GO) build ./...
 
-lint: ## gofmt + go vet
-	@echo "==> gofmt"
+lint: ## gofmt + go vet + go mod tidy leaves no diff
+	@echo "==> [$$(date +%T)] gofmt"
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
-	@echo "==> go vet"
+	@echo "==> [$$(date +%T)] go vet"
 	$(GO) vet ./...
 	$(GO) vet -tags e2e ./test/e2e/...
 	cd test/promql && $(GO) vet ./...
+	@echo "==> [$$(date +%T)] go mod tidy -diff"
+	$(GO) mod tidy -diff
 
 testbin: ## build etcd + kube-apiserver for envtest (cached)
-	@echo "==> test binaries for envtest"
+	@echo "==> [$$(date +%T)] test binaries for envtest"
 	$(TESTBIN) envtest
 
 testbin-cluster: ## build every binary the local cluster needs (cached)
@@ -35,11 +37,14 @@ testbin-cluster: ## build every binary the local cluster needs (cached)
 	$(TESTBIN) cluster
 
 test: lint testbin ## unit + envtest + a short run of every fuzz target (the command CI runs)
-	@echo "==> go test ./... (envtest assets: $$($(TESTBIN) path))"
-	KUBEBUILDER_ASSETS=$$($(TESTBIN) path) $(GO) test -count=1 ./...
-	@echo "==> PromQL of the chart's alerts and dashboard (module test/promql)"
+	@echo "==> [$$(date +%T)] unit and golden tests, no test binaries (everything outside test/)"
+	env -u KUBEBUILDER_ASSETS $(GO) test -count=1 $$($(GO) list ./... | grep -v '/test/')
+	@echo "==> [$$(date +%T)] envtest and layering suites: go test ./test/... (envtest assets: $$($(TESTBIN) path))"
+	KUBEBUILDER_ASSETS=$$($(TESTBIN) path) $(GO) test -count=1 ./test/...
+	@echo "==> [$$(date +%T)] PromQL of the chart's alerts and dashboard (module test/promql)"
 	cd test/promql && $(GO) test -count=1 ./...
 	@$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME)
+	@echo "==> [$$(date +%T)] make test done"
 
 # Every Fuzz target of every package, one at a time (go test runs one fuzz
 # target per invocation). `make fuzz` runs them for FUZZTIME each.
@@ -72,7 +77,8 @@ cluster-smoke: ## prove the local cluster provisions, drains and surges
 	KUBECONFIG=$$($(CLUSTER) kubeconfig) $(GO) test -count=1 -v -tags e2e ./test/e2e/ -ginkgo.label-filter=smoke -ginkgo.v
 
 # The e2e cluster boots nodes with a delay (kwok's node-initialize stage), as
-# a cloud does: DESIGN.md §7's extra-NodeClaim effect only shows with one.
+# a cloud does: the extra-NodeClaim effect of docs/design.md#deviation-placeholder-first
+# only shows with one.
 NODE_BOOT_DELAY_MS ?= 4000
 
 test-e2e: testbin-cluster ## bring the cluster up (with a node boot delay), run the e2e suite, bring it down

@@ -8,62 +8,92 @@ import (
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
+	"github.com/noderotation/node-rotation-controller/engine"
+	"github.com/noderotation/node-rotation-controller/internal/conditional"
+)
+
+// The anchor protocol's writes on the NodePool (docs/design.md#anchor-protocol).
+var (
+	anchorWriteAction = action{
+		spec: engine.ActionSpec{Name: "anchor-write", Role: engine.RoleAnchorWrite, Reports: true,
+			Description: "write noderotation.io/active-rotation on the NodePool, only if absent, conflict-checked; mode forcefulFallback also writes rotation-mode, the draining mirror and draining-at in the same write",
+			Args:        map[string]engine.ArgSpec{"mode": required(str("surge", "forcefulFallback"))}},
+		run: anchorWrite,
+	}
+	anchorReleaseAction = action{
+		spec: engine.ActionSpec{Name: "anchor-release", Role: engine.RoleAnchorEnd, Reports: true,
+			Description: "completion: one conditional write, only while the anchor names this rotation, that reads the outcome (draining mirror → success) from the same fresh copy, stamps last-rotation-at on success and clears the rotation-scoped set"},
+		run: anchorRelease,
+	}
+	anchorClearAction = action{
+		spec: engine.ActionSpec{Name: "anchor-clear", Role: engine.RoleAnchorEnd, Reports: true,
+			Description: "clear the rotation-scoped set (active-rotation, active-rotation-state, draining-at, surge-wait, rotation-mode) only while the anchor names this rotation; optionally stamp last-failure-at (now, or max with the claim's failed-at)",
+			Args:        map[string]engine.ArgSpec{"lastFailureAt": str("now", "max")}},
+		run: anchorClear,
+	}
+	poolMirrorAction = action{
+		spec: engine.ActionSpec{Name: "pool-mirror",
+			Description: "write the NodePool's draining mirror (active-rotation-state=draining); optionally draining-at and surge-wait, once",
+			Args:        map[string]engine.ArgSpec{"drainingAt": flag, "surgeWait": flag}},
+		run: poolMirror,
+	}
 )
 
 // freshPool is an empty NodePool for a fresh read: never a copy of the
-// cached object, whose maps a decode would merge into.
+// observed object, whose maps a decode would merge into.
 func (p *Pass) freshPool() *karpv1.NodePool {
-	return &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: p.Obs.Pool.Name}}
+	return &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: p.Targets.Pool.Name}}
 }
 
-// anchorWrite writes the anchor only if absent (§5.2): the write that
-// elects the pass starting the rotation. In surge mode it also clears any
-// orphaned rotation-scoped key, so a stale draining mirror can never be
-// read as this rotation's outcome; forcefulFallback writes the mode, the
-// draining mirror and draining-at in the same write.
+func (p *Pass) stamp() string { return p.Targets.Now.UTC().Format(time.RFC3339) }
+
+// anchorWrite writes the anchor only if absent: the write that elects the
+// pass starting the rotation. In surge mode it also clears any orphaned
+// rotation-scoped key, so a stale draining mirror can never be read as this
+// rotation's outcome; forcefulFallback writes the mode, the draining mirror
+// and draining-at in the same write.
 func anchorWrite(ctx context.Context, p *Pass, args map[string]any) (Result, error) {
 	np := p.freshPool()
-	now := p.Now().UTC().Format(time.RFC3339)
-	out, err := conditional(ctx, p, np, func() (bool, error) {
+	out, err := p.write(ctx, np, func() (bool, error) {
 		if np.Annotations[v1alpha1.AnnotationActiveRotation] != "" {
 			return false, nil
 		}
-		delAnn(np, v1alpha1.RotationScoped...)
-		setAnn(np, v1alpha1.AnnotationActiveRotation, p.Claim())
+		conditional.DeleteAnnotations(np, v1alpha1.RotationScoped...)
+		conditional.SetAnnotation(np, v1alpha1.AnnotationActiveRotation, p.Targets.Claim)
 		if args["mode"] == "forcefulFallback" {
-			setAnn(np, v1alpha1.AnnotationRotationMode, v1alpha1.RotationModeFallback)
-			setAnn(np, v1alpha1.AnnotationActiveRotationState, v1alpha1.StateDraining)
-			setAnn(np, v1alpha1.AnnotationDrainingAt, now)
+			conditional.SetAnnotation(np, v1alpha1.AnnotationRotationMode, v1alpha1.RotationModeFallback)
+			conditional.SetAnnotation(np, v1alpha1.AnnotationActiveRotationState, v1alpha1.StateDraining)
+			conditional.SetAnnotation(np, v1alpha1.AnnotationDrainingAt, p.stamp())
 		}
 		return true, nil
 	})
-	return Result{Outcome: out, Did: "anchor " + p.Claim() + ": " + string(out)}, err
+	return Result{Outcome: out, Did: "anchor " + p.Targets.Claim + ": " + string(out)}, err
 }
 
-// anchorRelease is completion's one conditional write (§5.2): only while the
+// anchorRelease is completion's one conditional write: only while the
 // anchor names this rotation, it reads the outcome from the same fresh copy
 // (draining mirror → success, stamping last-rotation-at; else expired) and
 // clears the rotation-scoped set. Only the pass that released announces.
 func anchorRelease(ctx context.Context, p *Pass, _ map[string]any) (Result, error) {
 	np := p.freshPool()
 	vals := map[string]string{}
-	out, err := conditional(ctx, p, np, func() (bool, error) {
+	out, err := p.write(ctx, np, func() (bool, error) {
 		a := np.Annotations
-		if a[v1alpha1.AnnotationActiveRotation] != p.Claim() {
+		if a[v1alpha1.AnnotationActiveRotation] != p.Targets.Claim {
 			return false, nil
 		}
 		vals["outcome"] = "expired"
 		if a[v1alpha1.AnnotationActiveRotationState] == v1alpha1.StateDraining {
 			vals["outcome"] = "success"
-			setAnn(np, v1alpha1.AnnotationLastRotationAt, p.Now().UTC().Format(time.RFC3339))
+			conditional.SetAnnotation(np, v1alpha1.AnnotationLastRotationAt, p.stamp())
 		}
 		vals["drainingAt"] = a[v1alpha1.AnnotationDrainingAt]
 		vals["surgeWait"] = a[v1alpha1.AnnotationSurgeWait]
 		vals["mode"] = a[v1alpha1.AnnotationRotationMode]
-		delAnn(np, v1alpha1.RotationScoped...)
+		conditional.DeleteAnnotations(np, v1alpha1.RotationScoped...)
 		return true, nil
 	})
-	return Result{Outcome: out, Did: "release anchor " + p.Claim() + ": " + string(out) + " " + vals["outcome"], Values: vals}, err
+	return Result{Outcome: out, Did: "release anchor " + p.Targets.Claim + ": " + string(out) + " " + vals["outcome"], Values: vals}, err
 }
 
 // anchorClear clears the rotation-scoped set only while the anchor names
@@ -72,22 +102,22 @@ func anchorRelease(ctx context.Context, p *Pass, _ map[string]any) (Result, erro
 // shorten the pause).
 func anchorClear(ctx context.Context, p *Pass, args map[string]any) (Result, error) {
 	np := p.freshPool()
-	out, err := conditional(ctx, p, np, func() (bool, error) {
-		if np.Annotations[v1alpha1.AnnotationActiveRotation] != p.Claim() {
+	out, err := p.write(ctx, np, func() (bool, error) {
+		if np.Annotations[v1alpha1.AnnotationActiveRotation] != p.Targets.Claim {
 			return false, nil
 		}
-		delAnn(np, v1alpha1.RotationScoped...)
+		conditional.DeleteAnnotations(np, v1alpha1.RotationScoped...)
 		switch args["lastFailureAt"] {
 		case "now":
-			setAnn(np, v1alpha1.AnnotationLastFailureAt, p.Now().UTC().Format(time.RFC3339))
+			conditional.SetAnnotation(np, v1alpha1.AnnotationLastFailureAt, p.stamp())
 		case "max":
 			if t := laterFailure(np.Annotations[v1alpha1.AnnotationLastFailureAt], p.claimAnnotation(v1alpha1.AnnotationFailedAt)); t != "" {
-				setAnn(np, v1alpha1.AnnotationLastFailureAt, t)
+				conditional.SetAnnotation(np, v1alpha1.AnnotationLastFailureAt, t)
 			}
 		}
 		return true, nil
 	})
-	return Result{Outcome: out, Did: "clear anchor " + p.Claim() + ": " + string(out)}, err
+	return Result{Outcome: out, Did: "clear anchor " + p.Targets.Claim + ": " + string(out)}, err
 }
 
 // laterFailure returns the later of two RFC3339 stamps; a malformed or
@@ -112,35 +142,21 @@ func laterFailure(pool, claim string) string {
 // after another pass released the anchor would be an orphan.
 func poolMirror(ctx context.Context, p *Pass, args map[string]any) (Result, error) {
 	np := p.freshPool()
-	out, err := conditional(ctx, p, np, func() (bool, error) {
+	out, err := p.write(ctx, np, func() (bool, error) {
 		a := np.Annotations
-		if a[v1alpha1.AnnotationActiveRotation] != p.Claim() {
+		if a[v1alpha1.AnnotationActiveRotation] != p.Targets.Claim {
 			return false, nil
 		}
-		setAnn(np, v1alpha1.AnnotationActiveRotationState, v1alpha1.StateDraining)
+		conditional.SetAnnotation(np, v1alpha1.AnnotationActiveRotationState, v1alpha1.StateDraining)
 		if args["drainingAt"] == true && a[v1alpha1.AnnotationDrainingAt] == "" {
-			setAnn(np, v1alpha1.AnnotationDrainingAt, p.Now().UTC().Format(time.RFC3339))
+			conditional.SetAnnotation(np, v1alpha1.AnnotationDrainingAt, p.stamp())
 		}
 		if args["surgeWait"] == true && a[v1alpha1.AnnotationSurgeWait] == "" {
 			if started, err := time.Parse(time.RFC3339, p.claimAnnotation(v1alpha1.AnnotationStartedAt)); err == nil {
-				setAnn(np, v1alpha1.AnnotationSurgeWait, p.Now().Sub(started).Round(time.Second).String())
+				conditional.SetAnnotation(np, v1alpha1.AnnotationSurgeWait, p.Targets.Now.Sub(started).Round(time.Second).String())
 			}
 		}
 		return true, nil
 	})
 	return Result{Outcome: out, Did: "draining mirror: " + string(out)}, err
-}
-
-// claimAnnotation reads the rotation claim's annotation as last written in
-// this pass, or as observed.
-func (p *Pass) claimAnnotation(key string) string {
-	for i := len(p.Results) - 1; i >= 0; i-- {
-		if v, ok := p.Results[i].Values["claim:"+key]; ok {
-			return v
-		}
-	}
-	if p.Obs.Subject == nil {
-		return ""
-	}
-	return p.Obs.Subject.Annotations[key]
 }

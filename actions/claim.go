@@ -3,8 +3,8 @@ package actions
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -13,7 +13,38 @@ import (
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
-	"github.com/noderotation/node-rotation-controller/internal/surge"
+	"github.com/noderotation/node-rotation-controller/engine"
+	"github.com/noderotation/node-rotation-controller/internal/conditional"
+)
+
+// ClaimStates are the values of the noderotation.io/state annotation
+// (docs/design.md#state-model); "none" is its absence.
+var ClaimStates = []string{"none", "pending", "draining", "failed", "expired"}
+
+// The writes on the old NodeClaim and the induced surge NodeClaim.
+var (
+	claimStateAction = action{
+		spec: engine.ActionSpec{Name: "claim-state", Reports: true,
+			Description: "write the old NodeClaim's noderotation.io/state (to none removes it), accepting only the listed pre-states (from absent: unconditional); reports claimed, raced or gone",
+			Args: map[string]engine.ArgSpec{
+				"from": list(ClaimStates...), "to": required(str(ClaimStates...)),
+				"stampStartedAtOnce": flag, "stampFailedAt": flag, "incrementRetry": flag,
+				"clear": list("startedAt", "surgeClaim"),
+			}},
+		run: claimState,
+	}
+	claimDeleteAction = action{
+		spec: engine.ActionSpec{Name: "claim-delete", Description: "delete the old NodeClaim (Karpenter's voluntary path; PDBs apply)"},
+		run:  claimDelete,
+	}
+	surgeClaimPersistAction = action{
+		spec: engine.ActionSpec{Name: "surge-claim-persist", Description: "record the induced surge NodeClaim on the old claim once the placeholder's node is observable"},
+		run:  surgeClaimPersist,
+	}
+	surgeClaimReapAction = action{
+		spec: engine.ActionSpec{Name: "surge-claim-reap", Description: "delete the induced surge NodeClaim, only if created after started-at and its node hosts nothing but the placeholder and DaemonSet Pods"},
+		run:  surgeClaimReap,
+	}
 )
 
 var clearKeys = map[string]string{"startedAt": v1alpha1.AnnotationStartedAt, "surgeClaim": v1alpha1.AnnotationSurgeClaim}
@@ -23,35 +54,35 @@ var clearKeys = map[string]string{"startedAt": v1alpha1.AnnotationStartedAt, "su
 // owning a transition); it reports claimed, raced or gone, and the values
 // it produced (e.g. the retry-count the failure write made).
 func claimState(ctx context.Context, p *Pass, args map[string]any) (Result, error) {
-	c := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: p.Claim()}}
+	c := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: p.Targets.Claim}}
 	to, _ := args["to"].(string)
-	now := p.Now().UTC().Format(time.RFC3339)
-	out, err := conditional(ctx, p, c, func() (bool, error) {
+	now := p.stamp()
+	out, err := p.write(ctx, c, func() (bool, error) {
 		cur := c.Annotations[v1alpha1.AnnotationState]
 		if cur == "" {
 			cur = "none"
 		}
-		if from, ok := args["from"].([]any); ok && !containsAny(from, cur) {
+		if from, ok := args["from"].([]any); ok && !slices.Contains(from, any(cur)) {
 			return false, nil
 		}
 		if to == "none" {
-			delAnn(c, v1alpha1.AnnotationState)
+			conditional.DeleteAnnotations(c, v1alpha1.AnnotationState)
 		} else {
-			setAnn(c, v1alpha1.AnnotationState, to)
+			conditional.SetAnnotation(c, v1alpha1.AnnotationState, to)
 		}
 		if args["stampStartedAtOnce"] == true && c.Annotations[v1alpha1.AnnotationStartedAt] == "" {
-			setAnn(c, v1alpha1.AnnotationStartedAt, now)
+			conditional.SetAnnotation(c, v1alpha1.AnnotationStartedAt, now)
 		}
 		if args["stampFailedAt"] == true {
-			setAnn(c, v1alpha1.AnnotationFailedAt, now)
+			conditional.SetAnnotation(c, v1alpha1.AnnotationFailedAt, now)
 		}
 		if args["incrementRetry"] == true {
 			n, _ := strconv.Atoi(c.Annotations[v1alpha1.AnnotationRetryCount])
-			setAnn(c, v1alpha1.AnnotationRetryCount, strconv.Itoa(max(n, 0)+1))
+			conditional.SetAnnotation(c, v1alpha1.AnnotationRetryCount, strconv.Itoa(max(n, 0)+1))
 		}
 		if keys, ok := args["clear"].([]any); ok {
 			for _, k := range keys {
-				delAnn(c, clearKeys[k.(string)])
+				conditional.DeleteAnnotations(c, clearKeys[k.(string)])
 			}
 		}
 		return true, nil
@@ -62,22 +93,13 @@ func claimState(ctx context.Context, p *Pass, args map[string]any) (Result, erro
 			vals["claim:"+k] = c.Annotations[k]
 		}
 	}
-	return Result{Outcome: out, Did: fmt.Sprintf("claim %s state → %s: %s", p.Claim(), to, out), Values: vals}, err
-}
-
-func containsAny(list []any, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
+	return Result{Outcome: out, Did: fmt.Sprintf("claim %s state → %s: %s", p.Targets.Claim, to, out), Values: vals}, err
 }
 
 // claimDelete deletes the old NodeClaim through Karpenter's voluntary path,
 // with a UID precondition so a recreated claim of the same name is safe.
 func claimDelete(ctx context.Context, p *Pass, _ map[string]any) (Result, error) {
-	c := p.Obs.Subject
+	c := p.Targets.ClaimObject
 	if c == nil {
 		return Result{Outcome: Done, Did: "claim already gone"}, nil
 	}
@@ -91,35 +113,28 @@ func claimDelete(ctx context.Context, p *Pass, _ map[string]any) (Result, error)
 	return Result{Outcome: Done, Did: "deleted NodeClaim " + c.Name}, nil
 }
 
-// surgeClaimPersist records the induced surge NodeClaim on the old claim as
+// surgeClaimPersist records the surge host's NodeClaim on the old claim as
 // soon as the placeholder's node is observable.
 func surgeClaimPersist(ctx context.Context, p *Pass, _ map[string]any) (Result, error) {
-	hc, c := p.Obs.SurgeHostClaim, p.Obs.Subject
+	hc, c := p.Targets.SurgeHostClaim, p.Targets.ClaimObject
 	if hc == nil || c == nil || c.Annotations[v1alpha1.AnnotationSurgeClaim] == hc.Name {
 		return Result{Outcome: Done, Did: "surge claim unchanged"}, nil
 	}
-	if _, err := patchAnnotations(ctx, p.Client, c.DeepCopy(), map[string]*string{v1alpha1.AnnotationSurgeClaim: str(hc.Name)}); err != nil {
+	n := c.DeepCopy()
+	conditional.SetAnnotation(n, v1alpha1.AnnotationSurgeClaim, hc.Name)
+	if err := patch(ctx, p.Client, c, n); err != nil {
 		return Result{}, err
 	}
 	return Result{Outcome: Done, Did: "surge claim " + hc.Name}, nil
 }
 
-// surgeClaimReap deletes the induced surge NodeClaim on rollback — from
-// surge-claim, else the placeholder's node, else the pool's claim created
-// after started-at with no node — but only if it was created after
-// started-at and its node hosts nothing but the placeholder and DaemonSet
-// Pods: a host that absorbed real workloads is never reaped.
+// surgeClaimReap deletes the surge NodeClaim the attempt induced on
+// rollback, but only if its node hosts nothing but the placeholder and
+// DaemonSet Pods: a host that absorbed real workloads is never reaped.
 func surgeClaimReap(ctx context.Context, p *Pass, _ map[string]any) (Result, error) {
-	started, err := time.Parse(time.RFC3339, p.claimAnnotation(v1alpha1.AnnotationStartedAt))
-	if err != nil {
-		return Result{Outcome: Done, Did: "no started-at: nothing induced"}, nil
-	}
-	target := p.inducedClaim(started)
+	target := p.Targets.InducedClaim
 	if target == nil {
 		return Result{Outcome: Done, Did: "no induced surge claim"}, nil
-	}
-	if !surge.CreatedSince(target, started) {
-		return Result{Outcome: Done, Did: "surge claim " + target.Name + " predates the attempt: kept"}, nil
 	}
 	if busy, err := p.hostsWorkload(ctx, target.Status.NodeName); err != nil || busy {
 		return Result{Outcome: Done, Did: "surge claim " + target.Name + " hosts workloads: kept"}, err
@@ -130,28 +145,8 @@ func surgeClaimReap(ctx context.Context, p *Pass, _ map[string]any) (Result, err
 	return Result{Outcome: Done, Did: "reaped surge NodeClaim " + target.Name}, nil
 }
 
-func (p *Pass) inducedClaim(started time.Time) *karpv1.NodeClaim {
-	byName := func(match func(*karpv1.NodeClaim) bool) *karpv1.NodeClaim {
-		for i := range p.Obs.Claims {
-			if c := &p.Obs.Claims[i]; c.Name != p.Claim() && match(c) {
-				return c
-			}
-		}
-		return nil
-	}
-	if name := p.claimAnnotation(v1alpha1.AnnotationSurgeClaim); name != "" {
-		if c := byName(func(c *karpv1.NodeClaim) bool { return c.Name == name }); c != nil {
-			return c
-		}
-	}
-	if p.Obs.SurgeHostClaim != nil {
-		return p.Obs.SurgeHostClaim
-	}
-	return byName(func(c *karpv1.NodeClaim) bool { return c.Status.NodeName == "" && surge.CreatedSince(c, started) })
-}
-
-// hostsWorkload reports whether node runs any Pod other than the
-// placeholder and DaemonSet Pods (fresh list, by field selector).
+// hostsWorkload reports whether node runs any Pod other than our
+// placeholders and DaemonSet Pods (a fresh list, by field selector).
 func (p *Pass) hostsWorkload(ctx context.Context, node string) (bool, error) {
 	if node == "" {
 		return false, nil
@@ -161,7 +156,7 @@ func (p *Pass) hostsWorkload(ctx context.Context, node string) (bool, error) {
 		return false, fmt.Errorf("listing Pods on %s: %w", node, err)
 	}
 	for _, pod := range pods.Items {
-		if pod.Labels[v1alpha1.LabelSurgeFor] != "" && pod.Namespace == p.Namespace {
+		if pod.Labels[v1alpha1.LabelSurgeFor] != "" && pod.Namespace == p.Targets.PlaceholderKey.Namespace {
 			continue
 		}
 		if isDaemonSetPod(&pod) || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {

@@ -11,6 +11,29 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
+	"github.com/noderotation/node-rotation-controller/engine"
+	"github.com/noderotation/node-rotation-controller/internal/conditional"
+)
+
+// The node markers of a rotation (docs/design.md#surge).
+var (
+	freezeAction = action{
+		spec: engine.ActionSpec{Name: "freeze", Description: "karpenter.sh/do-not-disrupt=true plus do-not-disrupt-owned (only when we set it) and surge-for on a node",
+			Args: map[string]engine.ArgSpec{"node": required(str("old", "surgeHost"))}},
+		run: freeze,
+	}
+	unfreezeAction = action{
+		spec: engine.ActionSpec{Name: "unfreeze", Description: "remove our do-not-disrupt (by the owned marker) and surge-for from every node paired with the rotation"},
+		run:  unfreeze,
+	}
+	cordonAction = action{
+		spec: engine.ActionSpec{Name: "cordon", Description: "set spec.unschedulable on the old node with our cordoned marker, unless someone else cordoned it"},
+		run:  cordon,
+	}
+	uncordonAction = action{
+		spec: engine.ActionSpec{Name: "uncordon", Description: "undo our cordon of the old node (by the cordoned marker only)"},
+		run:  uncordon,
+	}
 )
 
 // freeze protects a node from voluntary disruption for the rotation:
@@ -18,9 +41,9 @@ import (
 // set it — an operator's own "true" is never touched; another value is
 // overwritten and owned) and the surge-for label pairing it with the claim.
 func freeze(ctx context.Context, p *Pass, args map[string]any) (Result, error) {
-	node := p.Obs.OldNode
+	node := p.Targets.OldNode
 	if args["node"] == "surgeHost" {
-		node = p.Obs.SurgeHost
+		node = p.Targets.SurgeHost
 	}
 	if node == nil {
 		return Result{Outcome: Done, Did: fmt.Sprintf("freeze %v: no node", args["node"])}, nil
@@ -40,8 +63,8 @@ func freeze(ctx context.Context, p *Pass, args map[string]any) (Result, error) {
 	if n.Labels == nil {
 		n.Labels = map[string]string{}
 	}
-	n.Labels[v1alpha1.LabelSurgeFor] = p.Claim()
-	if err := patchIfChanged(ctx, p.Client, orig, n); err != nil {
+	n.Labels[v1alpha1.LabelSurgeFor] = p.Targets.Claim
+	if err := patch(ctx, p.Client, orig, n); err != nil {
 		return Result{}, err
 	}
 	return Result{Outcome: Done, Did: fmt.Sprintf("froze %s (operator-owned: %v)", n.Name, operatorOwned)}, nil
@@ -51,8 +74,8 @@ func freeze(ctx context.Context, p *Pass, args map[string]any) (Result, error) {
 // surge-for label always, do-not-disrupt only where our marker says we set it.
 func unfreeze(ctx context.Context, p *Pass, _ map[string]any) (Result, error) {
 	nodes := &corev1.NodeList{}
-	if err := p.Client.List(ctx, nodes, client.MatchingLabels{v1alpha1.LabelSurgeFor: p.Claim()}); err != nil {
-		return Result{}, fmt.Errorf("listing nodes paired with %s: %w", p.Claim(), err)
+	if err := p.Client.List(ctx, nodes, client.MatchingLabels{v1alpha1.LabelSurgeFor: p.Targets.Claim}); err != nil {
+		return Result{}, fmt.Errorf("listing nodes paired with %s: %w", p.Targets.Claim, err)
 	}
 	var names []string
 	for i := range nodes.Items {
@@ -63,7 +86,7 @@ func unfreeze(ctx context.Context, p *Pass, _ map[string]any) (Result, error) {
 			delete(n.Annotations, v1alpha1.KarpenterDoNotDisrupt)
 			delete(n.Annotations, v1alpha1.AnnotationDoNotDisruptOwned)
 		}
-		if err := patchIfChanged(ctx, p.Client, orig, n); err != nil {
+		if err := patch(ctx, p.Client, orig, n); err != nil {
 			return Result{}, err
 		}
 		names = append(names, n.Name)
@@ -75,16 +98,16 @@ func unfreeze(ctx context.Context, p *Pass, _ map[string]any) (Result, error) {
 // someone else already cordoned it: decided on a fresh read and written
 // with its resourceVersion, so an operator's cordon is never adopted.
 func cordon(ctx context.Context, p *Pass, _ map[string]any) (Result, error) {
-	if p.Obs.OldNode == nil {
+	if p.Targets.OldNode == nil {
 		return Result{Outcome: Done, Did: "cordon: no node"}, nil
 	}
-	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: p.Obs.OldNode.Name}}
-	out, err := conditional(ctx, p, n, func() (bool, error) {
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: p.Targets.OldNode.Name}}
+	out, err := p.write(ctx, n, func() (bool, error) {
 		if n.Spec.Unschedulable {
 			return n.Annotations[v1alpha1.AnnotationCordoned] == "true", nil // ours: in place; else not ours
 		}
 		n.Spec.Unschedulable = true
-		setAnn(n, v1alpha1.AnnotationCordoned, "true")
+		conditional.SetAnnotation(n, v1alpha1.AnnotationCordoned, "true")
 		return true, nil
 	})
 	return Result{Outcome: Done, Did: fmt.Sprintf("cordon %s: %s", n.Name, out)}, err
@@ -92,23 +115,25 @@ func cordon(ctx context.Context, p *Pass, _ map[string]any) (Result, error) {
 
 // uncordon undoes only our own cordon, by the marker, on a fresh read.
 func uncordon(ctx context.Context, p *Pass, _ map[string]any) (Result, error) {
-	if p.Obs.OldNode == nil {
+	if p.Targets.OldNode == nil {
 		return Result{Outcome: Done, Did: "uncordon: no node"}, nil
 	}
-	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: p.Obs.OldNode.Name}}
-	out, err := conditional(ctx, p, n, func() (bool, error) {
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: p.Targets.OldNode.Name}}
+	out, err := p.write(ctx, n, func() (bool, error) {
 		if n.Annotations[v1alpha1.AnnotationCordoned] != "true" {
 			return false, nil
 		}
 		n.Spec.Unschedulable = false
-		delAnn(n, v1alpha1.AnnotationCordoned)
+		conditional.DeleteAnnotations(n, v1alpha1.AnnotationCordoned)
 		return true, nil
 	})
 	return Result{Outcome: Done, Did: fmt.Sprintf("uncordon %s: %s", n.Name, out)}, err
 }
 
-// patchIfChanged merge-patches the difference between orig and n.
-func patchIfChanged(ctx context.Context, c client.Client, orig, n client.Object) error {
+// patch merge-patches the difference between orig and n, without a lock:
+// for idempotent markers whose precondition is not a race. A target that
+// is gone needs no marker.
+func patch(ctx context.Context, c client.Client, orig, n client.Object) error {
 	patch := client.MergeFrom(orig)
 	data, err := patch.Data(n)
 	if err != nil || string(data) == "{}" {

@@ -3,102 +3,112 @@ package actions
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/noderotation/node-rotation-controller/engine"
-	"github.com/noderotation/node-rotation-controller/internal/observe"
+	"github.com/noderotation/node-rotation-controller/internal/conditional"
 )
 
-// Pass is what the actions of one reconcile pass share: the clients, the
-// observation the decision was made on, and what earlier steps reported.
+// Pass is what the steps of one reconcile pass share: the clients, the
+// targets, and what earlier steps reported.
 type Pass struct {
 	// Client writes (and reads through the cache).
 	Client client.Client
 	// Fresh reads bypass the cache: every conditional write validates its
 	// precondition against a fresh copy and writes with its resourceVersion.
-	Fresh client.Reader
-	Obs   *observe.Observation
-	// PlaceholderPriorityClass and PlaceholderImage shape the placeholder.
-	PlaceholderPriorityClass string
-	PlaceholderImage         string
-	Namespace                string
-	Announcer                Announcer
+	Fresh   client.Reader
+	Targets Targets
+	// Announce is called at each announce step, in step order, with the
+	// results so far; the reconciler hands it to the announcer. An error
+	// (an announcement nobody implements) stops the pass.
+	Announce func(ctx context.Context, what Announcement, results []Result) error
 	// Results: what each step of this pass reported, in order.
 	Results []Result
 }
 
-// Now is the pass's clock reading.
-func (p *Pass) Now() time.Time { return p.Obs.Now }
+// Outcome of a step: a conditional write's Claimed, Raced or Gone, or Done
+// for an unconditional step.
+type Outcome = conditional.Outcome
 
-// Claim is the name of the rotation's claim (the anchor, or the candidate).
-func (p *Pass) Claim() string { return p.Obs.SubjectName }
-
-// Last returns the most recent result of the named action.
-func (p *Pass) Last(action string) (Result, bool) {
-	for i := len(p.Results) - 1; i >= 0; i-- {
-		if p.Results[i].Action == action {
-			return p.Results[i], true
-		}
-	}
-	return Result{}, false
-}
-
-// Outcome of a conditional write.
-type Outcome string
-
+// The outcomes a step reports.
 const (
-	Claimed Outcome = "claimed" // the precondition held on a fresh copy and the write landed (or was already in place)
-	Raced   Outcome = "raced"   // the fresh copy no longer satisfies the precondition: another pass owns it
-	Gone    Outcome = "gone"    // the object no longer exists
-	Done    Outcome = "done"    // an unconditional action did its work (or found it done)
+	Claimed = conditional.Claimed
+	Raced   = conditional.Raced
+	Gone    = conditional.Gone
+	Done    = Outcome("done") // an unconditional step did its work (or found it done)
 )
 
-// Result is what one action reports.
+// Result is what one step reports.
 type Result struct {
 	Action  string
 	Outcome Outcome
 	// Did says what happened, for the per-pass debug log.
 	Did string
-	// Values the announcements read (e.g. retryCount, outcome, drainingAt).
+	// Values the announcements read (e.g. retry-count, outcome, drainingAt).
 	Values map[string]string
 }
 
-// Won reports whether this pass owns what the action wrote.
+// Won reports whether this pass owns what the step wrote.
 func (r Result) Won() bool { return r.Outcome == Claimed || r.Outcome == Done }
 
-// Announcer emits the metric, Event and log line of §4.2 for what.
-type Announcer interface {
-	Announce(ctx context.Context, what string, p *Pass)
+// Last returns the most recent result of the named action in results.
+func Last(results []Result, action string) (Result, bool) {
+	for i := len(results) - 1; i >= 0; i-- {
+		if results[i].Action == action {
+			return results[i], true
+		}
+	}
+	return Result{}, false
 }
 
-// Action is one idempotent step.
-type Action func(ctx context.Context, p *Pass, args map[string]any) (Result, error)
+// body is an action's implementation.
+type body func(ctx context.Context, p *Pass, args map[string]any) (Result, error)
 
-// Registry maps every catalog name to its implementation.
-func Registry() map[string]Action {
-	return map[string]Action{
-		"anchor-write": anchorWrite, "anchor-release": anchorRelease, "anchor-clear": anchorClear,
-		"pool-mirror": poolMirror, "claim-state": claimState, "claim-delete": claimDelete,
-		"surge-claim-persist": surgeClaimPersist, "surge-claim-reap": surgeClaimReap,
-		"freeze": freeze, "unfreeze": unfreeze, "cordon": cordon, "uncordon": uncordon,
-		"placeholder-ensure": placeholderEnsure, "placeholder-delete": placeholderDelete,
-		"window-stamp": windowStamp, "window-clear": windowClear, "announce": announce,
+// action is an action's contract and its body, declared together.
+type action struct {
+	spec engine.ActionSpec
+	run  body
+}
+
+// all is every action the table may name.
+var all = []action{
+	anchorWriteAction, anchorReleaseAction, anchorClearAction, poolMirrorAction,
+	claimStateAction, claimDeleteAction, surgeClaimPersistAction, surgeClaimReapAction,
+	freezeAction, unfreezeAction, cordonAction, uncordonAction,
+	placeholderEnsureAction, placeholderDeleteAction,
+	windowStampAction, windowClearAction, announceAction,
+}
+
+var registry = func() map[string]body {
+	m := make(map[string]body, len(all))
+	for _, a := range all {
+		m[a.spec.Name] = a.run
 	}
+	return m
+}()
+
+// Catalog is the fixed set of actions the rules table may name, with the
+// arguments each accepts; the engine checks every step against it when the
+// table loads.
+func Catalog() engine.Catalog {
+	c := engine.Catalog{}
+	for _, a := range all {
+		c[a.spec.Name] = a.spec
+	}
+	return c
 }
 
 // Run executes a decision's steps in order. An electing step that does not
 // win stops the pass (owned reports false); an error stops it too and is
-// returned wrapped with the step.
+// returned wrapped with the transition and step.
 func Run(ctx context.Context, p *Pass, d engine.Decision) (owned bool, err error) {
-	registry := Registry()
 	for i, st := range d.Steps {
-		act, ok := registry[st.Action]
+		run, ok := registry[st.Action]
 		if !ok {
 			return false, fmt.Errorf("transition %s step %d: action %q is not implemented", d.Transition, i+1, st.Action)
 		}
-		res, err := act(ctx, p, st.Args)
+		res, err := run(ctx, p, st.Args)
 		res.Action = st.Action
 		p.Results = append(p.Results, res)
 		if err != nil {
@@ -110,3 +120,35 @@ func Run(ctx context.Context, p *Pass, d engine.Decision) (owned bool, err error
 	}
 	return true, nil
 }
+
+// claimAnnotation reads the rotation claim's annotation as last written in
+// this pass, or as observed.
+func (p *Pass) claimAnnotation(key string) string {
+	for i := len(p.Results) - 1; i >= 0; i-- {
+		if v, ok := p.Results[i].Values["claim:"+key]; ok {
+			return v
+		}
+	}
+	if p.Targets.ClaimObject == nil {
+		return ""
+	}
+	return p.Targets.ClaimObject.Annotations[key]
+}
+
+// write is a conditional write with the pass's clients.
+func (p *Pass) write(ctx context.Context, obj client.Object, mutate conditional.Mutate) (Outcome, error) {
+	return conditional.Write(ctx, p.Fresh, p.Client, obj, mutate)
+}
+
+// arg specs shared by the catalog entries.
+func str(values ...string) engine.ArgSpec {
+	return engine.ArgSpec{Kind: engine.ArgString, Values: values}
+}
+
+func required(a engine.ArgSpec) engine.ArgSpec { a.Required = true; return a }
+
+func list(values ...string) engine.ArgSpec {
+	return engine.ArgSpec{Kind: engine.ArgStringList, Values: values}
+}
+
+var flag = engine.ArgSpec{Kind: engine.ArgBool}

@@ -9,23 +9,32 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/noderotation/node-rotation-controller/internal/surge"
+	"github.com/noderotation/node-rotation-controller/engine"
 )
 
-// placeholderEnsure creates the placeholder if it does not exist.
+// The surge placeholder (docs/design.md#surge).
+var (
+	placeholderEnsureAction = action{
+		spec: engine.ActionSpec{Name: "placeholder-ensure", Description: "create the surge placeholder Pod if it does not exist"},
+		run:  placeholderEnsure,
+	}
+	placeholderDeleteAction = action{
+		spec: engine.ActionSpec{Name: "placeholder-delete", Description: "delete the surge placeholder Pod if it exists"},
+		run:  placeholderDelete,
+	}
+)
+
+// placeholderEnsure creates the placeholder the pass sized, unless one was
+// observed; a create that finds it already there is done too.
 func placeholderEnsure(ctx context.Context, p *Pass, _ map[string]any) (Result, error) {
-	o := p.Obs
-	if o.Placeholder != nil {
+	if p.Targets.Placeholder != nil {
 		return Result{Outcome: Done, Did: "placeholder exists"}, nil
 	}
-	if o.Subject == nil || o.Sizing == nil {
-		return Result{}, fmt.Errorf("placeholder for %s: no claim or sizing observed", p.Claim())
+	pod := p.Targets.NewPlaceholder
+	if pod == nil {
+		return Result{}, fmt.Errorf("placeholder for %s: no claim or sizing observed", p.Targets.Claim)
 	}
-	pod := surge.Placeholder{
-		Namespace: p.Namespace, PriorityClass: p.PlaceholderPriorityClass, Image: p.PlaceholderImage,
-		Pool: o.Pool, Claim: o.Subject, OldNode: o.OldNode, Requests: o.Sizing.Requests,
-		Required: o.Settings.Required, Preferred: o.Settings.Preferred, AvoidHostnames: o.AvoidHostnames,
-	}.Build()
+	pod = pod.DeepCopy()
 	if err := p.Client.Create(ctx, pod); err != nil && !apierrors.IsAlreadyExists(err) {
 		return Result{}, fmt.Errorf("creating placeholder %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
@@ -35,10 +44,11 @@ func placeholderEnsure(ctx context.Context, p *Pass, _ map[string]any) (Result, 
 // placeholderDelete deletes the placeholder immediately (grace period 0: it
 // holds nothing but a reservation).
 func placeholderDelete(ctx context.Context, p *Pass, _ map[string]any) (Result, error) {
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: surge.PlaceholderName(p.Claim())}}
-	if p.Obs.Placeholder == nil {
+	if p.Targets.Placeholder == nil {
 		return Result{Outcome: Done, Did: "placeholder already gone"}, nil
 	}
+	key := p.Targets.PlaceholderKey
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
 	if err := p.Client.Delete(ctx, pod, client.GracePeriodSeconds(0), client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil && !apierrors.IsNotFound(err) {
 		return Result{}, fmt.Errorf("deleting placeholder %s: %w", pod.Name, err)
 	}

@@ -5,11 +5,14 @@ import (
 	"time"
 
 	"github.com/noderotation/node-rotation-controller/engine"
-	"github.com/noderotation/node-rotation-controller/rules"
+	"github.com/noderotation/node-rotation-controller/internal/table"
 )
 
-// A pending claim waiting for its surge: the busiest state (seven facts
-// evaluated across both machines).
+// A pending claim waiting for its surge: the busiest state. Decide consults
+// nine facts across both machines (as docs/performance.md says): the state
+// and six guard facts of the rotation machine (claimDeleting, governance,
+// readyTimeoutElapsed, frozen, placeholderExists, surgeReady), and the
+// window machine's windowState and windowStamped.
 func pendingSnapshot() *engine.Snapshot {
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	return &engine.Snapshot{
@@ -22,7 +25,7 @@ func pendingSnapshot() *engine.Snapshot {
 }
 
 func BenchmarkDecide(b *testing.B) {
-	e, err := rules.Load()
+	e, err := table.Load()
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -38,7 +41,7 @@ func BenchmarkDecide(b *testing.B) {
 }
 
 func BenchmarkDecideIdle(b *testing.B) {
-	e, err := rules.Load()
+	e, err := table.Load()
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -56,7 +59,7 @@ func BenchmarkDecideIdle(b *testing.B) {
 func BenchmarkLoadAndProve(b *testing.B) {
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
-		if _, err := rules.Load(); err != nil {
+		if _, err := table.Load(); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -23,7 +23,8 @@ type ArgSpec struct {
 	Required bool
 }
 
-// Role marks the actions the ordering rules of §5.2 speak about.
+// Role marks the actions the ordering rules speak about
+// (docs/design.md#anchor-protocol).
 type Role string
 
 const (

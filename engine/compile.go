@@ -23,14 +23,15 @@ const costLimit = 1_000
 // maxInputSize is the size the cost estimate assumes for string inputs.
 const maxInputSize = 1024
 
-// Observer supplies a fact from Go where CEL cannot reach cheaply.
-type Observer func(*Snapshot) (any, error)
+// FactFunc supplies a fact from Go where CEL cannot reach cheaply (the
+// table names it with `observer:`).
+type FactFunc func(*Snapshot) (any, error)
 
 // Options are the engine's collaborators: the action catalog the steps are
 // checked against and the Go observers facts may name.
 type Options struct {
 	Catalog   Catalog
-	Observers map[string]Observer
+	FactFuncs map[string]FactFunc
 }
 
 // fact is a compiled fact.
@@ -38,7 +39,7 @@ type fact struct {
 	def      FactDef
 	index    int
 	prg      cel.Program
-	observer Observer
+	observer FactFunc
 	inputs   []string // the snapshot inputs the expression reads
 	// direct reads the value straight from the snapshot when the
 	// expression is nothing but one input: same result, no interpretation.
@@ -87,7 +88,7 @@ func factEnv(facts []*fact) (*cel.Env, error) {
 }
 
 // compileFacts type-checks every fact against the snapshot inputs.
-func compileFacts(defs []FactDef, observers map[string]Observer) ([]*fact, error) {
+func compileFacts(defs []FactDef, observers map[string]FactFunc) ([]*fact, error) {
 	env, err := inputEnv()
 	if err != nil {
 		return nil, fmt.Errorf("rules: building the fact environment: %w", err)

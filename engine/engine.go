@@ -43,7 +43,7 @@ func Load(data []byte, opts Options) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	facts, err := compileFacts(t.Facts, opts.Observers)
+	facts, err := compileFacts(t.Facts, opts.FactFuncs)
 	if err != nil {
 		return nil, err
 	}

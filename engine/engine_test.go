@@ -182,13 +182,13 @@ func TestObserverFacts(t *testing.T) {
 	table := strings.Replace(base, `expr: claim.deleting`, `observer: deletingObserver`, 1)
 	boom := errors.New("noderotation.io/retry-count \"-1\" is not a non-negative integer")
 	var fail bool
-	obs := map[string]Observer{"deletingObserver": func(s *Snapshot) (any, error) {
+	obs := map[string]FactFunc{"deletingObserver": func(s *Snapshot) (any, error) {
 		if fail {
 			return nil, boom
 		}
 		return s.Claim.Deleting, nil
 	}}
-	e, err := Load([]byte(table), Options{Catalog: testCatalog(), Observers: obs})
+	e, err := Load([]byte(table), Options{Catalog: testCatalog(), FactFuncs: obs})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,7 +197,7 @@ func TestObserverFacts(t *testing.T) {
 	}
 	// Used only if a guard reads it; make one that does.
 	table = strings.Replace(table, `guard: "!frozen"`, `guard: "!frozen && (deleting || !deleting)"`, 1)
-	if e, err = Load([]byte(table), Options{Catalog: testCatalog(), Observers: obs}); err != nil {
+	if e, err = Load([]byte(table), Options{Catalog: testCatalog(), FactFuncs: obs}); err != nil {
 		t.Fatal(err)
 	}
 	fail = true

@@ -66,7 +66,7 @@ type ClaimObservation struct {
 // SurgeObservation is the placeholder's and surge host's side.
 type SurgeObservation struct {
 	PlaceholderExists bool `json:"placeholderExists"`
-	Ready             bool `json:"ready"`    // surge_ready (§3.5)
+	Ready             bool `json:"ready"`    // surge_ready (docs/design.md#surge)
 	Headroom          bool `json:"headroom"` // the placeholder fits spec.limits − status.resources
 }
 

@@ -1,8 +1,8 @@
 package v1alpha1
 
-// The state model of §5.3: every key the controller reads or writes on
-// NodePools, NodeClaims, Nodes and the placeholder Pod. All use the
-// noderotation.io/ prefix except Karpenter's own do-not-disrupt.
+// The state model (docs/design.md#state-model): every key the controller
+// reads or writes on NodePools, NodeClaims, Nodes and the placeholder Pod.
+// All use the noderotation.io/ prefix except Karpenter's own do-not-disrupt.
 const (
 	Prefix = "noderotation.io/"
 
@@ -41,7 +41,7 @@ const (
 )
 
 // RotationScoped are the NodePool keys cleared together with the anchor: no
-// companion field outlives the rotation (§5.3 "Clearing the anchor").
+// companion field outlives the rotation (docs/design.md#state-model).
 var RotationScoped = []string{
 	AnnotationActiveRotation, AnnotationActiveRotationState, AnnotationDrainingAt,
 	AnnotationSurgeWait, AnnotationRotationMode,

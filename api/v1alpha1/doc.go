@@ -1,6 +1,7 @@
 // Package v1alpha1 is the noderotation.io/v1alpha1 API: the cluster-scoped
-// RotationPolicy an operator authors to govern NodePools (§5.4). Its status
-// is observational only; rotation state lives in annotations (§5.1).
+// RotationPolicy an operator authors to govern NodePools
+// (docs/design.md#governance). Its status is observational only; rotation
+// state lives in annotations (docs/design.md#state-model).
 //
 // Durations are strings validated by the CRD and parsed by the controller,
 // never decoded into time.Duration by the client: a policy stored with a

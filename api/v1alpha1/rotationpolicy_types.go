@@ -5,8 +5,9 @@ import (
 )
 
 // RotationPolicy governs the graceful rotation of the NodePools its
-// nodePoolSelector selects (§5.4). The most specific selector wins a pool;
-// an equal-specificity tie is a conflict and that pool is not rotated.
+// nodePoolSelector selects. The most specific selector wins a pool; an
+// equal-specificity tie is a conflict and that pool is not rotated (see
+// docs/design.md#governance).
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:scope=Cluster,shortName=rotpol,categories=noderotation
@@ -34,7 +35,8 @@ type RotationPolicySpec struct {
 	NodePoolSelector metav1.LabelSelector `json:"nodePoolSelector,omitempty"`
 
 	// ageThreshold is "auto" (derived: expireAfter − (minRotationChances·P +
-	// t_rot), DESIGN.md §3) or a Go duration that overrides the derivation.
+	// t_rot), see docs/design.md#age-threshold) or a Go duration that
+	// overrides the derivation.
 	// +kubebuilder:default=auto
 	// +kubebuilder:validation:XValidation:rule="self == 'auto' || self.matches('^([0-9]+(\\\\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$')",message="ageThreshold must be \"auto\" or a Go duration such as 120h"
 	// +kubebuilder:validation:XValidation:rule="self == 'auto' || !self.matches('^([0-9]+(\\\\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$') || duration(self) > duration('0s')",message="ageThreshold must be greater than 0"
@@ -151,7 +153,8 @@ type SurgeSpec struct {
 	MatchNodeRequirements MatchNodeRequirements `json:"matchNodeRequirements,omitempty"`
 
 	// forcefulFallback opts into the surge-less rotation of a claim too close
-	// to its deadline for a surge to finish (DESIGN.md §5).
+	// to its deadline for a surge to finish (see
+	// docs/design.md#forceful-fallback).
 	// +optional
 	ForcefulFallback ForcefulFallback `json:"forcefulFallback,omitempty"`
 

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/noderotation/node-rotation-controller/engine"
+	"github.com/noderotation/node-rotation-controller/internal/table"
 	"github.com/noderotation/node-rotation-controller/rules"
 )
 
@@ -84,7 +85,7 @@ func loadRules(args []string) (*engine.Engine, string, error) {
 		}
 		source = args[0]
 	}
-	e, err := rules.LoadTable(data)
+	e, err := table.LoadTable(data)
 	if err != nil {
 		return nil, "", exitError{code: exitFatal, err: fmt.Errorf("%s: %w", source, err)}
 	}

@@ -1,18 +1,61 @@
 package announce
 
 import (
+	"fmt"
 	"strings"
+	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
-	"github.com/noderotation/node-rotation-controller/actions"
+	"github.com/noderotation/node-rotation-controller/internal/metrics"
 	"github.com/noderotation/node-rotation-controller/internal/observe"
+	"github.com/noderotation/node-rotation-controller/internal/surge"
 )
+
+// rotationCompleted announces the outcome the anchor release read from the
+// pool it cleared: success with the drain and surge figures, or a late
+// force-expiry.
+func (an *Announcer) rotationCompleted(s step) {
+	res, _ := s.last("anchor-release")
+	v := res.Values
+	pool, now := s.pool(), s.obs.Now
+	if v["outcome"] != "success" {
+		metrics.Completed.WithLabelValues(pool, "expired").Inc()
+		s.log.Info("rotation complete", "outcome", "expired", "mode", mode(v["mode"]))
+		return
+	}
+	metrics.Completed.WithLabelValues(pool, "success").Inc()
+	kv := []any{"outcome", "success", "mode", mode(v["mode"])}
+	drainingAt, err := time.Parse(time.RFC3339, v["drainingAt"])
+	if err == nil {
+		kv = append(kv, "drain", now.Sub(drainingAt).Round(time.Second).String())
+		metrics.Duration.WithLabelValues(pool, "drain").Observe(now.Sub(drainingAt).Seconds())
+	}
+	path := ""
+	if host := surgeHostAtCompletion(s); host != "" {
+		kv = append(kv, "surgeNode", host)
+		if wait, err := time.ParseDuration(v["surgeWait"]); err == nil && !drainingAt.IsZero() {
+			kv = append(kv, "surgeWait", wait.String())
+			path = surge.Path(claimOnNode(s.obs, host), drainingAt.Add(-wait))
+			if path != "" {
+				kv = append(kv, "surgePath", path)
+			}
+			kv = append(kv, "total", now.Sub(drainingAt.Add(-wait)).Round(time.Second).String())
+		}
+	}
+	s.log.Info("rotation complete", kv...)
+	msg := fmt.Sprintf("old NodeClaim %s finalized", s.claim())
+	if path != "" {
+		msg += "; surgePath " + path
+	}
+	an.event(s.obs.Pool, corev1.EventTypeNormal, "RotationCompleted", msg)
+}
 
 // surgeHostAtCompletion is the node the unfreeze step of this pass released
 // (the old node is gone by completion, so it is the surge host).
-func surgeHostAtCompletion(p *actions.Pass) string {
-	res, ok := p.Last("unfreeze")
+func surgeHostAtCompletion(s step) string {
+	res, ok := s.last("unfreeze")
 	if !ok {
 		return ""
 	}

@@ -1,5 +1,8 @@
-// Package controller holds the reconcilers. The NodePool reconciler is thin:
-// observe (internal/observe) → snapshot → engine decision (engine, rules) →
-// actions (actions), one non-blocking step per pass, requeued at the next
-// instant that matters and at least every minute.
+// Package controller holds the reconcilers. The NodePool reconciler
+// composes one pass, and the arrows point one way: observe
+// (internal/observe) → decide (engine, with the table of internal/table) →
+// act (actions, on the targets the pass hands them) → announce
+// (internal/announce, fed each announce step by the pass). One
+// non-blocking step per pass, requeued at the next instant that matters
+// and at least every minute (docs/design.md#state-model).
 package controller

@@ -110,7 +110,7 @@ func (r *PolicyStatusReconciler) compute(p *v1alpha1.RotationPolicy, policies []
 func fatalReasons(s policy.Settings, pool *karpv1.NodePool, now time.Time) []string {
 	inputs, d := s.Derive(pool, now)
 	var out []string
-	for _, f := range append(schedule.Findings(inputs, d, schedule.Population{}), s.Findings()...) {
+	for _, f := range s.Assess(inputs, d, schedule.Population{}) {
 		if f.Severity == schedule.Fatal {
 			out = append(out, f.Reason)
 		}

@@ -1,78 +1,76 @@
 package controller
 
 import (
-	"context"
+	"fmt"
+	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
+	"github.com/noderotation/node-rotation-controller/internal/announce"
+	"github.com/noderotation/node-rotation-controller/internal/metrics"
+	"github.com/noderotation/node-rotation-controller/internal/observe"
+	"github.com/noderotation/node-rotation-controller/internal/sweep"
+	"github.com/noderotation/node-rotation-controller/internal/table"
 )
 
-// SetupWithManager registers the reconciler keyed on NodePool, watching
-// NodeClaims (→ their pool), placeholder Pods (→ their pool), the pool's
-// Nodes on changes that matter, and RotationPolicies (→ every pool).
-func (r *NodePoolReconciler) SetupWithManager(mgr ctrl.Manager, name string) error {
-	byLabel := func(key string) handler.EventHandler {
-		return handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
-			if pool := o.GetLabels()[key]; pool != "" {
-				return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: pool}}}
-			}
-			return nil
-		})
-	}
-	return ctrl.NewControllerManagedBy(mgr).
-		Named(name).
-		For(&karpv1.NodePool{}).
-		Watches(&karpv1.NodeClaim{}, byLabel(karpv1.NodePoolLabelKey)).
-		Watches(&corev1.Pod{}, byLabel(v1alpha1.LabelNodePool)).
-		Watches(&corev1.Node{}, byLabel(karpv1.NodePoolLabelKey), builder.WithPredicates(nodeChangeMatters())).
-		Watches(&v1alpha1.RotationPolicy{}, handler.EnqueueRequestsFromMapFunc(r.allPools)).
-		Complete(r)
+// Config is what the reconcilers need from the command line.
+type Config struct {
+	Namespace                string
+	PlaceholderPriorityClass string
+	PlaceholderImage         string
+	// Name distinguishes controllers when several run in one process (tests).
+	Name  string
+	Clock func() time.Time
 }
 
-// allPools re-enqueues every NodePool: one policy change can alter which
-// policy wins any pool (§5.4).
-func (r *NodePoolReconciler) allPools(ctx context.Context, _ client.Object) []reconcile.Request {
-	pools := &karpv1.NodePoolList{}
-	if err := r.Client.List(ctx, pools); err != nil {
-		r.Log.Error(err, "listing NodePools to re-resolve after a RotationPolicy change")
-		return nil
-	}
-	out := make([]reconcile.Request, len(pools.Items))
-	for i, p := range pools.Items {
-		out[i] = reconcile.Request{NamespacedName: types.NamespacedName{Name: p.Name}}
-	}
-	return out
+// CacheOptions keeps the cache small: Pods only in the controller's
+// namespace and only our placeholders (no cluster-wide Pod cache).
+func CacheOptions(namespace string) cache.Options {
+	surgeFor, _ := labels.NewRequirement(v1alpha1.LabelSurgeFor, selection.Exists, nil)
+	return cache.Options{ByObject: map[client.Object]cache.ByObject{
+		&corev1.Pod{}: {Namespaces: map[string]cache.Config{namespace: {}}, Label: labels.NewSelector().Add(*surgeFor)},
+	}}
 }
 
-// nodeChangeMatters passes node creation/deletion and updates of labels,
-// annotations, cordon or the Ready condition — not heartbeats.
-func nodeChangeMatters() predicate.Predicate {
-	return predicate.Funcs{
-		UpdateFunc: func(e event.UpdateEvent) bool {
-			o, n := e.ObjectOld.(*corev1.Node), e.ObjectNew.(*corev1.Node)
-			return !equality.Semantic.DeepEqual(o.Labels, n.Labels) ||
-				!equality.Semantic.DeepEqual(o.Annotations, n.Annotations) ||
-				o.Spec.Unschedulable != n.Spec.Unschedulable || readyOf(o) != readyOf(n)
-		},
+// Setup loads and proves the rules table and registers the NodePool
+// reconciler with the manager.
+func Setup(mgr ctrl.Manager, cfg Config, log logr.Logger) (*NodePoolReconciler, error) {
+	eng, err := table.Load()
+	if err != nil {
+		return nil, fmt.Errorf("the rules table does not prove: %w", err)
 	}
-}
-
-func readyOf(n *corev1.Node) corev1.ConditionStatus {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status
-		}
+	if err := announce.Check(); err != nil {
+		return nil, fmt.Errorf("the announcer cannot make every announcement the table may name: %w", err)
 	}
-	return corev1.ConditionUnknown
+	log.Info("rules table loaded", "version", eng.Version())
+	metrics.Register(eng.Version())
+	if cfg.Clock == nil {
+		cfg.Clock = time.Now
+	}
+	if cfg.Name == "" {
+		cfg.Name = "nodepool-rotation"
+	}
+	r := &NodePoolReconciler{
+		Client: mgr.GetClient(), Fresh: mgr.GetAPIReader(), Engine: eng, Log: log,
+		Observer:    &observe.Observer{Cache: mgr.GetClient(), API: mgr.GetAPIReader(), Namespace: cfg.Namespace, Clock: cfg.Clock},
+		Announcer:   announce.New(log, mgr.GetEventRecorderFor("node-rotation-controller")),
+		Placeholder: PlaceholderConfig{Namespace: cfg.Namespace, PriorityClass: cfg.PlaceholderPriorityClass, Image: cfg.PlaceholderImage},
+	}
+	sw := &sweep.Sweeper{Client: mgr.GetClient(), Fresh: mgr.GetAPIReader(), Namespace: cfg.Namespace, Log: log.WithName("sweep"), Alert: r.Announcer}
+	r.Sweep = sw.Run
+	if err := r.SetupWithManager(mgr, cfg.Name); err != nil {
+		return nil, fmt.Errorf("setting up the NodePool reconciler: %w", err)
+	}
+	ps := &PolicyStatusReconciler{Client: mgr.GetClient(), Log: log.WithName("policy-status"), Clock: cfg.Clock}
+	if err := ps.SetupWithManager(mgr, cfg.Name+"-policy-status"); err != nil {
+		return nil, fmt.Errorf("setting up the RotationPolicy status reconciler: %w", err)
+	}
+	return r, nil
 }

@@ -5,44 +5,56 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
-	"github.com/noderotation/node-rotation-controller/internal/observe"
+	"github.com/noderotation/node-rotation-controller/internal/schedule"
 )
 
-// Observe sets the pool's gauges from one pass's observation (§4.2 metric
-// details). An ungoverned pool's series are dropped instead.
-func Observe(o *observe.Observation) {
-	name := o.Pool.Name
-	conflicted := len(o.Governance.Conflict) > 0 || (o.Governance.Governed() && o.PolicyErr != nil)
-	if !o.Governed() && !conflicted {
-		Forget(name)
-		return
-	}
-	PolicyConflict.WithLabelValues(name).Set(b2f(conflicted))
-	c := o.Census
-	Candidates.WithLabelValues(name).Set(float64(c.Candidates))
-	InBackoff.WithLabelValues(name).Set(float64(c.InBackoff))
-	InProgress.WithLabelValues(name).Set(b2f(o.Pool.Annotations[v1alpha1.AnnotationActiveRotation] != ""))
-	ShortLeadNodes.WithLabelValues(name).Set(float64(c.ShortLead))
-	RetryCount.WithLabelValues(name).Set(float64(c.MaxRetry))
-	WindowActive.WithLabelValues(name).Set(b2f(o.WindowOpen))
-	freeze := 0.0
-	if t, err := time.Parse(time.RFC3339, o.Pool.Annotations[v1alpha1.AnnotationFreeze]); err == nil && t.After(o.Now) {
-		freeze = float64(t.Unix())
-	}
-	FreezeUntil.WithLabelValues(name).Set(freeze)
-	stuck := o.Subject != nil && o.Subject.DeletionTimestamp != nil &&
-		o.Subject.Annotations[v1alpha1.AnnotationState] == v1alpha1.StateDraining &&
-		o.Now.Sub(o.Subject.DeletionTimestamp.Time) > time.Duration(o.Snapshot.Policy.DrainBound)
-	DrainStuck.WithLabelValues(name).Set(b2f(stuck))
-	derived(o)
+// Pool is what one pass computed about a pool, as its gauges show it: the
+// same governance, census and drain facts the rules table decided on.
+type Pool struct {
+	Name string
+	// Governance is the table's governance fact: governed, ungoverned,
+	// conflict or invalid.
+	Governance                                 string
+	Candidates, InBackoff, ShortLead, MaxRetry int
+	// InFlight: a rotation is anchored on the pool.
+	InFlight   bool
+	WindowOpen bool
+	// FreezeUntil is the end of a freeze in force; zero when none.
+	FreezeUntil time.Time
+	// DrainStuck is the table's drainStuck fact for a draining rotation.
+	DrainStuck bool
+	Derivation schedule.Derivation
 }
 
-// derived sets the schedule gauges: all 0 when expireAfter is Never; with
-// no occurrence, only throughput_capacity is 0.
-func derived(o *observe.Observation) {
-	name, d := o.Pool.Name, o.Derivation
-	if o.PolicyErr != nil || d.NoDeadline {
+// Record sets the pool's gauges from one pass (docs/observability.md). An
+// ungoverned pool's series are dropped instead.
+func Record(p Pool) {
+	if p.Governance == "ungoverned" {
+		Forget(p.Name)
+		return
+	}
+	name := p.Name
+	PolicyConflict.WithLabelValues(name).Set(b2f(p.Governance == "conflict" || p.Governance == "invalid"))
+	Candidates.WithLabelValues(name).Set(float64(p.Candidates))
+	InBackoff.WithLabelValues(name).Set(float64(p.InBackoff))
+	InProgress.WithLabelValues(name).Set(b2f(p.InFlight))
+	ShortLeadNodes.WithLabelValues(name).Set(float64(p.ShortLead))
+	RetryCount.WithLabelValues(name).Set(float64(p.MaxRetry))
+	WindowActive.WithLabelValues(name).Set(b2f(p.WindowOpen))
+	freeze := 0.0
+	if !p.FreezeUntil.IsZero() {
+		freeze = float64(p.FreezeUntil.Unix())
+	}
+	FreezeUntil.WithLabelValues(name).Set(freeze)
+	DrainStuck.WithLabelValues(name).Set(b2f(p.DrainStuck))
+	derived(p)
+}
+
+// derived sets the schedule gauges: all 0 when expireAfter is Never or the
+// policy is invalid; with no occurrence, only throughput_capacity is 0.
+func derived(p Pool) {
+	name, d := p.Name, p.Derivation
+	if p.Governance == "invalid" || d.NoDeadline {
 		for _, g := range []*prometheus.GaugeVec{AgeThreshold, RotationChances, ThroughputCapacity, TRotEstimate, TRotBound, WindowPeriod} {
 			g.WithLabelValues(name).Set(0)
 		}

@@ -1,8 +1,9 @@
-// Package metrics defines the §4.2 Prometheus metrics, registered once per
-// process on controller-runtime's registry and served by the manager's
-// metrics endpoint. Counters and the histogram are incremented only by the
-// pass whose write earned the announcement; gauges are recomputed from each
-// pass's observation and their series are dropped with the pool.
+// Package metrics defines the Prometheus metrics of docs/observability.md,
+// registered once per process on controller-runtime's registry and served
+// by the manager's metrics endpoint. Counters and the histogram are
+// incremented only by the pass whose write earned the announcement; gauges
+// are set from what each pass computed for the table, and their series are
+// dropped with the pool.
 package metrics
 
 import (

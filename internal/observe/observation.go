@@ -7,6 +7,7 @@ import (
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/noderotation/node-rotation-controller/engine"
+	"github.com/noderotation/node-rotation-controller/internal/census"
 	"github.com/noderotation/node-rotation-controller/internal/policy"
 	"github.com/noderotation/node-rotation-controller/internal/schedule"
 	"github.com/noderotation/node-rotation-controller/internal/surge"
@@ -26,19 +27,25 @@ type Observation struct {
 	WindowOpen bool
 
 	Claims []karpv1.NodeClaim // the pool's claims
-	Census Census
+	// Census is the classification of Claims (only Total when the pool is
+	// not governed), with the candidate and each claim's figures.
+	Census census.Result
 
 	// Subject is the claim this pass is about: the anchored claim, or the
 	// selected candidate when the pool is idle. Nil when the anchored
 	// claim is gone or there is no candidate.
 	Subject     *karpv1.NodeClaim
 	SubjectName string
-	Candidate   *Candidate
 
 	OldNode        *corev1.Node
 	Placeholder    *corev1.Pod
 	SurgeHost      *corev1.Node
 	SurgeHostClaim *karpv1.NodeClaim
+	// InducedClaim is the surge NodeClaim this attempt induced, when one is
+	// known: the claim named by surge-claim, else the placeholder's host's
+	// claim, else a claim of the pool with no node yet created since
+	// started-at. A rollback reaps it (docs/design.md#surge).
+	InducedClaim *karpv1.NodeClaim
 	// Sizing and Shortfall are computed only when a placeholder may be
 	// needed (a start, a retry, or a missing placeholder while pending).
 	Sizing    *surge.Sizing
@@ -48,47 +55,30 @@ type Observation struct {
 
 	// BadAnnotations are malformed values found outside the engine's facts
 	// (e.g. on a claim considered for candidacy); each becomes a Warning.
-	BadAnnotations []BadAnnotation
+	BadAnnotations []census.BadAnnotation
 
 	Snapshot engine.Snapshot
-	inputs   schedule.Inputs
-	figures  map[string]claimFigures // by claim name, from the census
+	inputs   schedule.Inputs // what Derivation was derived from
 	// NextInstant is the next moment something time-based changes.
 	NextInstant time.Time
 }
 
 // Governed reports whether exactly one valid policy governs the pool.
-func (o *Observation) Governed() bool { return governanceState(o) == "governed" }
+func (o *Observation) Governed() bool { return o.GovernanceState() == "governed" }
 
-// BadAnnotation is a malformed annotation on an object.
-type BadAnnotation struct {
-	Object, Key, Value, Problem string
+// GovernanceState is the engine's governance fact: governed, ungoverned,
+// conflict (a tie) or invalid (docs/design.md#governance).
+func (o *Observation) GovernanceState() string {
+	switch {
+	case len(o.Governance.Conflict) > 0:
+		return "conflict"
+	case !o.Governance.Governed():
+		return "ungoverned"
+	case o.PolicyErr != nil:
+		return "invalid"
+	}
+	return "governed"
 }
 
-// Candidate is the selected claim and its figures.
-type Candidate struct {
-	Claim    *karpv1.NodeClaim
-	Kind     string // surge or forcefulFallback
-	Deadline time.Time
-	Age      time.Duration
-}
-
-// Census counts the pool's claims by their place in the rotation.
-type Census struct {
-	Total      int `json:"total"`
-	Candidates int `json:"candidates"` // eligible now
-	InBackoff  int `json:"inBackoff"`  // past the trigger, held only by retryBackoff
-	InFlight   int `json:"inFlight"`   // pending or draining
-	NotDue     int `json:"notDue"`     // not yet past the trigger
-	OptedOut   int `json:"optedOut"`   // operator-set do-not-disrupt
-	NotReady   int `json:"notReady"`
-	Deleting   int `json:"deleting"`
-	Expired    int `json:"expired"`
-	NoDeadline int `json:"noDeadline"` // expireAfter Never
-	ShortLead  int `json:"shortLead"`  // own expireAfter ≤ K·P + t_rot
-	MaxRetry   int `json:"maxRetry"`   // highest retry-count
-}
-
-// Outstanding is candidates + in_backoff: the work the window-missed
-// evaluation judges a closed occurrence by.
-func (c Census) Outstanding() int { return c.Candidates + c.InBackoff }
+// Candidate is the census's selected claim, nil when none.
+func (o *Observation) Candidate() *census.Candidate { return o.Census.Candidate }

@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
+	"github.com/noderotation/node-rotation-controller/internal/census"
 	"github.com/noderotation/node-rotation-controller/internal/policy"
 )
 
@@ -43,9 +45,7 @@ func (o *Observer) Observe(ctx context.Context, pool string) (*Observation, erro
 		return nil, fmt.Errorf("listing NodeClaims of %s: %w", pool, err)
 	}
 	obs.Claims = claims.Items
-	if err := o.census(ctx, obs); err != nil {
-		return nil, err
-	}
+	o.census(ctx, obs)
 	if err := o.subject(ctx, obs); err != nil {
 		return nil, err
 	}
@@ -73,15 +73,40 @@ func (o *Observer) governance(ctx context.Context, obs *Observation) error {
 	return nil
 }
 
-// governanceState is the engine's governance fact value.
-func governanceState(obs *Observation) string {
-	switch {
-	case len(obs.Governance.Conflict) > 0:
-		return "conflict"
-	case !obs.Governance.Governed():
-		return "ungoverned"
-	case obs.PolicyErr != nil:
-		return "invalid"
+// census classifies the claims of a governed pool and assesses its
+// findings; an ungoverned pool's census is its claim count.
+func (o *Observer) census(ctx context.Context, obs *Observation) {
+	if !obs.Governed() {
+		obs.Census = census.Result{Census: census.Census{Total: len(obs.Claims)}}
+		return
 	}
-	return "governed"
+	obs.Census = census.Take(census.Input{
+		Now: obs.Now, Claims: obs.Claims, Settings: obs.Settings, Derivation: obs.Derivation,
+		OptedOut: func(c *karpv1.NodeClaim) bool { return o.optedOut(ctx, c) },
+	})
+	obs.BadAnnotations = append(obs.BadAnnotations, obs.Census.Bad...)
+	obs.Findings = obs.Settings.Assess(obs.inputs, obs.Derivation, obs.Census.Population)
+}
+
+// optedOut reports an operator-set karpenter.sh/do-not-disrupt: "true" on
+// the claim's node — one without our ownership marker.
+func (o *Observer) optedOut(ctx context.Context, c *karpv1.NodeClaim) bool {
+	if c.Status.NodeName == "" {
+		return false
+	}
+	n := &corev1.Node{}
+	if err := o.Cache.Get(ctx, client.ObjectKey{Name: c.Status.NodeName}, n); err != nil {
+		return false
+	}
+	return n.Annotations[v1alpha1.KarpenterDoNotDisrupt] == "true" && n.Annotations[v1alpha1.AnnotationDoNotDisruptOwned] != "true"
+}
+
+func getOptional(ctx context.Context, r client.Reader, key client.ObjectKey, obj client.Object) (bool, error) {
+	if err := r.Get(ctx, key, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		return false, fmt.Errorf("reading %T %s: %w", obj, key, err)
+	}
+	return true, nil
 }

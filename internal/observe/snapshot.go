@@ -5,6 +5,7 @@ import (
 
 	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
 	"github.com/noderotation/node-rotation-controller/engine"
+	"github.com/noderotation/node-rotation-controller/internal/census"
 	"github.com/noderotation/node-rotation-controller/internal/schedule"
 	"github.com/noderotation/node-rotation-controller/internal/surge"
 )
@@ -16,7 +17,7 @@ func snapshot(obs *Observation) engine.Snapshot {
 	s := engine.Snapshot{
 		Now: obs.Now,
 		Pool: engine.PoolObservation{
-			Governance: governanceState(obs), Static: obs.Pool.Spec.Replicas != nil,
+			Governance: obs.GovernanceState(), Static: obs.Pool.Spec.Replicas != nil,
 			Feasible: !schedule.HasFatal(obs.Findings), WindowOpen: obs.WindowOpen,
 			Anchor: a[v1alpha1.AnnotationActiveRotation], RotationState: a[v1alpha1.AnnotationActiveRotationState],
 			Freeze: a[v1alpha1.AnnotationFreeze], LastRotationAt: a[v1alpha1.AnnotationLastRotationAt],
@@ -29,10 +30,10 @@ func snapshot(obs *Observation) engine.Snapshot {
 			DrainBound:    engine.Duration(obs.Derivation.TGP + schedule.Buffer),
 		},
 		Candidate:   "none",
-		Outstanding: obs.Census.Outstanding(),
+		Outstanding: obs.Census.Census.Outstanding(),
 	}
-	if obs.Candidate != nil {
-		s.Candidate = obs.Candidate.Kind
+	if c := obs.Candidate(); c != nil {
+		s.Candidate = c.Kind
 	}
 	if anchored := s.Pool.Anchor != ""; anchored && obs.Subject != nil {
 		c := obs.Subject
@@ -45,7 +46,7 @@ func snapshot(obs *Observation) engine.Snapshot {
 			s.Claim.DeletedAt = c.DeletionTimestamp.Time
 		}
 		if s.Claim.State == v1alpha1.StateFailed {
-			if at, bad := retryAt(obs, c); bad == nil {
+			if at, bad := census.ClaimRetryAt(c, obs.Settings); bad == nil {
 				s.Claim.RetryAt = at
 			}
 		}
@@ -96,9 +97,8 @@ func nextInstant(obs *Observation) time.Time {
 		}
 	}
 	consider(obs.Snapshot.Claim.RetryAt)
-	for _, f := range obs.figures {
-		consider(f.trigger)
-		consider(f.retryAt)
+	for _, t := range obs.Census.Instants() {
+		consider(t)
 	}
 	return next
 }

@@ -3,12 +3,14 @@ package observe
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
+	"github.com/noderotation/node-rotation-controller/internal/census"
 	"github.com/noderotation/node-rotation-controller/internal/surge"
 )
 
@@ -29,8 +31,8 @@ func (o *Observer) subject(ctx context.Context, obs *Observation) error {
 				return err
 			}
 		}
-	case obs.Candidate != nil:
-		obs.Subject, obs.SubjectName = obs.Candidate.Claim, obs.Candidate.Claim.Name
+	case obs.Candidate() != nil:
+		obs.Subject, obs.SubjectName = obs.Candidate().Claim, obs.Candidate().Claim.Name
 	default:
 		return nil
 	}
@@ -49,14 +51,14 @@ func (o *Observer) foreignAnchor(ctx context.Context, obs *Observation, anchor s
 	if err != nil || !found {
 		return err
 	}
-	return &BadStateError{BadAnnotation{
+	return &BadStateError{census.BadAnnotation{
 		Object: "NodePool/" + obs.Pool.Name, Key: v1alpha1.AnnotationActiveRotation, Value: anchor,
 		Problem: fmt.Sprintf("names a NodeClaim of NodePool %q", c.Labels[karpv1.NodePoolLabelKey]),
 	}}
 }
 
 // BadStateError stops a pass: acting on it could be destructive.
-type BadStateError struct{ BadAnnotation }
+type BadStateError struct{ census.BadAnnotation }
 
 func (e *BadStateError) Error() string {
 	return fmt.Sprintf("%s: annotation %s=%q %s", e.Object, e.Key, e.Value, e.Problem)
@@ -92,8 +94,46 @@ func (o *Observer) around(ctx context.Context, obs *Observation) error {
 			}
 		}
 	}
+	obs.InducedClaim = inducedClaim(obs)
 	obs.AvoidHostnames = o.avoid(ctx, obs)
 	return nil
+}
+
+// inducedClaim finds the surge NodeClaim the attempt induced: the one named
+// by surge-claim, else the placeholder's host's claim, else a claim of the
+// pool with no node yet, created since started-at. Only a claim created
+// since started-at counts: one that predates the attempt was absorbed, not
+// induced, and a rollback must never reap it.
+func inducedClaim(obs *Observation) *karpv1.NodeClaim {
+	if obs.Subject == nil {
+		return nil
+	}
+	started, err := time.Parse(time.RFC3339, obs.Subject.Annotations[v1alpha1.AnnotationStartedAt])
+	if err != nil {
+		return nil
+	}
+	other := func(match func(*karpv1.NodeClaim) bool) *karpv1.NodeClaim {
+		for i := range obs.Claims {
+			if c := &obs.Claims[i]; c.Name != obs.SubjectName && match(c) {
+				return c
+			}
+		}
+		return nil
+	}
+	var target *karpv1.NodeClaim
+	if name := obs.Subject.Annotations[v1alpha1.AnnotationSurgeClaim]; name != "" {
+		target = other(func(c *karpv1.NodeClaim) bool { return c.Name == name })
+	}
+	if target == nil {
+		target = obs.SurgeHostClaim
+	}
+	if target == nil {
+		target = other(func(c *karpv1.NodeClaim) bool { return c.Status.NodeName == "" && surge.CreatedSince(c, started) })
+	}
+	if target == nil || !surge.CreatedSince(target, started) {
+		return nil
+	}
+	return target
 }
 
 // avoid lists the hostnames the placeholder should avoid: the old node and
@@ -108,7 +148,7 @@ func (o *Observer) avoid(ctx context.Context, obs *Observation) []string {
 		if c.Name == obs.SubjectName || c.Status.NodeName == "" {
 			continue
 		}
-		if f, ok := obs.figures[c.Name]; ok && !f.trigger.IsZero() && obs.Now.After(f.trigger) {
+		if f, ok := obs.Census.Figures[c.Name]; ok && f.Due(obs.Now) {
 			n := &corev1.Node{}
 			if err := o.Cache.Get(ctx, client.ObjectKey{Name: c.Status.NodeName}, n); err == nil {
 				out = append(out, hostname(n))

@@ -75,7 +75,7 @@ func Build(in Input) (Report, error) {
 		r.Gap = "none"
 	}
 	r.NextOccurrences = nextOccurrences(s.Calendar, in.Now, 3)
-	r.Findings = append(schedule.Findings(inputs, d, in.Population), s.Findings()...)
+	r.Findings = s.Assess(inputs, d, in.Population)
 	r.Fatal = schedule.HasFatal(r.Findings)
 	return r, nil
 }

@@ -20,3 +20,12 @@ func (s Settings) Derive(pool *karpv1.NodePool, now time.Time) (schedule.Inputs,
 	inputs := s.Inputs(tmpl.ExpireAfter.Duration, tgp)
 	return inputs, schedule.Derive(inputs, s.Calendar.Measure(now))
 }
+
+// Assess is every finding of a pool governed by these settings: the
+// schedule's layers 1 and 2 for the pool's population, and the policy's own
+// warnings. The controller, the policy status and `rotationctl plan` all
+// assemble findings here, so they never disagree
+// (docs/design.md#findings).
+func (s Settings) Assess(in schedule.Inputs, d schedule.Derivation, pop schedule.Population) []schedule.Finding {
+	return append(schedule.Findings(in, d, pop), s.Findings()...)
+}

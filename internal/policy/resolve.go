@@ -11,9 +11,9 @@ import (
 	"github.com/noderotation/node-rotation-controller/internal/schedule"
 )
 
-// The spec's defaults (§5.4), applied when a field is empty — the CRD
-// defaults them too, but an object written before a default existed, or
-// decoded from a file by rotationctl, may lack them.
+// The documented defaults (docs/policy.md), applied when a field is empty —
+// the CRD defaults them too, but an object written before a default existed,
+// or decoded from a file by rotationctl, may lack them.
 const (
 	DefaultMinRotationChances = 2
 	DefaultReadyTimeout       = 15 * time.Minute

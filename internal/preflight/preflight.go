@@ -1,7 +1,8 @@
-// Package preflight checks, before the first reconcile, what the
-// controller cannot work without (§5.1): the cluster serves karpenter.sh/v1
-// nodeclaims and nodepools, RBAC lets it read them, and the placeholder's
-// PriorityClass exists and is negative. A failure is one clear sentence.
+// Package preflight checks, before the first reconcile, what the controller
+// cannot work without (docs/design.md#the-problem): the cluster serves
+// karpenter.sh/v1 nodeclaims and nodepools, RBAC lets it read them, and the
+// placeholder's PriorityClass exists and is negative. A failure is one clear
+// sentence.
 package preflight
 
 import (
@@ -74,9 +75,10 @@ func canRead(ctx context.Context, c client.Client) error {
 	return nil
 }
 
-// placeholderPriority resolves the PriorityClass the way the placeholder
-// will meet it — a dry-run create of a Pod naming it — so no permission on
-// priorityclasses is needed (§4.3).
+// placeholderPriority resolves the PriorityClass the way the placeholder will
+// meet it — a dry-run create of a Pod naming it — so no permission on
+// priorityclasses is needed
+// (charts/node-rotation-controller/templates/rbac.yaml).
 func placeholderPriority(ctx context.Context, c client.Client, namespace, priorityClass string) error {
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{GenerateName: "nrc-preflight-", Namespace: namespace},

@@ -29,7 +29,7 @@ const (
 )
 
 // RetryWait is the window-aware wait after a failure at failedAt with the
-// retry count that failure produced (DESIGN.md §3).
+// retry count that failure produced (docs/design.md#failure-and-backoff).
 func (c Calendar) RetryWait(failedAt time.Time, retryBackoff time.Duration, retryCount int) (time.Duration, ClampCase) {
 	escalated := EscalatedBackoff(retryBackoff, retryCount)
 	occ, open := c.OccurrenceAt(failedAt)

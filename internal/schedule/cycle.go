@@ -2,12 +2,14 @@ package schedule
 
 import "time"
 
-// Tick is the reconcile backstop; a union open 24/7 has P = Tick (§3.1).
+// Tick is the reconcile backstop; a union open 24/7 has P = Tick
+// (docs/design.md#maintenance-windows).
 const Tick = time.Minute
 
 // Cycle holds the figures of one weekly cycle of the union, measured on the
-// real calendar from a given instant over the occurrences of the coming week. DST may shift one gap by ±1h, which the spec
-// accepts as an approximation of the wall-clock cycle.
+// real calendar from a given instant over the occurrences of the coming
+// week. DST may shift one gap by ±1h, which is accepted as an approximation
+// of the wall-clock cycle (docs/design.md#maintenance-windows).
 type Cycle struct {
 	// HasOccurrence is false when no window ever opens (fatal NoWindows).
 	HasOccurrence bool

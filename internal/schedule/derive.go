@@ -3,7 +3,8 @@ package schedule
 import "time"
 
 const (
-	// Buffer is 4 × the 30s short requeue: the slack t_rot allows (§3.2).
+	// Buffer is 4 × the 30s short requeue: the slack t_rot allows
+	// (docs/design.md#age-threshold).
 	Buffer = 2 * time.Minute
 	// TGPFallback stands in for an unset terminationGracePeriod.
 	TGPFallback = time.Hour
@@ -34,7 +35,7 @@ type Inputs struct {
 	Timing
 }
 
-// Derivation is every figure of DESIGN.md §3 for one pool.
+// Derivation is every figure of docs/design.md#age-threshold for one pool.
 type Derivation struct {
 	Cycle Cycle
 	// NoDeadline: expireAfter is Never, so no claim ever becomes a candidate

@@ -17,7 +17,7 @@ const (
 // hardCap is EKS Auto Mode's node lifetime cap (expireAfter + tGP ≤ 21d).
 const hardCap = 21 * 24 * time.Hour
 
-// Finding is one feasibility result of DESIGN.md §3.
+// Finding is one feasibility result (docs/design.md#findings).
 type Finding struct {
 	Layer    int      `json:"layer"`
 	Reason   string   `json:"reason"`

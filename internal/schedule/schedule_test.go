@@ -38,7 +38,7 @@ func dur(s string) time.Duration {
 
 func ptr(d time.Duration) *time.Duration { return &d }
 
-// workedInputs is DESIGN.md §3's worked example.
+// workedInputs is the worked example of docs/design.md#age-threshold.
 func workedInputs() Inputs {
 	return Inputs{
 		ExpireAfter: ptr(14 * 24 * time.Hour), TerminationGrace: ptr(time.Hour),

@@ -17,7 +17,8 @@ import (
 )
 
 // KarpenterV1 is the group/version whose nodepools and nodeclaims the
-// controller reads and writes (§5.1: the compatibility contract).
+// controller reads and writes (the compatibility contract:
+// docs/design.md#the-problem).
 var KarpenterV1 = schema.GroupVersion{Group: "karpenter.sh", Version: "v1"}
 
 // New returns a fresh scheme with every type the controller handles.

@@ -17,8 +17,9 @@ type Shortfall struct {
 }
 
 // Headroom checks that requests fit NodePool spec.limits − status.resources
-// for every limited resource (§4.1); ok is false with the first shortfall
-// (by resource name) otherwise. A pool without limits always has room.
+// for every limited resource (docs/design.md#start-gates); ok is false with
+// the first shortfall (by resource name) otherwise. A pool without limits
+// always has room.
 func Headroom(pool *karpv1.NodePool, requests corev1.ResourceList) (Shortfall, bool) {
 	names := make([]string, 0, len(pool.Spec.Limits))
 	for n := range pool.Spec.Limits {

@@ -7,9 +7,9 @@ import (
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 )
 
-// Ready is surge_ready (§3.5): the placeholder is Running, not terminating,
-// bound to a Ready node that is not the candidate's and whose
-// karpenter.sh/nodepool label is the pool.
+// Ready is surge_ready (docs/design.md#surge): the placeholder is Running,
+// not terminating, bound to a Ready node that is not the candidate's and
+// whose karpenter.sh/nodepool label is the pool.
 func Ready(placeholder *corev1.Pod, host *corev1.Node, candidateNode, pool string) bool {
 	if placeholder == nil || host == nil || placeholder.DeletionTimestamp != nil {
 		return false
@@ -31,9 +31,10 @@ func NodeReady(n *corev1.Node) bool {
 	return false
 }
 
-// Path names which §3.3 path reserved the capacity: "provisioned" when the
-// surge host's NodeClaim was created after the attempt started, "absorbed"
-// when it existed before, and "" when the host's claim is unknown.
+// Path names which surge path (docs/design.md#surge) reserved the capacity:
+// "provisioned" when the surge host's NodeClaim was created after the attempt
+// started, "absorbed" when it existed before, and "" when the host's claim is
+// unknown.
 func Path(hostClaim *karpv1.NodeClaim, startedAt time.Time) string {
 	if hostClaim == nil || startedAt.IsZero() {
 		return ""

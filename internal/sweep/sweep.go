@@ -1,9 +1,11 @@
-// Package sweep is the startup sweep of §5.3: run once before the first
-// reconcile, best-effort, it removes what a crash can leave behind and no
-// anchor references — placeholders, node markers, an orphaned draining
-// mirror — and fails a pending/draining claim that no anchor owns. It never
-// touches what an anchored rotation owns, and every line it logs names work
-// it performed, decided from the read its write was validated against.
+// Package sweep is the startup sweep (docs/design.md#startup-sweep): run
+// once before the first reconcile, best-effort, it removes what a crash can
+// leave behind and no anchor references — placeholders, node markers, an
+// orphaned draining mirror — and fails a pending/draining claim that no
+// anchor owns. It never touches what an anchored rotation owns, and every
+// line it logs names work it performed, decided from the read its write was
+// validated against. Its writes go through package conditional, like the
+// actions'.
 package sweep
 
 import (
@@ -16,11 +18,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
-	"github.com/noderotation/node-rotation-controller/actions"
 	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
+	"github.com/noderotation/node-rotation-controller/internal/conditional"
 )
 
-// Alerter is told about a claim the sweep failed (an alert: §5.3).
+// Alerter is told about a claim the sweep failed (an alert: docs/design.md#startup-sweep).
 type Alerter interface {
 	SweptClaim(claim *karpv1.NodeClaim, from string)
 }
@@ -104,7 +106,7 @@ func (s *Sweeper) nodes(ctx context.Context, anchored map[string]bool) {
 		}
 		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodes.Items[i].Name}}
 		var did string
-		out, err := actions.Conditional(ctx, s.Fresh, s.Client, n, func() (bool, error) {
+		out, err := conditional.Write(ctx, s.Fresh, s.Client, n, func() (bool, error) {
 			pair := n.Labels[v1alpha1.LabelSurgeFor]
 			if !marked(n) || anchored[pair] || (pair == "" && anchored[claimOfNode[n.Name]]) {
 				return false, nil // current markers of an anchored rotation, or already reversed
@@ -115,7 +117,7 @@ func (s *Sweeper) nodes(ctx context.Context, anchored map[string]bool) {
 		switch {
 		case err != nil:
 			s.Log.Error(err, "startup sweep: reversing node markers", "node", n.Name)
-		case out == actions.Claimed && did != "":
+		case out == conditional.Claimed && did != "":
 			s.Log.Info("startup sweep "+did+" a node no anchor references", "node", n.Name)
 		}
 	}
@@ -181,7 +183,7 @@ func (s *Sweeper) claims(ctx context.Context, anchored map[string]bool) {
 		}
 		nc := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: c.Name}}
 		var from string
-		out, err := actions.Conditional(ctx, s.Fresh, s.Client, nc, func() (bool, error) {
+		out, err := conditional.Write(ctx, s.Fresh, s.Client, nc, func() (bool, error) {
 			from = nc.Annotations[v1alpha1.AnnotationState]
 			if from != v1alpha1.StatePending && from != v1alpha1.StateDraining {
 				return false, nil
@@ -193,7 +195,7 @@ func (s *Sweeper) claims(ctx context.Context, anchored map[string]bool) {
 			s.Log.Error(err, "startup sweep: failing an unanchored claim", "nodeclaim", c.Name)
 			continue
 		}
-		if out == actions.Claimed {
+		if out == conditional.Claimed {
 			s.Log.Info("startup sweep failed a claim no anchor owns", "nodeclaim", c.Name, "from", from)
 			if s.Alert != nil {
 				s.Alert.SweptClaim(nc, from)
@@ -213,7 +215,7 @@ func (s *Sweeper) mirrors(ctx context.Context) {
 			continue
 		}
 		np := &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: p.Name}}
-		out, err := actions.Conditional(ctx, s.Fresh, s.Client, np, func() (bool, error) {
+		out, err := conditional.Write(ctx, s.Fresh, s.Client, np, func() (bool, error) {
 			if np.Annotations[v1alpha1.AnnotationActiveRotation] != "" || !hasScoped(np.Annotations) {
 				return false, nil
 			}
@@ -224,7 +226,7 @@ func (s *Sweeper) mirrors(ctx context.Context) {
 		})
 		if err != nil {
 			s.Log.Error(err, "startup sweep: removing an orphaned mirror", "nodepool", p.Name)
-		} else if out == actions.Claimed {
+		} else if out == conditional.Claimed {
 			s.Log.Info("startup sweep removed an orphaned active-rotation-state", "nodepool", p.Name)
 		}
 	}

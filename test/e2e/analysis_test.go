@@ -115,10 +115,15 @@ func maxInFlight(rec *recorder.Recorder, pool string) int {
 }
 
 // longestPending is the longest time any Pod of ns created after sinceRV
-// spent between its creation and Running, as the watch saw it.
-func longestPending(rec *recorder.Recorder, ns string, sinceRV int64) time.Duration {
+// spent pending, as the watch saw it, and how many such Pods there were. A
+// Pod is pending from its creation until it is first seen Running; one that
+// never ran counts until it was deleted, or until end (the end of the
+// observation) if it still exists — so a Pod stuck Pending is the longest
+// wait, never skipped.
+func longestPending(rec *recorder.Recorder, ns string, sinceRV int64, end time.Time) (time.Duration, int) {
 	created := map[string]time.Time{}
 	var longest time.Duration
+	n := 0
 	for _, r := range rec.Sorted() {
 		if r.Kind != "Pod" || r.Obj.GetNamespace() != ns {
 			continue
@@ -126,13 +131,19 @@ func longestPending(rec *recorder.Recorder, ns string, sinceRV int64) time.Durat
 		name := r.Obj.GetName()
 		if recorder.Added(r) && r.RV > sinceRV {
 			created[name] = r.Seen
+			n++
 		}
-		if p := r.Obj.(*corev1.Pod); p.Status.Phase == corev1.PodRunning {
-			if t, ok := created[name]; ok {
-				longest = max(longest, r.Seen.Sub(t))
-				delete(created, name)
-			}
+		t, waiting := created[name]
+		if !waiting {
+			continue
+		}
+		if p := r.Obj.(*corev1.Pod); p.Status.Phase == corev1.PodRunning || recorder.Deleted(r) {
+			longest = max(longest, r.Seen.Sub(t))
+			delete(created, name)
 		}
 	}
-	return longest
+	for _, t := range created {
+		longest = max(longest, end.Sub(t))
+	}
+	return longest, n
 }

@@ -25,7 +25,8 @@ import (
 // The smoke proves the test world behaves like a cluster running Karpenter:
 // provisioning for pending pods, a voluntary NodeClaim delete drained through
 // the Eviction API with a PDB respected, and a node provisioned for a
-// negative-priority, never-preempting pod — the placeholder's shape (§3.3).
+// negative-priority, never-preempting pod — the placeholder's shape
+// (docs/design.md#surge).
 var _ = Describe("the local cluster", Label("smoke"), Ordered, func() {
 	const pool = "smoke"
 	ctx := context.Background()

@@ -72,7 +72,7 @@ var _ = Describe("RotationPolicy admission", func() {
 		}
 	})
 
-	It("defaults an empty spec to the values of §5.4", func() {
+	It("defaults an empty spec to the values docs/policy.md documents", func() {
 		p := &v1alpha1.RotationPolicy{ObjectMeta: metav1.ObjectMeta{Name: "defaults"}}
 		Expect(env.Client.Create(ctx, p)).To(Succeed())
 		DeferCleanup(func() { _ = env.Client.Delete(ctx, p) })

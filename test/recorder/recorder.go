@@ -65,6 +65,12 @@ func (r *Recorder) collect(kind string, w watch.Interface) {
 	}
 }
 
+// Of returns a Recorder holding records, for testing what reads records
+// (its Stop does nothing).
+func Of(records ...Record) *Recorder {
+	return &Recorder{records: append([]Record(nil), records...), cancel: func() {}}
+}
+
 // Stop ends the watches.
 func (r *Recorder) Stop() { r.cancel() }
 

@@ -34,75 +34,119 @@ func policyCondition(name, typ string) func() *metav1.Condition {
 
 func reason(r string) OmegaMatcher { return And(Not(BeNil()), HaveField("Reason", r)) }
 
+// The three level-triggered refusals, as specs run in the main world (two
+// instances, leader election off: one Warning per instance) and in the
+// leader-election world (one in total).
+
+func tieSpec(pool string) {
+	createClaim(fk.Claim{Pool: pool, Name: pool + "-old", Zone: "zone-a"})
+	createPoolWith(pool, poolOptions{})
+	rival := &v1alpha1.RotationPolicy{ObjectMeta: metav1.ObjectMeta{Name: pool + "-rival"}, Spec: v1alpha1.RotationPolicySpec{
+		NodePoolSelector: metav1.LabelSelector{MatchLabels: map[string]string{"test": pool}},
+	}}
+	// The first policy may already have started a rotation: the tie then
+	// rolls it back as a loss of governance; either way none remains.
+	Expect(env.Client.Create(ctx, rival)).To(Succeed())
+	Eventually(eventCount(pool, "PolicyConflict"), timeout).Should(BeNumerically(">=", 1))
+	Eventually(noRotationKeys(pool), timeout).Should(BeEmpty())
+	Consistently(poolAnnotations(pool), 2*time.Second).ShouldNot(HaveKey(v1alpha1.AnnotationActiveRotation))
+	Eventually(policyCondition(pool, "Ready"), timeout).Should(reason("Conflict"))
+	Eventually(scrape("noderotation_policy_conflict", series(pool)), timeout).Should(Equal(1.0))
+	Eventually(policyCondition(pool+"-rival", "Ready"), timeout).Should(reason("Conflict"))
+	expectAnnouncedOncePerActor(pool, "PolicyConflict")
+	assertsTransition(pool, "idle.policy-conflict")
+}
+
+func staticSpec(pool string) {
+	createClaim(fk.Claim{Pool: pool, Name: pool + "-old", Zone: "zone-a"})
+	createPoolWith(pool, poolOptions{closedWindow: true, pool: func(np *karpv1.NodePool) { np.Spec.Replicas = ptr.To(int64(1)); np.Spec.Limits = nil }})
+	openWindow(pool)
+	Eventually(eventCount(pool, "StaticNodePool"), timeout).Should(BeNumerically(">=", 1))
+	Eventually(scrape("noderotation_window_active", series(pool)), timeout).Should(Equal(1.0), "the window is open")
+	Consistently(poolAnnotations(pool), 2*time.Second).ShouldNot(HaveKey(v1alpha1.AnnotationActiveRotation))
+	expectAnnouncedOncePerActor(pool, "StaticNodePool")
+	assertsTransition(pool, "idle.static-pool")
+}
+
+func headroomSpec(pool string) {
+	createClaim(fk.Claim{Pool: pool, Name: pool + "-old", Zone: "zone-a"})
+	_, err := karpenter.RunPod(ctx, workloadNS, pool+"-app", fk.NodeName(pool+"-old"), "3")
+	Expect(err).NotTo(HaveOccurred())
+	createPoolWith(pool, poolOptions{closedWindow: true, pool: func(np *karpv1.NodePool) {
+		np.Spec.Limits = karpv1.Limits{corev1.ResourceCPU: resource.MustParse("6")}
+	}})
+	np := getPool(pool)
+	np.Status.Resources = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")}
+	Expect(env.Client.Status().Update(ctx, np)).To(Succeed())
+	openWindow(pool)
+	Eventually(eventCount(pool, "InsufficientHeadroom"), timeout).Should(BeNumerically(">=", 1))
+	Consistently(poolAnnotations(pool), 2*time.Second).ShouldNot(HaveKey(v1alpha1.AnnotationActiveRotation))
+	expectAnnouncedOncePerActor(pool, "InsufficientHeadroom")
+	assertsTransition(pool, "idle.insufficient-headroom")
+}
+
 var _ = Describe("start-path gates", func() {
 	It("leaves an ungoverned pool alone", func() {
 		createClaim(fk.Claim{Pool: "orphan", Name: "orphan-old", Zone: "zone-a"})
 		createPoolWith("orphan", poolOptions{noPolicy: true})
-		Consistently(poolAnnotations("orphan"), 2*time.Second).ShouldNot(HaveKey(v1alpha1.AnnotationActiveRotation))
-		Expect(placeholder("orphan-old")).To(BeNil())
+		By("waiting until every acting instance has passed over the pool and found it ungoverned")
+		Eventually(coverage.passed("orphan", "ungoverned"), timeout).Should(BeNumerically(">=", acting))
+		assertsTransition("orphan", "idle.ungoverned")
+		By("then seeing no mark of the controller on the pool, its claim or its node, and no series")
+		Consistently(func() []string { return traces("orphan", "orphan-old") }, 3*time.Second).Should(BeEmpty())
+		Expect(scrape("noderotation_candidates", series("orphan"))()).To(Equal(-1.0), "an ungoverned pool has no series")
 	})
 
-	It("refuses to rotate a pool two policies tie for, and says so once", func() {
-		createClaim(fk.Claim{Pool: "tie", Name: "tie-old", Zone: "zone-a"})
-		createPoolWith("tie", poolOptions{closedWindow: false, policy: func(p *v1alpha1.RotationPolicy) {}})
-		rival := &v1alpha1.RotationPolicy{ObjectMeta: metav1.ObjectMeta{Name: "tie-rival"}, Spec: v1alpha1.RotationPolicySpec{
-			NodePoolSelector: metav1.LabelSelector{MatchLabels: map[string]string{"test": "tie"}},
-		}}
-		// The first policy may already have started a rotation: the tie then
-		// rolls it back as a loss of governance; either way none remains.
-		Expect(env.Client.Create(ctx, rival)).To(Succeed())
-		Eventually(eventCount("tie", "PolicyConflict"), timeout).Should(BeNumerically(">=", 1))
-		Eventually(noRotationKeys("tie"), timeout).Should(BeEmpty())
-		Consistently(poolAnnotations("tie"), 2*time.Second).ShouldNot(HaveKey(v1alpha1.AnnotationActiveRotation))
-		Eventually(policyCondition("tie", "Ready"), timeout).Should(reason("Conflict"))
-		Eventually(scrape("noderotation_policy_conflict", series("tie")), timeout).Should(Equal(1.0))
-		Eventually(policyCondition("tie-rival", "Ready"), timeout).Should(reason("Conflict"))
-		Expect(eventCount("tie", "PolicyConflict")()).To(BeNumerically("<=", instances), "level-triggered: once per acting instance")
-	})
+	It("refuses to rotate a pool two policies tie for, and says so once per acting instance", func() { tieSpec("tie") })
 
-	It("refuses to rotate under an invalid policy and marks it Invalid", func() {
+	It("refuses to rotate under an invalid policy whose valid window is open, and marks it Invalid", func() {
 		createClaim(fk.Claim{Pool: "invalid", Name: "invalid-old", Zone: "zone-a"})
-		createPoolWith("invalid", poolOptions{closedWindow: true, policy: func(p *v1alpha1.RotationPolicy) {
-			p.Spec.MaintenanceWindows[0].Timezone = "Mars/Olympus_Mons"
+		createPoolWith("invalid", poolOptions{wait: waitPass, policy: func(p *v1alpha1.RotationPolicy) {
+			// The first window is open around the clock; the second does not
+			// resolve, so the policy is invalid. Treated as valid, it would
+			// rotate the due claim at once.
+			p.Spec.MaintenanceWindows = append(p.Spec.MaintenanceWindows, v1alpha1.MaintenanceWindow{
+				Timezone: "Mars/Olympus_Mons", Days: []v1alpha1.Weekday{"Mon"}, Start: "00:00", End: "01:00"})
 		}})
 		Eventually(policyCondition("invalid", "Ready"), timeout).Should(And(reason("Invalid"), HaveField("Message", ContainSubstring(`timezone "Mars/Olympus_Mons"`))))
-		Consistently(poolAnnotations("invalid"), 2*time.Second).ShouldNot(HaveKey(v1alpha1.AnnotationActiveRotation))
+		Consistently(func() []string { return traces("invalid", "invalid-old") }, 3*time.Second).Should(BeEmpty(), "no anchor, no stamp, nothing on the claim")
+		Expect(scrape("noderotation_policy_conflict", series("invalid"))()).To(Equal(1.0), "an invalid policy blocks the pool")
+		assertsTransition("invalid", "idle.policy-invalid")
 	})
 
-	It("blocks starts on a fatal finding and reports it in Feasible", func() {
+	It("blocks starts on a fatal finding under an open window and reports it in Feasible", func() {
 		createClaim(fk.Claim{Pool: "infeasible", Name: "infeasible-old", Zone: "zone-a"})
-		createPoolWith("infeasible", poolOptions{closedWindow: true, policy: func(p *v1alpha1.RotationPolicy) {
-			p.Spec.MaintenanceWindows = nil
-		}})
-		Eventually(policyCondition("infeasible", "Feasible"), timeout).Should(And(reason("FatalFindings"), HaveField("Message", ContainSubstring("NoWindows"))))
+		// Derived age threshold A = expireAfter − (K·P + t_rot) = 1h − (2·1m
+		// + 15m + 1h + 2m) < 0: AgeThresholdNotPositive is fatal. The window
+		// is open around the clock and the claim is due, so only the
+		// feasibility gate stands between the pool and a start.
+		createPoolWith("infeasible", poolOptions{
+			policy: func(p *v1alpha1.RotationPolicy) { p.Spec.AgeThreshold = "auto" },
+			pool:   func(np *karpv1.NodePool) { np.Spec.Template.Spec.ExpireAfter = karpv1.MustParseNillableDuration("1h") },
+		})
+		Eventually(policyCondition("infeasible", "Feasible"), timeout).Should(And(reason("FatalFindings"), HaveField("Message", ContainSubstring("AgeThresholdNotPositive"))))
 		Eventually(policyCondition("infeasible", "Ready"), timeout).Should(reason("Accepted"))
-		Consistently(poolAnnotations("infeasible"), 2*time.Second).ShouldNot(HaveKey(v1alpha1.AnnotationActiveRotation))
+		Eventually(scrape("noderotation_window_active", series("infeasible")), timeout).Should(Equal(1.0), "the window is open")
+		Consistently(poolAnnotations("infeasible"), 3*time.Second).ShouldNot(HaveKey(v1alpha1.AnnotationActiveRotation))
+		Expect(placeholder("infeasible-old")).To(BeNil())
+		assertsTransition("infeasible", "idle.infeasible")
 	})
 
-	It("warns once and never starts on a static NodePool", func() {
-		createClaim(fk.Claim{Pool: "static", Name: "static-old", Zone: "zone-a"})
-		createPoolWith("static", poolOptions{closedWindow: true, pool: func(np *karpv1.NodePool) { np.Spec.Replicas = ptr.To(int64(1)); np.Spec.Limits = nil }})
-		annotatePool("static", map[string]string{v1alpha1.AnnotationWindowOpenedAt: rfc3339(time.Now())}) // any pass will do
-		openWindow("static")
-		Eventually(eventCount("static", "StaticNodePool"), timeout).Should(BeNumerically(">=", 1))
-		Consistently(poolAnnotations("static"), 2*time.Second).ShouldNot(HaveKey(v1alpha1.AnnotationActiveRotation))
-		Expect(eventCount("static", "StaticNodePool")()).To(BeNumerically("<=", instances), "level-triggered: once per acting instance")
-	})
+	It("warns once per acting instance and never starts on a static NodePool", func() { staticSpec("static") })
 
-	It("does not start without spec.limits headroom for the placeholder", func() {
-		createClaim(fk.Claim{Pool: "headroom", Name: "headroom-old", Zone: "zone-a"})
-		_, err := karpenter.RunPod(ctx, workloadNS, "headroom-app", fk.NodeName("headroom-old"), "3")
-		Expect(err).NotTo(HaveOccurred())
-		createPoolWith("headroom", poolOptions{closedWindow: true, pool: func(np *karpv1.NodePool) {
-			np.Spec.Limits = karpv1.Limits{corev1.ResourceCPU: resource.MustParse("6")}
-		}})
-		np := getPool("headroom")
-		np.Status.Resources = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")}
-		Expect(env.Client.Status().Update(ctx, np)).To(Succeed())
-		openWindow("headroom")
-		Eventually(eventCount("headroom", "InsufficientHeadroom"), timeout).Should(BeNumerically(">=", 1))
-		Consistently(poolAnnotations("headroom"), 2*time.Second).ShouldNot(HaveKey(v1alpha1.AnnotationActiveRotation))
-		Expect(eventCount("headroom", "InsufficientHeadroom")()).To(BeNumerically("<=", instances), "level-triggered: once per acting instance")
+	It("does not start without spec.limits headroom for the placeholder, and warns once per acting instance", func() { headroomSpec("headroom") })
+
+	It("does not start when no claim is eligible: the only due claim is opted out by an operator", func() {
+		createClaim(fk.Claim{Pool: "nocand", Name: "nocand-opted-out", Zone: "zone-a"})
+		mark(fk.NodeName("nocand-opted-out"), func(n *corev1.Node) {
+			n.Annotations = map[string]string{v1alpha1.KarpenterDoNotDisrupt: "true"}
+		})
+		createPool("nocand", v1alpha1.SurgeSpec{}, nil)
+		assertsTransition("nocand", "idle.no-candidate")
+		Eventually(scrape("noderotation_candidates", series("nocand")), timeout).Should(Equal(0.0))
+		Consistently(poolAnnotations("nocand"), 3*time.Second).ShouldNot(HaveKey(v1alpha1.AnnotationActiveRotation))
+		Expect(getNode(fk.NodeName("nocand-opted-out")).Annotations).NotTo(HaveKey(v1alpha1.AnnotationDoNotDisruptOwned))
+		Expect(placeholder("nocand-opted-out")).To(BeNil())
 	})
 
 	It("rotates a claim too close to its deadline surge-less when the fallback is enabled", func() {
@@ -223,7 +267,7 @@ var _ = Describe("in-flight edges", func() {
 	})
 })
 
-var _ = Describe("the placeholder before the old claim (DESIGN.md §7)", func() {
+var _ = Describe("the placeholder before the old claim (docs/design.md#deviation-placeholder-first)", func() {
 	It("deletes the old NodeClaim only once the placeholder is gone", func() {
 		const pool, old, surgeClaim = "lingering", "lingering-old", "lingering-surge"
 		createClaim(fk.Claim{Pool: pool, Name: old, Zone: "zone-a"})

@@ -2,8 +2,11 @@ package rotation_test
 
 import (
 	"context"
+	"sort"
+	"strings"
 	"time"
 
+	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -13,6 +16,7 @@ import (
 
 	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
 	"github.com/noderotation/node-rotation-controller/internal/surge"
+	fk "github.com/noderotation/node-rotation-controller/test/fakekarpenter"
 )
 
 var ctx = context.Background()
@@ -41,7 +45,19 @@ type poolOptions struct {
 	// closedWindow: the policy's window is not open now; the wait is on the
 	// policy status instead of the window stamp.
 	closedWindow bool
+	// wait overrides what createPoolWith waits for before it adds
+	// annotations: waitPass (every acting instance has decided on the pool,
+	// whatever it saw) or waitNone (return once the objects exist).
+	wait waitFor
 }
+
+type waitFor int
+
+const (
+	waitGoverned waitFor = iota // the default: the pool seen governed (and its window stamped when open)
+	waitPass
+	waitNone
+)
 
 func createPoolWith(name string, o poolOptions) *karpv1.NodePool {
 	if o.surge.RetryBackoff == "" {
@@ -99,15 +115,23 @@ func createPoolWith(name string, o poolOptions) *karpv1.NodePool {
 		return getPool(name)
 	}
 	Expect(env.Client.Create(ctx, np)).To(Succeed())
-	if o.closedWindow {
+	switch {
+	case o.wait == waitNone:
+		return getPool(name)
+	case o.wait == waitPass:
+		Eventually(coverage.passed(name, ""), timeout).Should(BeNumerically(">=", acting), "every acting instance has reconciled %s", name)
+	case o.closedWindow:
 		Eventually(func() int32 {
 			p := &v1alpha1.RotationPolicy{}
 			_ = env.Client.Get(ctx, client.ObjectKey{Name: name}, p)
 			return p.Status.MatchedNodePools
 		}, timeout).Should(BeNumerically("==", 1))
-		time.Sleep(time.Second) // every instance's cache has seen both by now
-	} else {
+	default:
 		Eventually(poolAnnotations(name), timeout).Should(HaveKey(v1alpha1.AnnotationWindowOpenedAt))
+	}
+	if o.wait == waitGoverned {
+		// Every acting instance's cache has the policy and the pool.
+		Eventually(coverage.passed(name, "governed"), timeout).Should(BeNumerically(">=", acting), "every acting instance has seen %s governed", name)
 	}
 	if len(o.annotations) > 0 {
 		annotatePool(name, o.annotations)
@@ -255,3 +279,71 @@ func eventCount(name, reason string) func() int32 {
 }
 
 func rfc3339(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+
+// eventCounts lists the Count of each Event object with reason about the
+// object named name. Every controller instance has its own event recorder,
+// which folds a repeat of its own Event into that Event's Count: so one
+// object per instance, each with Count 1, is exactly one announcement per
+// instance.
+func eventCounts(name, reason string) func() []int32 {
+	return func() []int32 {
+		list := &corev1.EventList{}
+		Expect(env.Client.List(ctx, list)).To(Succeed())
+		var out []int32
+		for _, e := range list.Items {
+			if e.InvolvedObject.Name == name && e.Reason == reason {
+				out = append(out, max(e.Count, 1))
+			}
+		}
+		return out
+	}
+}
+
+// expectAnnouncedOncePerActor asserts that every acting instance announced
+// reason on name exactly once, and no more within a few seconds: one Event
+// in total with leader election on; one per instance with it off, as the
+// deduplication of level-triggered Warnings is per controller process.
+func expectAnnouncedOncePerActor(name, reason string) {
+	GinkgoHelper()
+	Eventually(eventCounts(name, reason), timeout).Should(HaveLen(acting), "one %s Event per acting instance", reason)
+	Consistently(eventCounts(name, reason), 3*time.Second).Should(And(HaveLen(acting), HaveEach(BeNumerically("==", 1))),
+		"%s announced exactly once by each of the %d acting instance(s)", reason, acting)
+}
+
+// traces lists every mark of the controller on the pool, the claims and
+// their nodes: noderotation.io/ annotations and labels, our do-not-disrupt,
+// a cordon, a placeholder.
+func traces(pool string, claims ...string) []string {
+	var out []string
+	for k := range getPool(pool).Annotations {
+		if strings.HasPrefix(k, v1alpha1.Prefix) {
+			out = append(out, "NodePool "+pool+": "+k)
+		}
+	}
+	for _, c := range claims {
+		for k := range claimAnnotations(c)() {
+			if strings.HasPrefix(k, v1alpha1.Prefix) {
+				out = append(out, "NodeClaim "+c+": "+k)
+			}
+		}
+		n := getNode(fk.NodeName(c))
+		for k := range n.Annotations {
+			if strings.HasPrefix(k, v1alpha1.Prefix) || k == v1alpha1.KarpenterDoNotDisrupt {
+				out = append(out, "Node "+n.Name+": "+k)
+			}
+		}
+		for k := range n.Labels {
+			if strings.HasPrefix(k, v1alpha1.Prefix) {
+				out = append(out, "Node "+n.Name+": label "+k)
+			}
+		}
+		if n.Spec.Unschedulable {
+			out = append(out, "Node "+n.Name+": cordoned")
+		}
+		if placeholder(c) != nil {
+			out = append(out, "placeholder of "+c)
+		}
+	}
+	sort.Strings(out)
+	return out
+}

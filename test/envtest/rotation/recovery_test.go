@@ -22,7 +22,7 @@ import (
 	"github.com/noderotation/node-rotation-controller/internal/observe"
 	"github.com/noderotation/node-rotation-controller/internal/surge"
 	"github.com/noderotation/node-rotation-controller/internal/sweep"
-	"github.com/noderotation/node-rotation-controller/rules"
+	"github.com/noderotation/node-rotation-controller/internal/table"
 	fk "github.com/noderotation/node-rotation-controller/test/fakekarpenter"
 )
 
@@ -179,7 +179,7 @@ func (s staleReader) List(ctx context.Context, list client.ObjectList, opts ...c
 
 var _ = Describe("a reconcile fed stale cache reads", func() {
 	It("does nothing harmful after a completion or a rollback it has not seen", func() {
-		eng, err := rules.Load()
+		eng, err := table.Load()
 		Expect(err).NotTo(HaveOccurred())
 		rec := record.NewFakeRecorder(100)
 		manual := func(stale ...client.Object) *controller.NodePoolReconciler {
@@ -191,7 +191,7 @@ var _ = Describe("a reconcile fed stale cache reads", func() {
 			return &controller.NodePoolReconciler{
 				Client: env.Client, Fresh: env.Client, Engine: eng, Log: zap.New(zap.WriteTo(GinkgoWriter)),
 				Observer:  &observe.Observer{Cache: cache, API: env.Client, Namespace: controllerNS, Clock: clock},
-				Announcer: announce.New(zap.New(zap.WriteTo(GinkgoWriter)), rec), Namespace: controllerNS, PlaceholderPriorityClass: priorityClass,
+				Announcer: announce.New(zap.New(zap.WriteTo(GinkgoWriter)), rec), Placeholder: controller.PlaceholderConfig{Namespace: controllerNS, PriorityClass: priorityClass},
 			}
 		}
 

@@ -78,7 +78,7 @@ var _ = Describe("the rotation of one NodePool", func() {
 		Expect(getPool(pool).Annotations).To(HaveKey(v1alpha1.AnnotationLastRotationAt))
 		Eventually(unfrozen(surgeNode), timeout).Should(BeTrue())
 
-		By("having written everything in the order §5.2 and DESIGN.md §7 demand (resourceVersion order)")
+		By("having written everything in the order docs/design.md#anchor-protocol and docs/design.md#deviation-placeholder-first demand (resourceVersion order)")
 		Eventually(func() int64 {
 			return rec.FirstRV("NodePool", pool, recorder.Annotated(v1alpha1.AnnotationLastRotationAt))
 		}, timeout).ShouldNot(BeZero())
@@ -97,7 +97,7 @@ var _ = Describe("the rotation of one NodePool", func() {
 		Expect(pendingRV).To(BeNumerically("<", createdRV))
 		Expect(surgeFrozenRV).To(BeNumerically("<", mirrorRV), "the surge host is frozen before the drain is announced")
 		Expect(mirrorRV).To(BeNumerically("<", deleteRV), "the draining mirror precedes the delete")
-		Expect(placeholderGoneRV).To(BeNumerically("<", deleteRV), "the placeholder is gone before the old claim is deleted (DESIGN.md §7)")
+		Expect(placeholderGoneRV).To(BeNumerically("<", deleteRV), "the placeholder is gone before the old claim is deleted (docs/design.md#deviation-placeholder-first)")
 		Expect(deleteRV).To(BeNumerically("<", releaseRV), "the anchor is released last")
 
 		By("counting the success and both phase durations once, scraped from /metrics")

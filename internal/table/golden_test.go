@@ -1,4 +1,4 @@
-package rules
+package table
 
 import (
 	"bytes"
@@ -13,6 +13,12 @@ import (
 
 	"github.com/noderotation/node-rotation-controller/engine"
 	"github.com/noderotation/node-rotation-controller/internal/golden"
+)
+
+// The golden cases live beside the table they pin, in package rules.
+const (
+	rulesDir = "../../rules"
+	casesDir = rulesDir + "/testdata/cases"
 )
 
 // goldenDecision is a decision as the golden files show it.
@@ -75,7 +81,7 @@ func TestGoldenCases(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	snaps, err := filepath.Glob("testdata/cases/*.snapshot.yaml")
+	snaps, err := filepath.Glob(casesDir + "/*.snapshot.yaml")
 	if err != nil || len(snaps) == 0 {
 		t.Fatalf("no cases: %v", err)
 	}
@@ -116,7 +122,7 @@ func TestGoldenFactSpace(t *testing.T) {
 	if err := e.Expand(&b); err != nil {
 		t.Fatal(err)
 	}
-	golden.Check(t, "testdata/fact-space.golden.txt", b.Bytes())
+	golden.Check(t, rulesDir+"/testdata/fact-space.golden.txt", b.Bytes())
 }
 
 func factMap(fs []engine.FactValue) map[string]any {

@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -11,21 +10,20 @@ import (
 	"github.com/go-logr/logr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/reconcile"
-	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/noderotation/node-rotation-controller/actions"
 	"github.com/noderotation/node-rotation-controller/engine"
 	"github.com/noderotation/node-rotation-controller/internal/announce"
 	"github.com/noderotation/node-rotation-controller/internal/metrics"
 	"github.com/noderotation/node-rotation-controller/internal/observe"
-	"github.com/noderotation/node-rotation-controller/internal/schedule"
 )
 
 // Backstop is the periodic self-requeue: window edges, freeze releases,
-// drain progress and force-expiry are caught within it (§5.2).
+// drain progress and force-expiry are caught within it.
 const Backstop = time.Minute
 
-// immediately is the requeue of a "0s" row: the next step right away.
+// immediately is the requeue of a "0s" row: the next step right away, in a
+// new pass that re-reads the cache.
 const immediately = 50 * time.Millisecond
 
 // NodePoolReconciler drives each NodePool's rotation one step per pass.
@@ -36,10 +34,10 @@ type NodePoolReconciler struct {
 	Engine    *engine.Engine
 	Announcer *announce.Announcer
 	Log       logr.Logger
+	// Placeholder shapes the placeholder Pods this reconciler creates.
+	Placeholder PlaceholderConfig
 
-	Namespace, PlaceholderPriorityClass, PlaceholderImage string
-
-	// Sweep runs once, before the first pass (§5.3 startup sweep).
+	// Sweep runs once, before the first pass (docs/design.md#startup-sweep).
 	Sweep     func(context.Context)
 	sweepOnce sync.Once
 	// OnDecision, when set, sees every decision (tests: transition coverage).
@@ -47,10 +45,10 @@ type NodePoolReconciler struct {
 	lastBeat   atomic.Pointer[time.Time]
 }
 
-// Reconcile observes the pool, decides one transition per machine and runs
-// its steps.
+// Reconcile is one pass: observe the pool, decide one transition per
+// machine, run its steps on the pass's targets and hand each announce step
+// to the announcer.
 func (r *NodePoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	log := r.Log.WithValues("nodepool", req.Name)
 	if r.Sweep != nil {
 		r.sweepOnce.Do(func() { r.Sweep(ctx) })
 	}
@@ -58,10 +56,7 @@ func (r *NodePoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	var bad *observe.BadStateError
 	switch {
 	case errors.As(err, &bad):
-		np := &karpv1.NodePool{}
-		if r.Client.Get(ctx, req.NamespacedName, np) == nil {
-			r.Announcer.Warn(req.Name, np, "InvalidAnnotation", bad.Error()+"; no step is taken")
-		}
+		r.warnBadState(ctx, req.Name, bad)
 		return ctrl.Result{RequeueAfter: Backstop}, nil
 	case err != nil:
 		return ctrl.Result{}, err
@@ -71,24 +66,36 @@ func (r *NodePoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		return ctrl.Result{}, nil
 	}
 	defer r.Announcer.EndPass(req.Name)
-	metrics.Observe(obs)
-	r.findings(obs)
-	r.heartbeat(log)
-	for _, b := range obs.BadAnnotations {
-		r.Announcer.Warn(req.Name, obs.Pool, "InvalidAnnotation", fmt.Sprintf("%s: annotation %s=%q is %s; the claim is skipped", b.Object, b.Key, b.Value, b.Problem))
-	}
+	r.warnFindings(obs)
+	r.heartbeat()
 	decisions, err := r.Engine.Decide(&obs.Snapshot)
+	metrics.Record(gauges(obs, decisions))
 	var fe *engine.FactError
 	if errors.As(err, &fe) {
-		r.Announcer.Warn(req.Name, obs.Pool, "InvalidAnnotation", fmt.Sprintf("cannot decide: %v; no step is taken", fe))
+		r.warnUndecidable(obs, fe)
 		return ctrl.Result{RequeueAfter: Backstop}, nil
 	}
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	requeue, err := r.act(ctx, obs, decisions)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{RequeueAfter: requeue}, nil
+}
+
+// act runs each decision's steps and returns when to come back: the
+// soonest of the decisions' requeues (or their onLost when the pass lost
+// an election), the next instant a time-based fact changes, and the
+// backstop.
+func (r *NodePoolReconciler) act(ctx context.Context, obs *observe.Observation, decisions []engine.Decision) (time.Duration, error) {
+	log := r.Log.WithValues("nodepool", obs.Pool.Name)
 	pass := &actions.Pass{
-		Client: r.Client, Fresh: r.Fresh, Obs: obs, Announcer: r.Announcer, Namespace: r.Namespace,
-		PlaceholderPriorityClass: r.PlaceholderPriorityClass, PlaceholderImage: r.PlaceholderImage,
+		Client: r.Client, Fresh: r.Fresh, Targets: r.targets(obs),
+		Announce: func(_ context.Context, what actions.Announcement, results []actions.Result) error {
+			return r.Announcer.Announce(what, obs, results)
+		},
 	}
 	requeue := Backstop
 	if !obs.NextInstant.IsZero() {
@@ -96,7 +103,7 @@ func (r *NodePoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	}
 	for _, d := range decisions {
 		if r.OnDecision != nil {
-			r.OnDecision(req.Name, d)
+			r.OnDecision(obs.Pool.Name, d)
 		}
 		before := len(pass.Results)
 		owned, err := actions.Run(ctx, pass, d)
@@ -104,7 +111,7 @@ func (r *NodePoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 			log.V(1).Info("pass", "machine", d.Machine, "transition", d.Transition, "owned", owned, "facts", d.Facts, "did", did(pass.Results[before:]))
 		}
 		if err != nil {
-			return ctrl.Result{}, err
+			return 0, err
 		}
 		if owned {
 			requeue = min(requeue, d.Requeue)
@@ -112,34 +119,12 @@ func (r *NodePoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 			requeue = min(requeue, d.OnLost)
 		}
 	}
-	return ctrl.Result{RequeueAfter: max(requeue, immediately)}, nil
-}
-
-// findings emits each schedule warning as a deduplicated Event on the pool
-// (fatal findings are logged by idle.infeasible, never evented) and
-// ShortLead on each claim that cannot get its K chances.
-func (r *NodePoolReconciler) findings(obs *observe.Observation) {
-	if !obs.Governed() {
-		return
-	}
-	for _, f := range obs.Findings {
-		if f.Severity == schedule.Warning {
-			r.Announcer.Warn(obs.Pool.Name, obs.Pool, f.Reason, f.Message+"; "+f.Remedy)
-		}
-	}
-	for i := range obs.Claims {
-		c := &obs.Claims[i]
-		if e := c.Spec.ExpireAfter.Duration; e != nil && obs.Derivation.ShortLead(*e) {
-			r.Announcer.WarnKeyed(obs.Pool.Name, "ShortLead/"+c.Name, c, "ShortLead",
-				fmt.Sprintf("expireAfter %s is not longer than K·P + t_rot = %s: the schedule cannot guarantee %d chances; rotated best-effort first",
-					schedule.FormatDuration(*e), schedule.FormatDuration(obs.Derivation.Lead), obs.Settings.MinRotationChances))
-		}
-	}
+	return max(requeue, immediately), nil
 }
 
 // heartbeat logs at V(1), at most once a minute, that passes are running.
-func (r *NodePoolReconciler) heartbeat(log logr.Logger) {
-	if !log.V(1).Enabled() {
+func (r *NodePoolReconciler) heartbeat() {
+	if !r.Log.V(1).Enabled() {
 		return
 	}
 	now := time.Now()
@@ -147,7 +132,7 @@ func (r *NodePoolReconciler) heartbeat(log logr.Logger) {
 		return
 	}
 	r.lastBeat.Store(&now)
-	log.V(1).Info("heartbeat", "rulesVersion", r.Engine.Version())
+	r.Log.V(1).Info("heartbeat", "rulesVersion", r.Engine.Version())
 }
 
 func did(rs []actions.Result) []string {

@@ -1,4 +1,4 @@
-package rules
+package table
 
 import (
 	"bytes"
@@ -18,5 +18,5 @@ func TestTransitionsDocIsCurrent(t *testing.T) {
 	if err := e.RenderMarkdown(&b, "rules/rotation.yaml"); err != nil {
 		t.Fatal(err)
 	}
-	golden.Check(t, "../docs/transitions.md", b.Bytes())
+	golden.Check(t, "../../docs/transitions.md", b.Bytes())
 }

@@ -1,0 +1,282 @@
+package actions
+
+import "testing"
+
+func TestAnchorWriteOnlyIfAbsent(t *testing.T) {
+	// The pool already names this very claim: a second start pass must not
+	// elect itself (it would re-announce RotationStarted).
+	e := newEnv(t, mkPool(poolName, ann(keyAnchor, claimA, keyMirror, "draining")))
+	res, err := step(e.pass(e.targets()), "anchor-write", map[string]any{"mode": "surge"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Outcome != Raced || res.Won() {
+		t.Fatalf("outcome %s, want raced", res.Outcome)
+	}
+	// the running rotation's mirror is not cleared by the losing pass
+	wantAnn(t, "pool", e.pool(poolName).Annotations, ann(keyAnchor, claimA, keyMirror, "draining"))
+}
+
+func TestAnchorWriteModes(t *testing.T) {
+	for _, tc := range []struct {
+		mode string
+		want map[string]string
+	}{
+		{"surge", ann(keyAnchor, claimA, keyMode, "", keyMirror, "", keyDraining, "")},
+		{"forcefulFallback", ann(keyAnchor, claimA, keyMode, "forceful-fallback", keyMirror, "draining", keyDraining, nowStamp)},
+	} {
+		t.Run(tc.mode, func(t *testing.T) {
+			e := newEnv(t, mkPool(poolName, ann(keyDraining, "2026-01-01T00:00:00Z")))
+			res, err := step(e.pass(e.targets()), "anchor-write", map[string]any{"mode": tc.mode})
+			if err != nil || res.Outcome != Claimed {
+				t.Fatalf("%s %v", res.Outcome, err)
+			}
+			wantAnn(t, "pool", e.pool(poolName).Annotations, tc.want)
+			if len(e.writes) != 1 {
+				t.Fatalf("writes %v, want everything in one write", e.writes)
+			}
+		})
+	}
+}
+
+func TestAnchorReleaseReadsTheOutcomeFromTheFreshCopy(t *testing.T) {
+	for _, tc := range []struct {
+		name            string
+		observed, fresh map[string]string
+		want            string
+		lastRotation    string
+	}{
+		{
+			name:     "mirror on the fresh copy: success",
+			observed: ann(keyAnchor, claimA), // the observation predates the mirror
+			fresh: ann(keyAnchor, claimA, keyMirror, "draining", keyDraining, "2026-11-30T09:00:00Z",
+				keySurgeWait, "4m0s", keyMode, "forceful-fallback"),
+			want: "success", lastRotation: nowStamp,
+		},
+		{
+			name:     "no mirror on the fresh copy: expired",
+			observed: ann(keyAnchor, claimA, keyMirror, "draining"), // a stale observation
+			fresh:    ann(keyAnchor, claimA, keyLastRot, "2026-10-01T00:00:00Z"),
+			want:     "expired", lastRotation: "2026-10-01T00:00:00Z",
+		},
+		{
+			name:     "a mirror of another value is no success",
+			observed: ann(keyAnchor, claimA),
+			fresh:    ann(keyAnchor, claimA, keyMirror, "pending"),
+			want:     "expired",
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, mkPool(poolName, tc.fresh))
+			targets := e.targets()
+			targets.Pool = mkPool(poolName, tc.observed)
+			res, err := step(e.pass(targets), "anchor-release", nil)
+			if err != nil || res.Outcome != Claimed {
+				t.Fatalf("%s %v", res.Outcome, err)
+			}
+			if res.Values["outcome"] != tc.want {
+				t.Fatalf("outcome %q, want %q", res.Values["outcome"], tc.want)
+			}
+			for k, v := range map[string]string{"drainingAt": tc.fresh[keyDraining], "surgeWait": tc.fresh[keySurgeWait], "mode": tc.fresh[keyMode]} {
+				if res.Values[k] != v {
+					t.Errorf("Values[%s] = %q, want %q (the fresh copy's)", k, res.Values[k], v)
+				}
+			}
+			a := e.pool(poolName).Annotations
+			wantAnn(t, "pool", a, ann(keyAnchor, "", keyMirror, "", keyDraining, "", keySurgeWait, "", keyMode, ""))
+			if a[keyLastRot] != tc.lastRotation {
+				t.Errorf("last-rotation-at %q, want %q", a[keyLastRot], tc.lastRotation)
+			}
+		})
+	}
+}
+
+func TestAnchorReleaseRacedReportsNoOutcome(t *testing.T) {
+	e := newEnv(t, mkPool(poolName, ann(keyAnchor, "claim-other", keyMirror, "draining")))
+	res, err := step(e.pass(e.targets()), "anchor-release", nil)
+	if err != nil || res.Outcome != Raced {
+		t.Fatalf("%s %v", res.Outcome, err)
+	}
+	if res.Values["outcome"] != "" {
+		t.Fatalf("a raced release reports outcome %q: only the releasing pass may announce one", res.Values["outcome"])
+	}
+	wantAnn(t, "pool", e.pool(poolName).Annotations, ann(keyAnchor, "claim-other", keyMirror, "draining", keyLastRot, ""))
+}
+
+func TestAnchorClearLastFailureAt(t *testing.T) {
+	const (
+		earlier = "2026-11-29T10:00:00Z"
+		later   = "2026-11-30T09:00:00Z"
+	)
+	for _, tc := range []struct {
+		name      string
+		mode      any // the lastFailureAt argument; nil when absent
+		poolValue string
+		claimAnn  map[string]string
+		earlier   []Result // what earlier steps of the pass reported
+		want      string   // "" means absent
+	}{
+		{name: "absent: not stamped", poolValue: "", want: ""},
+		{name: "absent: the pool's kept", poolValue: earlier, want: earlier},
+		{name: "now", mode: "now", poolValue: later, want: nowStamp},
+		{name: "max: claim later", mode: "max", poolValue: earlier, claimAnn: ann(keyFailed, later), want: later},
+		{name: "max: pool later", mode: "max", poolValue: later, claimAnn: ann(keyFailed, earlier), want: later},
+		{name: "max: pool unset", mode: "max", claimAnn: ann(keyFailed, earlier), want: earlier},
+		{name: "max: claim unset", mode: "max", poolValue: earlier, want: earlier},
+		{name: "max: malformed claim loses", mode: "max", poolValue: earlier, claimAnn: ann(keyFailed, "yesterday"), want: earlier},
+		{name: "max: malformed pool loses", mode: "max", poolValue: "soon", claimAnn: ann(keyFailed, earlier), want: earlier},
+		{name: "max: both unset", mode: "max", want: ""},
+		{
+			name: "max: this pass's failure write wins over the observed claim", mode: "max", poolValue: earlier,
+			claimAnn: ann(keyFailed, earlier),
+			earlier:  []Result{{Action: "claim-state", Outcome: Claimed, Values: map[string]string{"claim:" + keyFailed: later}}},
+			want:     later,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pa := ann(keyAnchor, claimA, keyMirror, "draining")
+			if tc.poolValue != "" {
+				pa[keyLastFail] = tc.poolValue
+			}
+			e := newEnv(t, mkPool(poolName, pa), mkClaim(claimA, tc.claimAnn))
+			p := e.pass(e.targets())
+			p.Results = tc.earlier
+			args := map[string]any{}
+			if tc.mode != nil {
+				args["lastFailureAt"] = tc.mode
+			}
+			res, err := step(p, "anchor-clear", args)
+			if err != nil || res.Outcome != Claimed {
+				t.Fatalf("%s %v", res.Outcome, err)
+			}
+			a := e.pool(poolName).Annotations
+			wantAnn(t, "pool", a, ann(keyAnchor, "", keyMirror, ""))
+			if got, ok := a[keyLastFail]; got != tc.want || (tc.want == "" && ok) {
+				t.Fatalf("last-failure-at %q (present %v), want %q", got, ok, tc.want)
+			}
+		})
+	}
+}
+
+func TestAnchorClearOnlyWhileItNamesThisRotation(t *testing.T) {
+	e := newEnv(t, mkPool(poolName, ann(keyAnchor, "claim-other", keyMirror, "draining", keyDraining, "x")))
+	res, err := step(e.pass(e.targets()), "anchor-clear", map[string]any{"lastFailureAt": "now"})
+	if err != nil || res.Outcome != Raced {
+		t.Fatalf("%s %v", res.Outcome, err)
+	}
+	wantAnn(t, "pool", e.pool(poolName).Annotations, ann(keyAnchor, "claim-other", keyMirror, "draining", keyDraining, "x", keyLastFail, ""))
+}
+
+func TestLaterFailure(t *testing.T) {
+	cases := []struct{ pool, claim, want string }{
+		{"2026-11-30T10:00:00Z", "2026-11-30T11:00:00Z", "2026-11-30T11:00:00Z"},
+		{"2026-11-30T12:00:00Z", "2026-11-30T11:00:00Z", "2026-11-30T12:00:00Z"},
+		{"2026-11-30T12:00:00Z", "2026-11-30T12:00:00Z", "2026-11-30T12:00:00Z"},
+		{"", "2026-11-30T11:00:00Z", "2026-11-30T11:00:00Z"},
+		{"garbage", "2026-11-30T11:00:00Z", "2026-11-30T11:00:00Z"},
+		{"2026-11-30T12:00:00Z", "garbage", "2026-11-30T12:00:00Z"},
+		{"2026-11-30T12:00:00Z", "", "2026-11-30T12:00:00Z"},
+		{"garbage", "garbage", ""},
+		{"", "", ""},
+		// compared as instants, not as strings
+		{"2026-11-30T12:00:00+02:00", "2026-11-30T11:00:00Z", "2026-11-30T11:00:00Z"},
+	}
+	for _, c := range cases {
+		if got := laterFailure(c.pool, c.claim); got != c.want {
+			t.Errorf("laterFailure(%q, %q) = %q, want %q", c.pool, c.claim, got, c.want)
+		}
+	}
+}
+
+func TestPoolMirror(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		args     map[string]any
+		pool     map[string]string
+		claim    map[string]string
+		earlier  []Result
+		want     map[string]string
+		noWrites bool
+	}{
+		{
+			name: "mirror only", pool: ann(keyAnchor, claimA),
+			want: ann(keyMirror, "draining", keyDraining, "", keySurgeWait, ""),
+		},
+		{
+			name: "draining-at and surge-wait stamped", args: map[string]any{"drainingAt": true, "surgeWait": true},
+			pool: ann(keyAnchor, claimA), claim: ann(keyStarted, "2026-11-30T09:55:30Z"),
+			want: ann(keyMirror, "draining", keyDraining, nowStamp, keySurgeWait, "4m30s"),
+		},
+		{
+			name: "written once: earlier values kept", args: map[string]any{"drainingAt": true, "surgeWait": true},
+			pool:  ann(keyAnchor, claimA, keyMirror, "draining", keyDraining, "2026-11-30T09:58:00Z", keySurgeWait, "1m0s"),
+			claim: ann(keyStarted, "2026-11-30T09:00:00Z"),
+			want:  ann(keyMirror, "draining", keyDraining, "2026-11-30T09:58:00Z", keySurgeWait, "1m0s"), noWrites: true,
+		},
+		{
+			name: "surge-wait from the started-at this pass stamped", args: map[string]any{"surgeWait": true},
+			pool:    ann(keyAnchor, claimA),
+			earlier: []Result{{Action: "claim-state", Outcome: Claimed, Values: map[string]string{"claim:" + keyStarted: "2026-11-30T09:59:00Z"}}},
+			want:    ann(keyMirror, "draining", keySurgeWait, "1m0s"),
+		},
+		{
+			name: "no surge-wait without a readable started-at", args: map[string]any{"surgeWait": true},
+			pool: ann(keyAnchor, claimA), claim: ann(keyStarted, "not-a-time"),
+			want: ann(keyMirror, "draining", keySurgeWait, ""),
+		},
+		{
+			name: "flags false write nothing extra", args: map[string]any{"drainingAt": false, "surgeWait": false},
+			pool: ann(keyAnchor, claimA), claim: ann(keyStarted, "2026-11-30T09:00:00Z"),
+			want: ann(keyMirror, "draining", keyDraining, "", keySurgeWait, ""),
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, mkPool(poolName, tc.pool), mkClaim(claimA, tc.claim))
+			p := e.pass(e.targets())
+			p.Results = tc.earlier
+			res, err := step(p, "pool-mirror", tc.args)
+			if err != nil || res.Outcome != Claimed {
+				t.Fatalf("%s %v", res.Outcome, err)
+			}
+			wantAnn(t, "pool", e.pool(poolName).Annotations, tc.want)
+			if tc.noWrites && len(e.writes) != 0 {
+				t.Fatalf("writes %v, want none: everything was in place", e.writes)
+			}
+		})
+	}
+}
+
+// Running every pool write through the same observation twice leaves the
+// pool as the first run left it.
+func TestPoolWritesIdempotent(t *testing.T) {
+	steps := []struct {
+		action string
+		args   map[string]any
+	}{
+		{"anchor-write", map[string]any{"mode": "forcefulFallback"}},
+		{"pool-mirror", map[string]any{"drainingAt": true, "surgeWait": true}},
+		{"anchor-release", nil},
+	}
+	e := newEnv(t, mkPool(poolName, nil), mkClaim(claimA, ann(keyStarted, "2026-11-30T09:00:00Z")))
+	targets := e.targets()
+	for _, s := range steps {
+		first, err := step(e.pass(targets), s.action, s.args)
+		if err != nil || first.Outcome != Claimed {
+			t.Fatalf("%s: %s %v", s.action, first.Outcome, err)
+		}
+		after := e.state()
+		second, err := step(e.pass(targets), s.action, s.args)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.state() != after {
+			t.Fatalf("%s: the second run changed the pool", s.action)
+		}
+		if second.Outcome == Claimed && s.action != "pool-mirror" {
+			t.Fatalf("%s: the second run claimed again", s.action)
+		}
+	}
+	// after a release, the rotation-scoped set is gone and the success stamped
+	np := e.pool(poolName)
+	wantAnn(t, "pool", np.Annotations, ann(keyAnchor, "", keyMirror, "", keyMode, "", keyDraining, "", keySurgeWait, "", keyLastRot, nowStamp))
+}

@@ -1,0 +1,70 @@
+package actions
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/noderotation/node-rotation-controller/engine"
+)
+
+// Announcement names what an announce step tells the operator: a metric,
+// an Event and a log line of docs/observability.md.
+type Announcement string
+
+// The announcements a step may make. The announcer implements every one;
+// the controller refuses to start when one is missing.
+const (
+	RotationStarted      Announcement = "RotationStarted"
+	ForcefulFallback     Announcement = "ForcefulFallback"
+	NoCandidate          Announcement = "NoCandidate"
+	InsufficientHeadroom Announcement = "InsufficientHeadroom"
+	StaticNodePool       Announcement = "StaticNodePool"
+	PolicyConflict       Announcement = "PolicyConflict"
+	PolicyInvalid        Announcement = "PolicyInvalid"
+	Infeasible           Announcement = "Infeasible"
+	PlaceholderCreated   Announcement = "PlaceholderCreated"
+	SurgeWaiting         Announcement = "SurgeWaiting"
+	SurgeReady           Announcement = "SurgeReady"
+	DrainStarted         Announcement = "DrainStarted"
+	RotationFailed       Announcement = "RotationFailed"
+	RotationExpired      Announcement = "RotationExpired"
+	RotationCompleted    Announcement = "RotationCompleted"
+	GovernanceLost       Announcement = "GovernanceLost"
+	WindowMissed         Announcement = "WindowMissed"
+	DrainStuck           Announcement = "DrainStuck"
+)
+
+// Announcements is every announcement, in the catalog's order.
+var Announcements = []Announcement{
+	RotationStarted, ForcefulFallback, NoCandidate, InsufficientHeadroom, StaticNodePool,
+	PolicyConflict, PolicyInvalid, Infeasible, PlaceholderCreated, SurgeWaiting,
+	SurgeReady, DrainStarted, RotationFailed, RotationExpired, RotationCompleted,
+	GovernanceLost, WindowMissed, DrainStuck,
+}
+
+var announceAction = action{
+	spec: engine.ActionSpec{Name: "announce", Role: engine.RoleAnnounce,
+		Description: "tell the operator what the write before it earned: the metric, Event and log line of docs/observability.md for what",
+		Args:        map[string]engine.ArgSpec{"what": required(str(names(Announcements)...))}},
+	run: announce,
+}
+
+// announce hands the announcement to the reconciler's hook; it writes
+// nothing. Without a hook (a dry run) it only records the step.
+func announce(ctx context.Context, p *Pass, args map[string]any) (Result, error) {
+	what, _ := args["what"].(string)
+	if p.Announce != nil {
+		if err := p.Announce(ctx, Announcement(what), p.Results); err != nil {
+			return Result{}, fmt.Errorf("announcing %s: %w", what, err)
+		}
+	}
+	return Result{Outcome: Done, Did: "announced " + what}, nil
+}
+
+func names(as []Announcement) []string {
+	out := make([]string, len(as))
+	for i, a := range as {
+		out[i] = string(a)
+	}
+	return out
+}

@@ -1,0 +1,38 @@
+package actions
+
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+)
+
+// Targets are the objects one pass's steps may write, as the pass observed
+// them. A conditional write re-reads its target fresh; the observed copies
+// are what unconditional, idempotent writes patch from.
+type Targets struct {
+	// Now is the pass's clock reading: every stamp of the pass uses it.
+	Now time.Time
+	// Pool is the NodePool as observed.
+	Pool *karpv1.NodePool
+	// Claim names the rotation's NodeClaim: the anchor, or the candidate.
+	Claim string
+	// ClaimObject is that claim as observed; nil when it no longer exists.
+	ClaimObject *karpv1.NodeClaim
+	// OldNode is the claim's node; SurgeHost the placeholder's node.
+	OldNode, SurgeHost *corev1.Node
+	// SurgeHostClaim is the surge host's NodeClaim, recorded on the old
+	// claim as surge-claim.
+	SurgeHostClaim *karpv1.NodeClaim
+	// InducedClaim is the surge NodeClaim the attempt induced, the one a
+	// rollback may reap; nil when there is none.
+	InducedClaim *karpv1.NodeClaim
+	// Placeholder is the placeholder Pod as observed, nil when absent;
+	// PlaceholderKey is where it lives.
+	Placeholder    *corev1.Pod
+	PlaceholderKey types.NamespacedName
+	// NewPlaceholder is the Pod placeholder-ensure creates; nil when the
+	// pass did not size one.
+	NewPlaceholder *corev1.Pod
+}

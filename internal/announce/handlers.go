@@ -1,0 +1,227 @@
+package announce
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	a "github.com/noderotation/node-rotation-controller/actions"
+	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
+	"github.com/noderotation/node-rotation-controller/internal/metrics"
+	"github.com/noderotation/node-rotation-controller/internal/schedule"
+	"github.com/noderotation/node-rotation-controller/internal/surge"
+)
+
+// handlers is the one handler of every announcement.
+var handlers = map[a.Announcement]func(*Announcer, step){
+	a.RotationStarted:      (*Announcer).rotationStarted,
+	a.ForcefulFallback:     (*Announcer).rotationStarted,
+	a.NoCandidate:          (*Announcer).noCandidate,
+	a.InsufficientHeadroom: (*Announcer).insufficientHeadroom,
+	a.StaticNodePool:       (*Announcer).staticNodePool,
+	a.PolicyConflict:       (*Announcer).policyConflict,
+	a.PolicyInvalid:        (*Announcer).policyInvalid,
+	a.Infeasible:           (*Announcer).infeasible,
+	a.PlaceholderCreated:   (*Announcer).placeholderCreated,
+	a.SurgeWaiting:         (*Announcer).surgeWaiting,
+	a.SurgeReady:           (*Announcer).surgeReady,
+	a.DrainStarted:         (*Announcer).drainStarted,
+	a.RotationFailed:       (*Announcer).rotationFailed,
+	a.RotationExpired:      (*Announcer).rotationExpired,
+	a.RotationCompleted:    (*Announcer).rotationCompleted,
+	a.GovernanceLost:       (*Announcer).governanceLost,
+	a.WindowMissed:         (*Announcer).windowMissed,
+	a.DrainStuck:           (*Announcer).drainStuck,
+}
+
+// rotationStarted announces RotationStarted, or ForcefulFallback when the
+// candidate takes the surge-less path.
+func (an *Announcer) rotationStarted(s step) {
+	c := s.obs.Candidate()
+	if c == nil {
+		return
+	}
+	surgeless := c.Kind == "forcefulFallback"
+	if surgeless {
+		metrics.ForcefulFallback.WithLabelValues(s.pool()).Inc()
+	}
+	deadline := c.Deadline.UTC().Format(time.RFC3339)
+	s.log.Info("rotation candidate selected", "nodeclaim", c.Claim.Name, "age", c.Age.Round(time.Second).String(),
+		"deadline", deadline, "surgeless", surgeless)
+	if surgeless {
+		an.event(s.obs.Pool, corev1.EventTypeWarning, "ForcefulFallback", fmt.Sprintf("surge-less rotation of %s begins: its deadline %s is nearer than t_rot", c.Claim.Name, deadline))
+	} else {
+		an.event(s.obs.Pool, corev1.EventTypeNormal, "RotationStarted", fmt.Sprintf("rotating NodeClaim %s (deadline %s)", c.Claim.Name, deadline))
+	}
+}
+
+func (an *Announcer) noCandidate(s step) {
+	c := s.obs.Census.Census
+	reason := c.NoCandidateReason()
+	if an.seen.enter(s.pool(), string(a.NoCandidate), fmt.Sprintf("%s %+v", reason, c)) {
+		s.log.Info("no rotation candidate", "reason", reason, "census", c)
+	}
+}
+
+func (an *Announcer) insufficientHeadroom(s step) {
+	sf := s.obs.Shortfall
+	if sf == nil {
+		return
+	}
+	msg := fmt.Sprintf("NodePool limits leave %s of %s for %s; the placeholder needs %s", sf.Remaining.String(), sf.Limit.String(), sf.Resource, sf.Want.String())
+	if an.seen.enter(s.pool(), string(a.InsufficientHeadroom), msg) {
+		s.log.Info("insufficient limits headroom; cannot surge", "candidate", s.claim(), "resource", string(sf.Resource),
+			"want", sf.Want.String(), "remaining", sf.Remaining.String(), "limit", sf.Limit.String())
+		an.event(s.obs.Pool, corev1.EventTypeWarning, "InsufficientHeadroom", msg)
+	}
+}
+
+func (an *Announcer) staticNodePool(s step) {
+	an.Warn(s.pool(), s.obs.Pool, string(a.StaticNodePool), "spec.replicas is set: a surge can never rotate this NodePool, so no rotation starts")
+}
+
+func (an *Announcer) policyConflict(s step) {
+	g := s.obs.Governance
+	an.Warn(s.pool(), s.obs.Pool, string(a.PolicyConflict), fmt.Sprintf("RotationPolicies %s tie at specificity %d; the NodePool is not rotated", strings.Join(g.Conflict, ", "), g.Specificity))
+}
+
+func (an *Announcer) policyInvalid(s step) {
+	if an.seen.enter(s.pool(), string(a.PolicyInvalid), fmt.Sprint(s.obs.PolicyErr)) {
+		s.log.Info("governing policy is invalid; no rotation starts", "policy", s.obs.Governance.Policy.Name, "error", fmt.Sprint(s.obs.PolicyErr))
+	}
+}
+
+func (an *Announcer) infeasible(s step) {
+	var reasons []string
+	for _, f := range s.obs.Findings {
+		if f.Severity == schedule.Fatal {
+			reasons = append(reasons, f.Reason+": "+f.Message)
+		}
+	}
+	if an.seen.enter(s.pool(), string(a.Infeasible), strings.Join(reasons, "; ")) {
+		s.log.Info("fatal schedule findings block rotation starts", "findings", reasons)
+	}
+}
+
+func (an *Announcer) placeholderCreated(s step) {
+	o := s.obs
+	if o.Sizing == nil {
+		return
+	}
+	sz := o.Sizing
+	s.log.Info("surge placeholder created", "placeholder", surge.PlaceholderName(s.claim()), "requests", sz.Requests,
+		"excluded", sz.Excluded, "clamped", sz.Clamped, "refused", sz.Refused, "bandExceeded", sz.BandExceed, "clampLimit", sz.Limit)
+	switch {
+	case len(sz.Refused) > 0:
+		an.event(o.Subject, corev1.EventTypeWarning, "SurgeClampRefused", fmt.Sprintf("DaemonSet overhead exhausts the claim's allocatable for %v; the placeholder keeps its full request", sz.Refused))
+	case len(sz.BandExceed) > 0:
+		an.event(o.Subject, corev1.EventTypeWarning, "SurgeClampBandExceeded", fmt.Sprintf("placeholder clamped by more than %.0f%% for %v: the drained Pods may not all fit", surge.ClampBand*100, sz.BandExceed))
+	case len(sz.Clamped) > 0:
+		an.event(o.Subject, corev1.EventTypeNormal, "SurgeClamped", fmt.Sprintf("placeholder clamped to allocatable less DaemonSet overhead for %v", sz.Clamped))
+	}
+}
+
+func (an *Announcer) surgeWaiting(s step) {
+	ph := s.obs.Placeholder
+	if ph == nil {
+		return
+	}
+	for _, c := range ph.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
+			if an.seen.enter(s.pool(), "SurgeUnschedulable", c.Reason+c.Message) {
+				s.log.Info("surge placeholder is not schedulable", "placeholder", ph.Name, "reason", c.Reason, "detail", c.Message)
+				an.event(s.obs.Subject, corev1.EventTypeWarning, "SurgeUnschedulable", fmt.Sprintf("placeholder %s: %s: %s", ph.Name, c.Reason, c.Message))
+			}
+			return
+		}
+	}
+}
+
+func (an *Announcer) surgeReady(s step) {
+	o := s.obs
+	s.log.Info("surge node ready", surgeFields(s)...)
+	if started, err := time.Parse(time.RFC3339, o.Subject.Annotations[v1alpha1.AnnotationStartedAt]); err == nil {
+		metrics.Duration.WithLabelValues(s.pool(), "surge_wait").Observe(o.Now.Sub(started).Seconds())
+	}
+}
+
+// surgeFields are the surge figures of the surge-ready line; surgePath is
+// omitted, never guessed, when the host's claim is unknown.
+func surgeFields(s step) []any {
+	o := s.obs
+	kv := []any{}
+	started, _ := time.Parse(time.RFC3339, o.Subject.Annotations[v1alpha1.AnnotationStartedAt])
+	if o.SurgeHost != nil {
+		kv = append(kv, "surgeNode", o.SurgeHost.Name)
+	}
+	if !started.IsZero() {
+		kv = append(kv, "surgeWait", o.Now.Sub(started).Round(time.Second).String())
+	}
+	if path := surge.Path(o.SurgeHostClaim, started); path != "" {
+		kv = append(kv, "surgePath", path)
+	}
+	return kv
+}
+
+func (an *Announcer) drainStarted(s step) {
+	node := ""
+	if s.obs.OldNode != nil {
+		node = s.obs.OldNode.Name
+	}
+	m := mode(s.obs.Pool.Annotations[v1alpha1.AnnotationRotationMode])
+	if _, ok := s.last("anchor-write"); ok && s.obs.Candidate() != nil && s.obs.Candidate().Kind == "forcefulFallback" {
+		m = "forceful-fallback"
+	}
+	s.log.Info("drain started", "node", node, "mode", m)
+}
+
+func (an *Announcer) rotationFailed(s step) {
+	o := s.obs
+	res, _ := s.last("claim-state")
+	retry := res.Values["claim:"+v1alpha1.AnnotationRetryCount]
+	failedAt, _ := time.Parse(time.RFC3339, res.Values["claim:"+v1alpha1.AnnotationFailedAt])
+	var count int
+	fmt.Sscan(retry, &count)
+	wait, _ := o.Settings.Calendar.RetryWait(failedAt, o.Settings.RetryBackoff, count)
+	until := failedAt.Add(wait).UTC().Format(time.RFC3339)
+	metrics.Completed.WithLabelValues(s.pool(), "failure").Inc()
+	s.log.Info("rotation attempt failed", "reason", "readyTimeout", "readyTimeout", o.Settings.ReadyTimeout.String(),
+		"retryCount", retry, "backoffUntil", until)
+	an.event(o.Subject, corev1.EventTypeWarning, "RotationFailed",
+		fmt.Sprintf("the surge was not ready within readyTimeout %s; rolled back (retry %s, backoff until %s)", o.Settings.ReadyTimeout, retry, until))
+}
+
+func (an *Announcer) rotationExpired(s step) {
+	metrics.Completed.WithLabelValues(s.pool(), "expired").Inc()
+	s.log.Info("rotation complete", "outcome", "expired", "mode", mode(s.obs.Pool.Annotations[v1alpha1.AnnotationRotationMode]))
+}
+
+func (an *Announcer) governanceLost(s step) {
+	s.log.Info("in-flight rotation rolled back: the NodePool left governance")
+	an.event(s.obs.Pool, corev1.EventTypeWarning, "GovernanceLost", fmt.Sprintf("rotation of %s rolled back: the NodePool is no longer governed by exactly one valid RotationPolicy", s.claim()))
+}
+
+func (an *Announcer) windowMissed(s step) {
+	res, _ := s.last("window-clear")
+	c := s.obs.Census.Census
+	metrics.WindowMissed.WithLabelValues(s.pool()).Inc()
+	s.log.Info("maintenance window closed with candidates unrotated", "windowOpenedAt", res.Values["windowOpenedAt"],
+		"eligible", c.Candidates, "inBackoffTriggered", c.InBackoff)
+	an.event(s.obs.Pool, corev1.EventTypeWarning, "WindowMissed",
+		fmt.Sprintf("the window opened at %s closed with %d claim(s) outstanding and no rotation completed in it", res.Values["windowOpenedAt"], c.Outstanding()))
+}
+
+func (an *Announcer) drainStuck(s step) {
+	if an.seen.enter(s.pool(), string(a.DrainStuck), s.claim()) {
+		s.log.Info("drain exceeds terminationGracePeriod + buffer; the rotation gate stays held", "nodeclaim", s.claim())
+	}
+}
+
+func mode(m string) string {
+	if m == v1alpha1.RotationModeFallback {
+		return "forceful-fallback"
+	}
+	return "surge"
+}

@@ -1,0 +1,73 @@
+package census
+
+import (
+	"strconv"
+	"time"
+
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+)
+
+// Census counts the pool's claims by their place in the rotation.
+type Census struct {
+	Total      int `json:"total"`
+	Candidates int `json:"candidates"` // eligible now
+	InBackoff  int `json:"inBackoff"`  // past the trigger, held only by retryBackoff
+	InFlight   int `json:"inFlight"`   // pending or draining
+	NotDue     int `json:"notDue"`     // not yet past the trigger
+	OptedOut   int `json:"optedOut"`   // operator-set do-not-disrupt
+	NotReady   int `json:"notReady"`
+	Deleting   int `json:"deleting"`
+	Expired    int `json:"expired"`
+	NoDeadline int `json:"noDeadline"` // expireAfter Never
+	ShortLead  int `json:"shortLead"`  // own expireAfter ≤ K·P + t_rot
+	MaxRetry   int `json:"maxRetry"`   // highest retry-count
+}
+
+// Outstanding is candidates + in_backoff: the work the window-missed
+// evaluation judges a closed occurrence by.
+func (c Census) Outstanding() int { return c.Candidates + c.InBackoff }
+
+// NoCandidateReason says, in an operator's words, why a census has no
+// candidate.
+func (c Census) NoCandidateReason() string {
+	switch {
+	case c.Total == 0:
+		return "the NodePool has no NodeClaims"
+	case c.InBackoff > 0:
+		return "every due claim is inside its retryBackoff"
+	case c.NotDue+c.NoDeadline == c.Total:
+		return "no claim is past its age threshold"
+	}
+	return "no claim is eligible"
+}
+
+// Candidate is the selected claim and its figures.
+type Candidate struct {
+	Claim    *karpv1.NodeClaim
+	Kind     string // surge or forcefulFallback
+	Deadline time.Time
+	Age      time.Duration
+}
+
+// Figures are one claim's deadline arithmetic.
+type Figures struct {
+	Claim     *karpv1.NodeClaim
+	Deadline  time.Time // zero: expireAfter Never, or no occurrence
+	Trigger   time.Time // when it becomes due by age
+	RetryAt   time.Time // end of its escalated, window-clamped backoff
+	ShortLead bool
+}
+
+// Due reports whether the claim is past its age trigger at now.
+func (f Figures) Due(now time.Time) bool { return !f.Trigger.IsZero() && now.After(f.Trigger) }
+
+// BadAnnotation is a malformed annotation value on an object: reported as a
+// Warning naming the object and key, never acted on.
+type BadAnnotation struct {
+	Object, Key, Value, Problem string
+}
+
+// Error says what is wrong in the words the Warnings use.
+func (b BadAnnotation) Error() string {
+	return b.Key + " " + strconv.Quote(b.Value) + " is " + b.Problem
+}

@@ -1,0 +1,43 @@
+package controller
+
+import (
+	"time"
+
+	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
+	"github.com/noderotation/node-rotation-controller/engine"
+	"github.com/noderotation/node-rotation-controller/internal/metrics"
+	"github.com/noderotation/node-rotation-controller/internal/observe"
+)
+
+// gauges is what the pool's gauges show of this pass: the governance and
+// census the observation computed for the table, and the drainStuck fact
+// exactly as the rotation machine decided it (docs/observability.md).
+func gauges(obs *observe.Observation, decisions []engine.Decision) metrics.Pool {
+	c := obs.Census.Census
+	p := metrics.Pool{
+		Name: obs.Pool.Name, Governance: obs.Snapshot.Pool.Governance,
+		Candidates: c.Candidates, InBackoff: c.InBackoff, ShortLead: c.ShortLead, MaxRetry: c.MaxRetry,
+		InFlight: obs.Snapshot.Pool.Anchor != "", WindowOpen: obs.WindowOpen,
+		Derivation: obs.Derivation, DrainStuck: drainStuck(decisions),
+	}
+	if t, err := time.Parse(time.RFC3339, obs.Pool.Annotations[v1alpha1.AnnotationFreeze]); err == nil && t.After(obs.Now) {
+		p.FreezeUntil = t
+	}
+	return p
+}
+
+// drainStuck is the rotation machine's drainStuck fact when it decided a
+// draining rotation; false otherwise (including when nothing was decided).
+func drainStuck(decisions []engine.Decision) bool {
+	for _, d := range decisions {
+		if d.Machine != "rotation" || d.From != "draining" {
+			continue
+		}
+		for _, f := range d.Facts {
+			if f.Name == "drainStuck" {
+				return f.Value == true
+			}
+		}
+	}
+	return false
+}

@@ -1,0 +1,34 @@
+package controller
+
+import (
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/noderotation/node-rotation-controller/actions"
+	"github.com/noderotation/node-rotation-controller/internal/observe"
+	"github.com/noderotation/node-rotation-controller/internal/surge"
+)
+
+// PlaceholderConfig is how this controller's placeholder Pods are made.
+type PlaceholderConfig struct {
+	Namespace, PriorityClass, Image string
+}
+
+// targets are what this pass's steps may write, from what it observed: the
+// pool, the rotation's claim and nodes, the placeholder (and, when the pass
+// sized one, the Pod to create) and the surge claim a rollback may reap.
+func (r *NodePoolReconciler) targets(obs *observe.Observation) actions.Targets {
+	t := actions.Targets{
+		Now: obs.Now, Pool: obs.Pool, Claim: obs.SubjectName, ClaimObject: obs.Subject,
+		OldNode: obs.OldNode, SurgeHost: obs.SurgeHost, SurgeHostClaim: obs.SurgeHostClaim,
+		InducedClaim: obs.InducedClaim, Placeholder: obs.Placeholder,
+		PlaceholderKey: types.NamespacedName{Namespace: r.Placeholder.Namespace, Name: surge.PlaceholderName(obs.SubjectName)},
+	}
+	if obs.Subject != nil && obs.Sizing != nil {
+		t.NewPlaceholder = surge.Placeholder{
+			Namespace: r.Placeholder.Namespace, PriorityClass: r.Placeholder.PriorityClass, Image: r.Placeholder.Image,
+			Pool: obs.Pool, Claim: obs.Subject, OldNode: obs.OldNode, Requests: obs.Sizing.Requests,
+			Required: obs.Settings.Required, Preferred: obs.Settings.Preferred, AvoidHostnames: obs.AvoidHostnames,
+		}.Build()
+	}
+	return t
+}

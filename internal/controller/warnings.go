@@ -1,0 +1,55 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	"github.com/noderotation/node-rotation-controller/engine"
+	"github.com/noderotation/node-rotation-controller/internal/observe"
+	"github.com/noderotation/node-rotation-controller/internal/schedule"
+)
+
+// warnBadState reports an anchor that must not be acted on: no step is
+// taken this pass.
+func (r *NodePoolReconciler) warnBadState(ctx context.Context, pool string, bad *observe.BadStateError) {
+	np := &karpv1.NodePool{}
+	if r.Client.Get(ctx, client.ObjectKey{Name: pool}, np) == nil {
+		r.Announcer.Warn(pool, np, "InvalidAnnotation", bad.Error()+"; no step is taken")
+	}
+}
+
+// warnUndecidable reports a fact the table cannot evaluate (a malformed
+// annotation it reads): no step is taken this pass.
+func (r *NodePoolReconciler) warnUndecidable(obs *observe.Observation, fe *engine.FactError) {
+	r.Announcer.Warn(obs.Pool.Name, obs.Pool, "InvalidAnnotation", fmt.Sprintf("cannot decide: %v; no step is taken", fe))
+}
+
+// warnFindings emits each schedule warning as a deduplicated Event on the
+// pool (fatal findings are logged by idle.infeasible, never evented),
+// ShortLead on each claim that cannot get its K chances, and
+// InvalidAnnotation for each malformed value that kept a claim out of the
+// census.
+func (r *NodePoolReconciler) warnFindings(obs *observe.Observation) {
+	pool := obs.Pool.Name
+	if obs.Governed() {
+		for _, f := range obs.Findings {
+			if f.Severity == schedule.Warning {
+				r.Announcer.Warn(pool, obs.Pool, f.Reason, f.Message+"; "+f.Remedy)
+			}
+		}
+		for i := range obs.Claims {
+			c := &obs.Claims[i]
+			if e := c.Spec.ExpireAfter.Duration; e != nil && obs.Derivation.ShortLead(*e) {
+				r.Announcer.WarnKeyed(pool, "ShortLead/"+c.Name, c, "ShortLead",
+					fmt.Sprintf("expireAfter %s is not longer than K·P + t_rot = %s: the schedule cannot guarantee %d chances; rotated best-effort first",
+						schedule.FormatDuration(*e), schedule.FormatDuration(obs.Derivation.Lead), obs.Settings.MinRotationChances))
+			}
+		}
+	}
+	for _, b := range obs.BadAnnotations {
+		r.Announcer.Warn(pool, obs.Pool, "InvalidAnnotation", fmt.Sprintf("%s: annotation %s=%q is %s; the claim is skipped", b.Object, b.Key, b.Value, b.Problem))
+	}
+}

@@ -1,0 +1,78 @@
+package controller
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
+)
+
+// SetupWithManager registers the reconciler keyed on NodePool, watching
+// NodeClaims (→ their pool), placeholder Pods (→ their pool), the pool's
+// Nodes on changes that matter, and RotationPolicies (→ every pool).
+func (r *NodePoolReconciler) SetupWithManager(mgr ctrl.Manager, name string) error {
+	byLabel := func(key string) handler.EventHandler {
+		return handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+			if pool := o.GetLabels()[key]; pool != "" {
+				return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: pool}}}
+			}
+			return nil
+		})
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(name).
+		For(&karpv1.NodePool{}).
+		Watches(&karpv1.NodeClaim{}, byLabel(karpv1.NodePoolLabelKey)).
+		Watches(&corev1.Pod{}, byLabel(v1alpha1.LabelNodePool)).
+		Watches(&corev1.Node{}, byLabel(karpv1.NodePoolLabelKey), builder.WithPredicates(nodeChangeMatters())).
+		Watches(&v1alpha1.RotationPolicy{}, handler.EnqueueRequestsFromMapFunc(r.allPools)).
+		Complete(r)
+}
+
+// allPools re-enqueues every NodePool: one policy change can alter which
+// policy wins any pool (docs/design.md#governance).
+func (r *NodePoolReconciler) allPools(ctx context.Context, _ client.Object) []reconcile.Request {
+	pools := &karpv1.NodePoolList{}
+	if err := r.Client.List(ctx, pools); err != nil {
+		r.Log.Error(err, "listing NodePools to re-resolve after a RotationPolicy change")
+		return nil
+	}
+	out := make([]reconcile.Request, len(pools.Items))
+	for i, p := range pools.Items {
+		out[i] = reconcile.Request{NamespacedName: types.NamespacedName{Name: p.Name}}
+	}
+	return out
+}
+
+// nodeChangeMatters passes node creation/deletion and updates of labels,
+// annotations, cordon or the Ready condition — not heartbeats.
+func nodeChangeMatters() predicate.Predicate {
+	return predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			o, n := e.ObjectOld.(*corev1.Node), e.ObjectNew.(*corev1.Node)
+			return !equality.Semantic.DeepEqual(o.Labels, n.Labels) ||
+				!equality.Semantic.DeepEqual(o.Annotations, n.Annotations) ||
+				o.Spec.Unschedulable != n.Spec.Unschedulable || readyOf(o) != readyOf(n)
+		},
+	}
+}
+
+func readyOf(n *corev1.Node) corev1.ConditionStatus {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status
+		}
+	}
+	return corev1.ConditionUnknown
+}

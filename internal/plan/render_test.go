@@ -1,0 +1,189 @@
+package plan
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	sigsyaml "sigs.k8s.io/yaml"
+
+	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
+	"github.com/noderotation/node-rotation-controller/internal/schedule"
+)
+
+// docsTable is the figure block docs/policy.md shows for the worked example.
+const docsTable = `RotationPolicy api (expireAfter 14d, terminationGracePeriod 1h)
+
+  P          largest gap between occurrence starts  4d
+  D          shortest occurrence                    4h
+  gap        shortest closed interval               2d20h
+  t_rot      readyTimeout + tGP + buffer            1h17m
+  t_rot_est  provisioningEstimate + drainEstimate   15m
+  A          age threshold (auto)                   5d22h43m
+  G          guaranteed rotation chances            2
+  C          starts per occurrence                  10
+`
+
+func render(t *testing.T, r Report, format string) string {
+	t.Helper()
+	var b bytes.Buffer
+	if err := Render(&b, r, format); err != nil {
+		t.Fatalf("Render(%q): %v", format, err)
+	}
+	return b.String()
+}
+
+func TestRenderTableWorkedExample(t *testing.T) {
+	in := workedInput(t)
+	in.NodePool = "" // the docs plan without a NodePool file
+	r, err := Build(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := docsTable + `
+Next occurrences:
+  Wed 2026-12-02 02:00 – 06:00 JST (Asia/Tokyo)
+  Sat 2026-12-05 02:00 – 06:00 JST (Asia/Tokyo)
+  Wed 2026-12-09 02:00 – 06:00 JST (Asia/Tokyo)
+
+Findings:
+  none
+`
+	for _, format := range []string{"table", ""} {
+		if got := render(t, r, format); got != want {
+			t.Errorf("format %q:\n%s\nwant:\n%s", format, got, want)
+		}
+	}
+}
+
+func TestRenderTableVariants(t *testing.T) {
+	r := Report{
+		Policy: "always", NodePool: "batch", ExpireAfter: "Never", TerminationGracePeriod: "unset",
+		AlwaysOpen: true, P: "1m", D: "7d", Gap: "none", TRot: "1h17m", TRotEst: "15m", A: "0s", AgeThreshold: "auto",
+		Findings: []schedule.Finding{
+			{Layer: 1, Reason: "NoWindows", Severity: schedule.Fatal, Message: "msg one", Remedy: "fix one"},
+			{Layer: 2, Reason: "TGPUnset", Severity: schedule.Warning, Message: "msg two", Remedy: "fix two"},
+		},
+	}
+	out := render(t, r, "table")
+	pad := strings.Repeat(" ", len("  Warning  ")+len("NoWindows  ")+len("layer 1  "))
+	for _, want := range []string{
+		"RotationPolicy always for NodePool batch (expireAfter Never, terminationGracePeriod unset)\n",
+		"  P          largest gap between occurrence starts  1m (open 24/7: the reconcile tick)\n",
+		"Next occurrences:\n  none\n",
+		"Findings:\n  Fatal    NoWindows  layer 1  msg one\n" + pad + "remedy: fix one\n",
+		"  Warning  TGPUnset   layer 2  msg two\n" + pad + "remedy: fix two\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "Findings:\n  none") {
+		t.Errorf("a report with findings says none:\n%s", out)
+	}
+}
+
+func TestRenderOccurrenceAcrossMidnight(t *testing.T) {
+	in := Input{Policy: v1alpha1.RotationPolicy{Spec: v1alpha1.RotationPolicySpec{MaintenanceWindows: []v1alpha1.MaintenanceWindow{
+		win("UTC", []v1alpha1.Weekday{"Fri"}, "22:00", "04:00"),
+		win("Europe/Berlin", []v1alpha1.Weekday{"Mon"}, "06:00", "06:00"),
+	}}}, ExpireAfter: dptr(30 * 24 * time.Hour), Now: mon}
+	in.Policy.Name = "nights"
+	r, err := Build(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := render(t, r, "table")
+	for _, want := range []string{
+		"  Fri 2026-12-04 22:00 – Sat 2026-12-05 04:00 UTC (UTC)\n",
+		"  Mon 2026-12-07 06:00 – Tue 2026-12-08 06:00 CET (Europe/Berlin)\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestRenderJSON(t *testing.T) {
+	r, err := Build(workedInput(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := render(t, r, "json")
+	for _, want := range []string{
+		"{\n  \"policy\": \"api\",\n  \"nodePool\": \"api\",\n",
+		`  "tRot": "1h17m",`,
+		`  "ageThreshold": "auto",`,
+		`      "start": "2026-12-02T02:00:00+09:00",`,
+		`      "timezone": "Asia/Tokyo"`,
+		`  "fatal": false`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("json lacks %q:\n%s", want, out)
+		}
+	}
+	var back Report
+	if err := json.Unmarshal([]byte(out), &back); err != nil {
+		t.Fatal(err)
+	}
+	if back.A != "5d22h43m" || back.G != 2 || back.C != 10 || len(back.NextOccurrences) != 3 || !back.NextOccurrences[0].Start.Equal(r.NextOccurrences[0].Start) {
+		t.Errorf("decoded = %+v", back)
+	}
+	// A pool-less report leaves nodePool out.
+	r.NodePool = ""
+	if out := render(t, r, "json"); strings.Contains(out, "nodePool") {
+		t.Errorf("empty nodePool rendered:\n%s", out)
+	}
+}
+
+func TestRenderYAML(t *testing.T) {
+	in := workedInput(t)
+	in.TerminationGrace = nil
+	r, err := Build(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := render(t, r, "yaml")
+	for _, want := range []string{"\nA: 5d22h43m\n", "\nterminationGracePeriod: unset\n", "\n  reason: TGPUnset\n", "\n  severity: Warning\n", "\nfatal: false\n"} {
+		if !strings.Contains("\n"+out, want) {
+			t.Errorf("yaml lacks %q:\n%s", want, out)
+		}
+	}
+	var back Report
+	if err := sigsyaml.Unmarshal([]byte(out), &back); err != nil {
+		t.Fatal(err)
+	}
+	if back.TRot != r.TRot || len(back.Findings) != 1 || back.Findings[0].Layer != 1 || back.Findings[0].Remedy != r.Findings[0].Remedy {
+		t.Errorf("decoded = %+v", back)
+	}
+}
+
+func TestRenderUnknownFormat(t *testing.T) {
+	var b bytes.Buffer
+	err := Render(&b, Report{}, "xml")
+	if err == nil || err.Error() != `unknown output format "xml" (want table, json or yaml)` || b.Len() != 0 {
+		t.Errorf("error = %v, output %q", err, b.String())
+	}
+	for _, f := range Formats {
+		if err := Render(&bytes.Buffer{}, Report{}, f); err != nil {
+			t.Errorf("listed format %q fails: %v", f, err)
+		}
+	}
+}
+
+type failingWriter struct{}
+
+var errWrite = errors.New("disk full")
+
+func (failingWriter) Write([]byte) (int, error) { return 0, errWrite }
+
+func TestRenderReportsWriteErrors(t *testing.T) {
+	for _, f := range Formats {
+		if err := Render(failingWriter{}, Report{Policy: "p"}, f); !errors.Is(err, errWrite) {
+			t.Errorf("format %s: error = %v, want the writer's", f, err)
+		}
+	}
+}

@@ -1,0 +1,235 @@
+package rotation_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
+	"github.com/noderotation/node-rotation-controller/engine"
+	"github.com/noderotation/node-rotation-controller/internal/controller"
+	"github.com/noderotation/node-rotation-controller/test/fakekarpenter"
+	"github.com/noderotation/node-rotation-controller/test/testenv"
+)
+
+// A world is one API server with the controller instances that act on it.
+// The suite's main world runs two instances with leader election off, so
+// every spec is also a race between them; the leader-election world
+// (started only by the specs that need it) runs two with leader election
+// on, as the chart deploys them.
+type world struct {
+	name      string
+	env       *testenv.Env
+	karpenter *fakekarpenter.Karpenter
+	watcher   client.WithWatch
+	acting    int
+	anchors   *anchorWatch
+	instances *instanceSet
+}
+
+// startWorld starts an API server, the namespaces and the PriorityClass the
+// controller needs, an anchor watch, and two controller instances; it
+// returns once every acting instance has run its startup sweep.
+func startWorld(name string, leaderElection bool) *world {
+	e, err := testenv.Start("config/crd")
+	Expect(err).NotTo(HaveOccurred())
+	w := &world{name: name, env: e, karpenter: &fakekarpenter.Karpenter{Client: e.Client}, acting: instances}
+	if leaderElection {
+		w.acting = 1
+	}
+	w.watcher, err = client.NewWithWatch(e.Config, client.Options{Scheme: e.Scheme})
+	Expect(err).NotTo(HaveOccurred())
+	for _, ns := range []string{controllerNS, workloadNS} {
+		Expect(e.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+	}
+	Expect(e.Client.Create(ctx, &schedulingv1.PriorityClass{
+		ObjectMeta: metav1.ObjectMeta{Name: priorityClass}, Value: -10, PreemptionPolicy: ptr.To(corev1.PreemptNever),
+	})).To(Succeed())
+	w.anchors, err = watchAnchors(w.watcher)
+	Expect(err).NotTo(HaveOccurred())
+	metricsAddr := ""
+	if name == "main" {
+		metricsAddr = metricsListen // one process, one registry: one endpoint serves every instance's metrics
+	}
+	w.instances = startInstances(e, name, instances, leaderElection, metricsAddr)
+	w.warmup()
+	return w
+}
+
+// use makes w the current world of the helpers.
+func (w *world) use() {
+	env, karpenter, watcher, acting, anchors = w.env, w.karpenter, w.watcher, w.acting, w.anchors
+}
+
+// stop stops the instances, then the API server.
+func (w *world) stop() {
+	w.instances.stop()
+	w.anchors.stop()
+	Expect(w.env.Stop()).To(Succeed())
+}
+
+// warmupPool is reconciled by every instance before any spec runs, so each
+// startup sweep is over before a spec's objects exist.
+const warmupPool = "warmup"
+
+// warmup waits until every acting instance has made its first decision
+// (the sweep runs before a reconciler's first decision).
+func (w *world) warmup() {
+	Expect(w.env.Client.Create(ctx, &karpv1.NodePool{
+		ObjectMeta: metav1.ObjectMeta{Name: warmupPool},
+		Spec: karpv1.NodePoolSpec{Template: karpv1.NodeClaimTemplate{Spec: karpv1.NodeClaimTemplateSpec{
+			NodeClassRef: &karpv1.NodeClassReference{Group: "karpenter.kwok.sh", Kind: "KWOKNodeClass", Name: "default"},
+			Requirements: []karpv1.NodeSelectorRequirementWithMinValues{{Key: corev1.LabelTopologyZone, Operator: corev1.NodeSelectorOpIn, Values: []string{"zone-a"}}},
+		}}},
+	})).To(Succeed())
+	Eventually(w.instances.deciding, timeout).Should(BeNumerically(">=", w.acting))
+}
+
+// instanceSet is controller instances started together.
+type instanceSet struct {
+	names  []string
+	cancel context.CancelFunc
+	done   sync.WaitGroup
+}
+
+// instanceSeq keeps controller names unique in the process (controller-
+// runtime refuses a name twice).
+var instanceSeq atomic.Int64
+
+// startInstances starts n managers against e, each with the controller as
+// controller.Setup wires it (sweep, announcer, clock), recording every
+// decision in coverage under the instance's name.
+func startInstances(e *testenv.Env, prefix string, n int, leaderElection bool, metricsAddr string) *instanceSet {
+	mctx, cancel := context.WithCancel(context.Background())
+	set := &instanceSet{cancel: cancel}
+	for i := 0; i < n; i++ {
+		name := fmt.Sprintf("%s-%d", prefix, instanceSeq.Add(1))
+		addr := "0"
+		if i == 0 && metricsAddr != "" {
+			addr = metricsAddr
+		}
+		opts := ctrl.Options{
+			Scheme: e.Scheme, Metrics: metricsserver.Options{BindAddress: addr}, HealthProbeBindAddress: "0",
+			Cache: controller.CacheOptions(controllerNS),
+		}
+		if leaderElection { // as cmd/node-rotation-controller sets it up
+			opts.LeaderElection = true
+			opts.LeaderElectionID = "node-rotation-controller"
+			opts.LeaderElectionNamespace = controllerNS
+			opts.LeaderElectionReleaseOnCancel = true
+		}
+		mgr, err := ctrl.NewManager(e.Config, opts)
+		Expect(err).NotTo(HaveOccurred())
+		r, err := controller.Setup(mgr, controller.Config{
+			Namespace: controllerNS, PlaceholderPriorityClass: priorityClass, Name: name, Clock: clock,
+		}, log.WithName(name))
+		Expect(err).NotTo(HaveOccurred())
+		r.OnDecision = func(pool string, d engine.Decision) { coverage.record(name, pool, d) }
+		set.names = append(set.names, name)
+		set.done.Add(1)
+		go func() {
+			defer GinkgoRecover()
+			defer set.done.Done()
+			Expect(mgr.Start(mctx)).To(Succeed())
+		}()
+	}
+	return set
+}
+
+// deciding is how many of the set's instances have made a decision.
+func (s *instanceSet) deciding() int {
+	n := 0
+	for _, name := range s.names {
+		if coverage.decisions(name) > 0 {
+			n++
+		}
+	}
+	return n
+}
+
+func (s *instanceSet) stop() {
+	s.cancel()
+	s.done.Wait()
+}
+
+// deleteAll deletes what the spec left in the current world — policies,
+// NodePools (but the warm-up pool), NodeClaims, Nodes and the Pods of the
+// controller's and the workloads' namespaces — and returns the names of the
+// pools it deleted. Pools go first, so no pass acts on what follows.
+func deleteAll() []string {
+	policies := &v1alpha1.RotationPolicyList{}
+	Expect(env.Client.List(ctx, policies)).To(Succeed())
+	for i := range policies.Items {
+		Expect(client.IgnoreNotFound(env.Client.Delete(ctx, &policies.Items[i]))).To(Succeed())
+	}
+	pools := &karpv1.NodePoolList{}
+	Expect(env.Client.List(ctx, pools)).To(Succeed())
+	var names []string
+	for i := range pools.Items {
+		if pools.Items[i].Name == warmupPool {
+			continue
+		}
+		names = append(names, pools.Items[i].Name)
+		Expect(client.IgnoreNotFound(env.Client.Delete(ctx, &pools.Items[i]))).To(Succeed())
+	}
+	Eventually(func() int {
+		l := &karpv1.NodePoolList{}
+		Expect(env.Client.List(ctx, l)).To(Succeed())
+		return len(l.Items)
+	}, timeout).Should(Equal(1), "only the warm-up pool is left")
+
+	claims := &karpv1.NodeClaimList{}
+	Expect(env.Client.List(ctx, claims)).To(Succeed())
+	for i := range claims.Items {
+		release(&claims.Items[i])
+	}
+	nodes := &corev1.NodeList{}
+	Expect(env.Client.List(ctx, nodes)).To(Succeed())
+	for i := range nodes.Items {
+		Expect(client.IgnoreNotFound(env.Client.Delete(ctx, &nodes.Items[i]))).To(Succeed())
+	}
+	for _, ns := range []string{controllerNS, workloadNS} {
+		pods := &corev1.PodList{}
+		Expect(env.Client.List(ctx, pods, client.InNamespace(ns))).To(Succeed())
+		for i := range pods.Items {
+			release(&pods.Items[i])
+		}
+	}
+	Eventually(func() int {
+		n := 0
+		for _, l := range []client.ObjectList{&karpv1.NodeClaimList{}, &corev1.NodeList{}} {
+			Expect(env.Client.List(ctx, l)).To(Succeed())
+			n += meta.LenList(l)
+		}
+		for _, ns := range []string{controllerNS, workloadNS} {
+			l := &corev1.PodList{}
+			Expect(env.Client.List(ctx, l, client.InNamespace(ns))).To(Succeed())
+			n += len(l.Items)
+		}
+		return n
+	}, timeout).Should(BeZero(), "the spec's claims, nodes and Pods are gone")
+	return names
+}
+
+// release drops an object's finalizers and deletes it at once.
+func release(o client.Object) {
+	if len(o.GetFinalizers()) > 0 {
+		orig := o.DeepCopyObject().(client.Object)
+		o.SetFinalizers(nil)
+		Expect(client.IgnoreNotFound(env.Client.Patch(ctx, o, client.MergeFrom(orig)))).To(Succeed())
+	}
+	Expect(client.IgnoreNotFound(env.Client.Delete(ctx, o, client.GracePeriodSeconds(0)))).To(Succeed())
+}

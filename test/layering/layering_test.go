@@ -1,0 +1,127 @@
+package layering_test
+
+import (
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/noderotation/node-rotation-controller"
+
+// allowed lists, for every production package, the packages of this module
+// it may import directly. A package missing here, or an import missing from
+// its list, fails the test: a new arrow is a decision to write down here
+// and in docs/architecture.md.
+var allowed = map[string][]string{
+	"api/v1alpha1":                 {},
+	"engine":                       {},
+	"rules":                        {},
+	"internal":                     {},
+	"internal/conditional":         {},
+	"internal/golden":              {},
+	"internal/preflight":           {},
+	"internal/schedule":            {},
+	"internal/scheme":              {"api/v1alpha1"},
+	"internal/surge":               {"api/v1alpha1"},
+	"internal/policy":              {"api/v1alpha1", "internal/schedule"},
+	"internal/plan":                {"api/v1alpha1", "internal/policy", "internal/schedule"},
+	"internal/metrics":             {"internal/schedule"},
+	"internal/census":              {"api/v1alpha1", "engine", "internal/policy", "internal/schedule"},
+	"actions":                      {"api/v1alpha1", "engine", "internal/conditional"},
+	"internal/sweep":               {"api/v1alpha1", "internal/conditional"},
+	"internal/table":               {"actions", "engine", "internal/census", "rules"},
+	"internal/observe":             {"api/v1alpha1", "engine", "internal/census", "internal/policy", "internal/schedule", "internal/surge"},
+	"internal/announce":            {"actions", "api/v1alpha1", "internal/metrics", "internal/observe", "internal/schedule", "internal/surge"},
+	"internal/controller":          {"actions", "api/v1alpha1", "engine", "internal/announce", "internal/metrics", "internal/observe", "internal/policy", "internal/schedule", "internal/surge", "internal/sweep", "internal/table"},
+	"cmd/node-rotation-controller": {"internal/controller", "internal/preflight", "internal/scheme", "internal/surge"},
+	"cmd/rotationctl":              {"engine", "internal/plan", "internal/schedule", "internal/table", "rules"},
+}
+
+// forbidden are the arrows the one-way pass rules out, checked over every
+// transitive dependency (`go list -deps`), so no detour through another
+// package can bring them back.
+var forbidden = map[string][]string{
+	"engine":               {"*"}, // cel-go and yaml only: nothing of this domain
+	"rules":                {"*"}, // data: the table and its golden cases
+	"internal/conditional": {"*"},
+	"actions":              {"internal/observe", "internal/census", "internal/surge", "internal/announce", "internal/metrics", "internal/controller", "internal/sweep", "internal/table", "rules"},
+	"internal/metrics":     {"internal/observe", "internal/census", "actions", "internal/announce"},
+	"internal/sweep":       {"actions", "internal/observe", "internal/announce", "internal/controller"},
+	"internal/observe":     {"actions", "internal/announce", "internal/metrics", "internal/controller", "internal/table", "rules"},
+	"internal/census":      {"internal/observe", "actions", "internal/announce", "internal/controller"},
+	"internal/announce":    {"internal/controller", "internal/table", "internal/sweep"},
+}
+
+// testOnly must never reach a binary.
+var testOnly = []string{
+	"github.com/onsi/ginkgo", "github.com/onsi/gomega",
+	"sigs.k8s.io/controller-runtime/pkg/envtest", "sigs.k8s.io/controller-runtime/pkg/client/fake",
+	module + "/test/", module + "/internal/golden",
+}
+
+// goList runs `go list` from the module root with a template over packages.
+func goList(t *testing.T, args ...string) []string {
+	t.Helper()
+	cmd := exec.Command("go", append([]string{"list"}, args...)...)
+	cmd.Dir = "../.."
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list %v: %v", args, err)
+	}
+	return strings.Fields(string(out))
+}
+
+func local(path string) (string, bool) {
+	if path == module {
+		return "", true
+	}
+	rest, ok := strings.CutPrefix(path, module+"/")
+	return rest, ok
+}
+
+func TestDirectImportsAreAllowed(t *testing.T) {
+	for _, line := range goList(t, "-f", `{{.ImportPath}}|{{join .Imports ","}}`, "./...") {
+		pkg, imports, _ := strings.Cut(line, "|")
+		name, _ := local(pkg)
+		if strings.HasPrefix(name, "test/") {
+			continue // the suites may reach anything they test
+		}
+		list, known := allowed[name]
+		if !known {
+			t.Errorf("package %s is not in the layering table: add it with the imports it may have", name)
+			continue
+		}
+		for _, imp := range strings.Split(imports, ",") {
+			if dep, ok := local(imp); ok && !slices.Contains(list, dep) {
+				t.Errorf("%s imports %s: not an allowed arrow", name, dep)
+			}
+		}
+	}
+}
+
+func TestForbiddenArrowsAreAbsentTransitively(t *testing.T) {
+	for pkg, bad := range forbidden {
+		for _, dep := range goList(t, "-deps", "./"+pkg) {
+			name, ok := local(dep)
+			if !ok || name == pkg {
+				continue
+			}
+			if slices.Contains(bad, "*") || slices.Contains(bad, name) {
+				t.Errorf("%s depends on %s", pkg, name)
+			}
+		}
+	}
+}
+
+func TestBinariesCarryNoTestDependency(t *testing.T) {
+	for _, bin := range []string{"./cmd/node-rotation-controller", "./cmd/rotationctl"} {
+		for _, dep := range goList(t, "-deps", bin) {
+			for _, bad := range testOnly {
+				if strings.HasPrefix(dep, bad) {
+					t.Errorf("%s links %s, a test-only package", bin, dep)
+				}
+			}
+		}
+	}
+}
