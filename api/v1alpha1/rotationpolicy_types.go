@@ -15,12 +15,13 @@ import (
 // +kubebuilder:printcolumn:name="Matched",type=integer,JSONPath=`.status.matchedNodePools`
 // +kubebuilder:printcolumn:name="Rotating",type=integer,JSONPath=`.status.rotatingNodePools`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
+// +kubebuilder:printcolumn:name="Feasible",type=string,JSONPath=`.status.conditions[?(@.type=="Feasible")].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type RotationPolicy struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	// +kubebuilder:default={}
+	// +required
 	Spec   RotationPolicySpec   `json:"spec"`
 	Status RotationPolicyStatus `json:"status,omitempty"`
 }
@@ -30,7 +31,11 @@ type RotationPolicySpec struct {
 	// nodePoolSelector selects the governed NodePools by their labels. Its
 	// specificity is the number of matchLabels plus matchExpressions entries;
 	// an empty selector selects every NodePool with specificity 0 and loses
-	// to any keyed selector.
+	// to any keyed selector. matchExpressions operators are In, NotIn (with
+	// values), Exists and DoesNotExist (without).
+	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(e, e.operator in ['In', 'NotIn', 'Exists', 'DoesNotExist'])",message="matchExpressions operator must be one of In, NotIn, Exists, DoesNotExist"
+	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(e, !(e.operator in ['In', 'NotIn']) || (has(e.values) && size(e.values) > 0))",message="matchExpressions with In or NotIn need at least one value"
+	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(e, !(e.operator in ['Exists', 'DoesNotExist']) || !has(e.values) || size(e.values) == 0)",message="matchExpressions with Exists or DoesNotExist take no values"
 	// +optional
 	NodePoolSelector metav1.LabelSelector `json:"nodePoolSelector,omitempty"`
 
@@ -38,7 +43,7 @@ type RotationPolicySpec struct {
 	// t_rot), see docs/design.md#age-threshold) or a Go duration that
 	// overrides the derivation.
 	// +kubebuilder:default=auto
-	// +kubebuilder:validation:XValidation:rule="self == 'auto' || self.matches('^([0-9]+(\\\\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$')",message="ageThreshold must be \"auto\" or a Go duration such as 120h"
+	// +kubebuilder:validation:XValidation:rule="self == 'auto' || self.matches('^([0-9]+(\\\\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$')",message="ageThreshold must be \"auto\" or a Go duration such as 90m"
 	// +kubebuilder:validation:XValidation:rule="self == 'auto' || !self.matches('^([0-9]+(\\\\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$') || duration(self) > duration('0s')",message="ageThreshold must be greater than 0"
 	// +optional
 	AgeThreshold string `json:"ageThreshold,omitempty"`
@@ -51,11 +56,14 @@ type RotationPolicySpec struct {
 	MinRotationChances int32 `json:"minRotationChances,omitempty"`
 
 	// maintenanceWindows gate rotation starts; the effective window is the
-	// union of the entries. An in-flight rotation finishes past a window's end.
+	// union of the entries (at least one). An in-flight rotation finishes
+	// past a window's end. For no restriction, one entry of every day from
+	// 00:00 to 24:00.
 	// +listType=atomic
+	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=64
-	// +optional
-	MaintenanceWindows []MaintenanceWindow `json:"maintenanceWindows,omitempty"`
+	// +required
+	MaintenanceWindows []MaintenanceWindow `json:"maintenanceWindows"`
 
 	// surge configures the make-before-break replacement.
 	// +kubebuilder:default={}
@@ -108,41 +116,41 @@ type SurgeSpec struct {
 	// readyTimeout bounds how long the surge may take to become ready before
 	// the attempt is rolled back. Must be greater than 0.
 	// +kubebuilder:default="15m"
-	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
-	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]+(\\\\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$') || duration(self) > duration('0s')",message="readyTimeout must be greater than 0"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^(0|([0-9]+(\\\\.[0-9]+)?(ns|us|µs|ms|s|m|h))+)$')",message="readyTimeout must be a Go duration such as 90m"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^(0|([0-9]+(\\\\.[0-9]+)?(ns|us|µs|ms|s|m|h))+)$') || duration(self) > duration('0s')",message="readyTimeout must be greater than 0"
 	// +optional
 	ReadyTimeout string `json:"readyTimeout,omitempty"`
 
 	// cooldownAfter is gate A: the settle time after a successful rotation
-	// before the pool starts the next one. May be 0.
+	// before the pool starts the next one. "0" means no cooldown.
 	// +kubebuilder:default="10m"
-	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="self.matches('^(0|([0-9]+(\\\\.[0-9]+)?(ns|us|µs|ms|s|m|h))+)$')",message="cooldownAfter must be a Go duration such as 90m"
 	// +optional
 	CooldownAfter string `json:"cooldownAfter,omitempty"`
 
 	// failurePause is gate B: the pool-wide pause after a failed attempt.
-	// Unset means max(10m, cooldownAfter).
-	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	// Unset means max(10m, cooldownAfter); "0" means no pause.
+	// +kubebuilder:validation:XValidation:rule="self.matches('^(0|([0-9]+(\\\\.[0-9]+)?(ns|us|µs|ms|s|m|h))+)$')",message="failurePause must be a Go duration such as 90m"
 	// +optional
 	FailurePause string `json:"failurePause,omitempty"`
 
 	// drainEstimate is the expected drain time, used only by the layer-2
 	// throughput forecast. Unset means min(terminationGracePeriod, 10m).
-	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="self.matches('^(0|([0-9]+(\\\\.[0-9]+)?(ns|us|µs|ms|s|m|h))+)$')",message="drainEstimate must be a Go duration such as 90m"
 	// +optional
 	DrainEstimate string `json:"drainEstimate,omitempty"`
 
 	// provisioningEstimate is the expected time to a ready surge node, used
 	// only by the layer-2 forecast. Unset means min(readyTimeout, 5m).
-	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="self.matches('^(0|([0-9]+(\\\\.[0-9]+)?(ns|us|µs|ms|s|m|h))+)$')",message="provisioningEstimate must be a Go duration such as 90m"
 	// +optional
 	ProvisioningEstimate string `json:"provisioningEstimate,omitempty"`
 
 	// retryBackoff is the base wait before a failed claim is retried; it
 	// doubles per retry up to 8×. Must be greater than 0.
 	// +kubebuilder:default="30m"
-	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
-	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]+(\\\\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$') || duration(self) > duration('0s')",message="retryBackoff must be greater than 0"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^(0|([0-9]+(\\\\.[0-9]+)?(ns|us|µs|ms|s|m|h))+)$')",message="retryBackoff must be a Go duration such as 90m"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^(0|([0-9]+(\\\\.[0-9]+)?(ns|us|µs|ms|s|m|h))+)$') || duration(self) > duration('0s')",message="retryBackoff must be greater than 0"
 	// +optional
 	RetryBackoff string `json:"retryBackoff,omitempty"`
 
@@ -171,11 +179,17 @@ type MatchNodeRequirements struct {
 	// this list is allowed but warned about.
 	// +kubebuilder:default={"topology.kubernetes.io/zone","kubernetes.io/arch","karpenter.sh/capacity-type"}
 	// +listType=set
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MaxLength=317
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$'))",message="required entries must be label keys such as topology.kubernetes.io/zone"
 	// +optional
 	Required []string `json:"required,omitempty"`
 
 	// preferred keys become preferred node affinity.
 	// +listType=set
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MaxLength=317
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$'))",message="preferred entries must be label keys such as topology.kubernetes.io/zone"
 	// +optional
 	Preferred []string `json:"preferred,omitempty"`
 }

@@ -72,8 +72,10 @@ var _ = Describe("RotationPolicy admission", func() {
 		}
 	})
 
-	It("defaults an empty spec to the values docs/policy.md documents", func() {
-		p := &v1alpha1.RotationPolicy{ObjectMeta: metav1.ObjectMeta{Name: "defaults"}}
+	It("defaults a spec of one window to the values docs/policy.md documents", func() {
+		p := &v1alpha1.RotationPolicy{ObjectMeta: metav1.ObjectMeta{Name: "defaults"}, Spec: v1alpha1.RotationPolicySpec{
+			MaintenanceWindows: []v1alpha1.MaintenanceWindow{{Timezone: "UTC", Days: []v1alpha1.Weekday{"Sun"}, Start: "01:00", End: "05:00"}},
+		}}
 		Expect(env.Client.Create(ctx, p)).To(Succeed())
 		DeferCleanup(func() { _ = env.Client.Delete(ctx, p) })
 		s := p.Spec
@@ -84,6 +86,36 @@ var _ = Describe("RotationPolicy admission", func() {
 		Expect(s.Surge.RetryBackoff).To(Equal("30m"))
 		Expect(s.Surge.FailurePause).To(BeEmpty(), "unset means max(10m, cooldownAfter)")
 		Expect(s.Surge.MatchNodeRequirements.Required).To(Equal(policy.DefaultRequired))
+	})
+
+	It("accepts \"0\" where zero means none: cooldownAfter, failurePause", func() {
+		p := &v1alpha1.RotationPolicy{ObjectMeta: metav1.ObjectMeta{Name: "zeroes"}, Spec: v1alpha1.RotationPolicySpec{
+			MaintenanceWindows: []v1alpha1.MaintenanceWindow{{Timezone: "UTC", Days: []v1alpha1.Weekday{"Sun"}, Start: "01:00", End: "05:00"}},
+			Surge:              v1alpha1.SurgeSpec{CooldownAfter: "0", FailurePause: "0"},
+		}}
+		Expect(env.Client.Create(ctx, p)).To(Succeed())
+		DeferCleanup(func() { _ = env.Client.Delete(ctx, p) })
+		s, err := policy.Resolve(p.Spec)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(s.CooldownAfter).To(BeZero())
+	})
+
+	It("admits selectors and label keys of every valid form", func() {
+		p := &v1alpha1.RotationPolicy{ObjectMeta: metav1.ObjectMeta{Name: "forms"}, Spec: v1alpha1.RotationPolicySpec{
+			NodePoolSelector: metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+				{Key: "team", Operator: metav1.LabelSelectorOpIn, Values: []string{"a"}},
+				{Key: "tier", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"b"}},
+				{Key: "example.com/rotate", Operator: metav1.LabelSelectorOpExists},
+				{Key: "frozen", Operator: metav1.LabelSelectorOpDoesNotExist},
+			}},
+			MaintenanceWindows: []v1alpha1.MaintenanceWindow{{Timezone: "UTC", Days: []v1alpha1.Weekday{"Sun"}, Start: "01:00", End: "05:00"}},
+			Surge: v1alpha1.SurgeSpec{MatchNodeRequirements: v1alpha1.MatchNodeRequirements{
+				Required:  []string{"topology.kubernetes.io/zone", "karpenter.k8s.aws/instance-family", "node_type.v2"},
+				Preferred: []string{"kubernetes.io/arch", "a"},
+			}},
+		}}
+		Expect(env.Client.Create(ctx, p)).To(Succeed())
+		DeferCleanup(func() { _ = env.Client.Delete(ctx, p) })
 	})
 
 	It("admits an unknown time zone, which is found at reconcile instead", func() {
@@ -104,6 +136,17 @@ var _ = Describe("RotationPolicy admission", func() {
 			// (minRotationChances: 0) or send as "" reaches the API server as written.
 			spec := map[string]any{}
 			Expect(sigsyaml.Unmarshal([]byte(specYAML), &spec)).To(Succeed())
+			// A policy needs a window to be checked further (an absent
+			// required field stops validation), so every entry that is not
+			// about the windows gets a valid one; `maintenanceWindows: null`
+			// sends none at all.
+			if w, ok := spec["maintenanceWindows"]; !ok {
+				valid := map[string]any{}
+				Expect(sigsyaml.Unmarshal([]byte(window(`timezone: UTC`)), &valid)).To(Succeed())
+				spec["maintenanceWindows"] = valid["maintenanceWindows"]
+			} else if w == nil {
+				delete(spec, "maintenanceWindows")
+			}
 			p := &unstructured.Unstructured{Object: map[string]any{
 				"apiVersion": v1alpha1.GroupVersion.String(), "kind": "RotationPolicy",
 				"metadata": map[string]any{"generateName": "bad-"}, "spec": spec,
@@ -124,11 +167,21 @@ var _ = Describe("RotationPolicy admission", func() {
 		Entry("empty timezone", window(`timezone: ""`), `spec.maintenanceWindows[0].timezone: Invalid value: "": spec.maintenanceWindows[0].timezone in body should be at least 1 chars long`),
 		Entry("maxUnavailable 2", `surge: {maxUnavailable: 2}`, `spec.surge.maxUnavailable: Invalid value: 2: spec.surge.maxUnavailable in body should be less than or equal to 1`),
 		Entry("readyTimeout zero", `surge: {readyTimeout: 0s}`, `spec.surge.readyTimeout: Invalid value: "0s": readyTimeout must be greater than 0`),
-		Entry("retryBackoff negative", `surge: {retryBackoff: "-5m"}`, `spec.surge.retryBackoff: Invalid value: "-5m": spec.surge.retryBackoff in body should match`),
+		Entry("retryBackoff negative", `surge: {retryBackoff: "-5m"}`, `spec.surge.retryBackoff: Invalid value: "-5m": retryBackoff must be a Go duration such as 90m`),
 		Entry("retryBackoff zero", `surge: {retryBackoff: 0m}`, `spec.surge.retryBackoff: Invalid value: "0m": retryBackoff must be greater than 0`),
-		Entry("cooldownAfter not a duration", `surge: {cooldownAfter: ten}`, `spec.surge.cooldownAfter: Invalid value: "ten"`),
-		Entry("failurePause in days", `surge: {failurePause: 1d}`, `spec.surge.failurePause: Invalid value: "1d"`),
-		Entry("drainEstimate not a duration", `surge: {drainEstimate: soon}`, `spec.surge.drainEstimate: Invalid value: "soon"`),
+		Entry("cooldownAfter not a duration", `surge: {cooldownAfter: ten}`, `spec.surge.cooldownAfter: Invalid value: "ten": cooldownAfter must be a Go duration such as 90m`),
+		Entry("failurePause in days", `surge: {failurePause: 1d}`, `spec.surge.failurePause: Invalid value: "1d": failurePause must be a Go duration such as 90m`),
+		Entry("drainEstimate not a duration", `surge: {drainEstimate: soon}`, `spec.surge.drainEstimate: Invalid value: "soon": drainEstimate must be a Go duration such as 90m`),
+		Entry("provisioningEstimate not a duration", `surge: {provisioningEstimate: 5 minutes}`, `spec.surge.provisioningEstimate: Invalid value: "5 minutes": provisioningEstimate must be a Go duration such as 90m`),
+		Entry("readyTimeout not a duration", `surge: {readyTimeout: 1d}`, `spec.surge.readyTimeout: Invalid value: "1d": readyTimeout must be a Go duration such as 90m`),
+		Entry("readyTimeout \"0\"", `surge: {readyTimeout: "0"}`, `spec.surge.readyTimeout: Invalid value: "0": readyTimeout must be greater than 0`),
+		Entry("no maintenanceWindows", `maintenanceWindows: null`, `spec.maintenanceWindows: Required value`),
+		Entry("empty maintenanceWindows", `maintenanceWindows: []`, `spec.maintenanceWindows: Invalid value: 0: spec.maintenanceWindows in body should have at least 1 items`),
+		Entry("selector operator typo", `nodePoolSelector: {matchExpressions: [{key: team, operator: Equals, values: [a]}]}`, `spec.nodePoolSelector: Invalid value: matchExpressions operator must be one of In, NotIn, Exists, DoesNotExist`),
+		Entry("selector In without values", `nodePoolSelector: {matchExpressions: [{key: team, operator: In}]}`, `matchExpressions with In or NotIn need at least one value`),
+		Entry("selector Exists with values", `nodePoolSelector: {matchExpressions: [{key: team, operator: Exists, values: [a]}]}`, `matchExpressions with Exists or DoesNotExist take no values`),
+		Entry("required key not a label key", `surge: {matchNodeRequirements: {required: ["topology.kubernetes.io/zone", "not a key"]}}`, `spec.surge.matchNodeRequirements.required: Invalid value: required entries must be label keys such as topology.kubernetes.io/zone`),
+		Entry("preferred key not a label key", `surge: {matchNodeRequirements: {preferred: ["-leading-dash"]}}`, `spec.surge.matchNodeRequirements.preferred: Invalid value: preferred entries must be label keys such as topology.kubernetes.io/zone`),
 		Entry("prePull enabled", `prePull: {enabled: true}`, `spec.prePull.enabled: Invalid value: true: prePull is not available in v1alpha1`),
 		Entry("window without a start", `maintenanceWindows: [{timezone: UTC, days: [Mon], end: "02:00"}]`, `spec.maintenanceWindows[0].start: Required value`),
 	)
