@@ -101,14 +101,22 @@ func (e Entry) piece(y int, m time.Month, d int) (Interval, bool) {
 // wallTime is the instant the local wall clock shows day y-m-d plus minutes
 // in loc. A wall time skipped by a DST gap maps to the transition instant —
 // the moment the clock passes it — not to time.Date's shifted reading.
+// time.Date normalises a skipped reading forward (east of UTC: Berlin 02:30
+// reads 03:30 CEST, already past the transition, which starts its zone
+// period) or backward (west of UTC: New York 02:30 reads 01:30 EST, still
+// before it, so the transition ends its zone period).
 func wallTime(y int, m time.Month, d, minutes int, loc *time.Location) time.Time {
 	t := time.Date(y, m, d, 0, minutes, 0, 0, loc)
 	want := time.Date(y, m, d, 0, minutes, 0, 0, time.UTC)
-	if t.Day() != want.Day() || t.Hour() != want.Hour() || t.Minute() != want.Minute() {
-		transition, _ := t.ZoneBounds()
-		return transition
+	shown := time.Date(t.Year(), t.Month(), t.Day(), t.Hour(), t.Minute(), 0, 0, time.UTC)
+	if shown.Equal(want) {
+		return t
 	}
-	return t
+	start, end := t.ZoneBounds()
+	if shown.After(want) {
+		return start
+	}
+	return end
 }
 
 // pieces lists the entry's occurrences whose local start day lies in

@@ -117,6 +117,8 @@ func TestWallTimeInDSTGap(t *testing.T) {
 		{"the gap reached through the next day's minutes", 2026, time.March, 28, 1440 + 2*60 + 30, berlin, utc("2026-03-29 01:00")},
 		// 2026-03-08 New York: 02:00 EST jumps to 03:00 EDT = 07:00Z.
 		{"New York before the gap", 2026, time.March, 8, 1*60 + 59, ny, utc("2026-03-08 06:59")},
+		{"New York start of the gap", 2026, time.March, 8, 2 * 60, ny, utc("2026-03-08 07:00")},
+		{"New York inside the gap", 2026, time.March, 8, 2*60 + 30, ny, utc("2026-03-08 07:00")},
 		{"New York after the gap", 2026, time.March, 8, 3 * 60, ny, utc("2026-03-08 07:00")},
 		{"plain day", 2026, time.June, 1, 12 * 60, berlin, utc("2026-06-01 10:00")},
 	}
@@ -172,5 +174,23 @@ func TestOddOffsetZones(t *testing.T) {
 	occ := lhi.Occurrences(at(t, "UTC", "2026-10-03 12:00"), at(t, "UTC", "2026-10-04 00:00"))
 	if len(occ) != 1 || !occ[0].Start.Equal(at(t, "UTC", "2026-10-03 15:30")) || occ[0].Duration() != 30*time.Minute {
 		t.Errorf("Lord Howe spring-forward occurrence = %+v, want 15:30Z for 30m", occ)
+	}
+}
+
+// A window in a zone west of UTC whose hours touch the spring-forward gap
+// stays a weekly window: the gap never merges it into one long occurrence
+// reaching back to the autumn change (found by a unit test: New York
+// Sundays 02:00–05:00 were open for the whole winter before 2026-03-08).
+func TestWestOfUTCWindowAcrossTheSpringGap(t *testing.T) {
+	e := mustEntry(t, "America/New_York", []string{"Sun"}, "02:00", "05:00")
+	p, ok := e.piece(2026, time.March, 8)
+	if !ok {
+		t.Fatal("no piece on the spring-forward Sunday")
+	}
+	if want := time.Date(2026, time.March, 8, 7, 0, 0, 0, time.UTC); !p.Start.Equal(want) {
+		t.Errorf("opens at %s, want %s (03:00 EDT, the end of the gap)", p.Start.UTC(), want)
+	}
+	if p.Duration() != 2*time.Hour {
+		t.Errorf("lasts %s, want 2h (03:00–05:00 EDT)", p.Duration())
 	}
 }
