@@ -76,14 +76,33 @@ func LoadNodePool(path string) (Pool, error) {
 			tgp := spec.TerminationGracePeriod.Duration
 			p.TerminationGrace = &tgp
 		}
-		if spec.ExpireAfter.Duration == nil && spec.ExpireAfter.Raw == nil {
-			// Karpenter defaults an absent expireAfter to 720h.
+		if spec.ExpireAfter.Duration == nil && !expireAfterSet(doc) {
+			// Karpenter defaults an absent expireAfter to 720h; "Never"
+			// decodes to the same nil duration, so only the key tells them
+			// apart.
 			d := 720 * time.Hour
 			p.ExpireAfter = &d
 		}
 		return p, nil
 	}
 	return Pool{}, fmt.Errorf("%s: no Karpenter NodePool in the file", path)
+}
+
+// expireAfterSet reports whether a NodePool document sets
+// spec.template.spec.expireAfter at all.
+func expireAfterSet(doc []byte) bool {
+	var np struct {
+		Spec struct {
+			Template struct {
+				Spec map[string]any `json:"spec"`
+			} `json:"template"`
+		} `json:"spec"`
+	}
+	if sigsyaml.Unmarshal(doc, &np) != nil {
+		return false
+	}
+	_, ok := np.Spec.Template.Spec["expireAfter"]
+	return ok
 }
 
 func documents(path string) ([][]byte, error) {

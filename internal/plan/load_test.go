@@ -170,6 +170,7 @@ func TestLoadNodePool(t *testing.T) {
 		{"both set", pool("api", "      expireAfter: 336h\n      terminationGracePeriod: 1h\n"), Pool{Name: "api", ExpireAfter: h(336 * time.Hour), TerminationGrace: h(time.Hour)}},
 		{"absent expireAfter is Karpenter's 720h", pool("api", "      terminationGracePeriod: 90s\n"), Pool{Name: "api", ExpireAfter: h(720 * time.Hour), TerminationGrace: h(90 * time.Second)}},
 		{"no terminationGracePeriod", pool("batch", "      expireAfter: 24h\n"), Pool{Name: "batch", ExpireAfter: h(24 * time.Hour)}},
+		{"expireAfter Never has no deadline", pool("batch", "      expireAfter: Never\n"), Pool{Name: "batch"}},
 		{"the first NodePool after other kinds", policyB + "---\n" + pool("first", "      expireAfter: 1h\n") + "---\n" + pool("second", "      expireAfter: 2h\n"),
 			Pool{Name: "first", ExpireAfter: h(time.Hour)}},
 	}
