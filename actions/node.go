@@ -48,24 +48,29 @@ func freeze(ctx context.Context, p *Pass, args map[string]any) (Result, error) {
 	if node == nil {
 		return Result{Outcome: Done, Did: fmt.Sprintf("freeze %v: no node", args["node"])}, nil
 	}
+	// Decided on the cached copy, written with its resourceVersion: a cache
+	// that has not seen an operator's do-not-disrupt costs a conflict and a
+	// fresh decision, never the adoption of the operator's annotation.
 	n := node.DeepCopy()
-	orig := n.DeepCopy()
-	a := n.Annotations
-	if a == nil {
-		a = map[string]string{}
-	}
-	operatorOwned := a[v1alpha1.KarpenterDoNotDisrupt] == "true" && a[v1alpha1.AnnotationDoNotDisruptOwned] != "true"
-	if !operatorOwned {
-		a[v1alpha1.KarpenterDoNotDisrupt] = "true"
-		a[v1alpha1.AnnotationDoNotDisruptOwned] = "true"
-	}
-	n.Annotations = a
-	if n.Labels == nil {
-		n.Labels = map[string]string{}
-	}
-	n.Labels[v1alpha1.LabelSurgeFor] = p.Targets.Claim
-	if err := patch(ctx, p.Client, orig, n); err != nil {
+	operatorOwned := false
+	out, err := conditional.WriteFromCache(ctx, p.Fresh, p.Client, n, func() (bool, error) {
+		a := n.Annotations
+		operatorOwned = a[v1alpha1.KarpenterDoNotDisrupt] == "true" && a[v1alpha1.AnnotationDoNotDisruptOwned] != "true"
+		if !operatorOwned {
+			conditional.SetAnnotation(n, v1alpha1.KarpenterDoNotDisrupt, "true")
+			conditional.SetAnnotation(n, v1alpha1.AnnotationDoNotDisruptOwned, "true")
+		}
+		if n.Labels == nil {
+			n.Labels = map[string]string{}
+		}
+		n.Labels[v1alpha1.LabelSurgeFor] = p.Targets.Claim
+		return true, nil
+	})
+	if err != nil {
 		return Result{}, err
+	}
+	if out == Gone {
+		return Result{Outcome: Done, Did: fmt.Sprintf("freeze %s: node gone", n.Name)}, nil
 	}
 	return Result{Outcome: Done, Did: fmt.Sprintf("froze %s (operator-owned: %v)", n.Name, operatorOwned)}, nil
 }

@@ -39,9 +39,25 @@ type Mutate func() (bool, error)
 // writer. On a conflict it starts over from a fresh read, so the outcome
 // always describes the copy the write was validated against.
 func Write(ctx context.Context, fresh client.Reader, writer client.Writer, obj client.Object, mutate Mutate) (Outcome, error) {
+	return write(ctx, fresh, writer, obj, mutate, false)
+}
+
+// WriteFromCache is Write that starts from obj as given — a cached copy —
+// instead of a fresh read: the precondition is checked on that copy and the
+// patch carries its resourceVersion, so a cache that missed a change costs
+// a conflict and a fresh retry, never a decision on stale data. When the
+// copy already satisfies the change, nothing is sent at all.
+func WriteFromCache(ctx context.Context, fresh client.Reader, writer client.Writer, obj client.Object, mutate Mutate) (Outcome, error) {
+	return write(ctx, fresh, writer, obj, mutate, true)
+}
+
+func write(ctx context.Context, fresh client.Reader, writer client.Writer, obj client.Object, mutate Mutate, fromCache bool) (Outcome, error) {
 	key := client.ObjectKeyFromObject(obj)
 	for attempt := 0; attempt < Retries; attempt++ {
-		if err := fresh.Get(ctx, key, obj); err != nil {
+		if attempt == 0 && fromCache && obj.GetResourceVersion() != "" {
+			// the first attempt decides on the copy it was given; a copy
+			// without a resourceVersion cannot lock, so it is read fresh
+		} else if err := fresh.Get(ctx, key, obj); err != nil {
 			if apierrors.IsNotFound(err) {
 				return Gone, nil
 			}
