@@ -51,6 +51,8 @@ type env struct {
 	gets   int
 	writes []string // "patch NodePool/pool", "delete NodeClaim/claim-a", ...
 	bodies []string // the data of every patch that reached the interceptor
+	// deletes: the options of every delete that reached the interceptor
+	deletes []client.DeleteOptions
 
 	// Hooks: return a non-nil error to fail the call instead of delegating.
 	onGet    func(key client.ObjectKey, obj client.Object) error
@@ -114,6 +116,9 @@ func newEnv(t *testing.T, objs ...client.Object) *env {
 		},
 		Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
 			e.writes = append(e.writes, "delete "+e.ref(obj))
+			o := client.DeleteOptions{}
+			o.ApplyOptions(opts)
+			e.deletes = append(e.deletes, o)
 			if e.onDelete != nil {
 				if err := e.onDelete(obj); err != nil {
 					return err

@@ -1,147 +1,613 @@
 package announce
 
 import (
-	"context"
-	"strings"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr/funcr"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/record"
+	"k8s.io/apimachinery/pkg/runtime"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/noderotation/node-rotation-controller/actions"
 	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
+	"github.com/noderotation/node-rotation-controller/internal/census"
 	_ "github.com/noderotation/node-rotation-controller/internal/golden"
+	"github.com/noderotation/node-rotation-controller/internal/metrics"
 	"github.com/noderotation/node-rotation-controller/internal/observe"
 	"github.com/noderotation/node-rotation-controller/internal/policy"
+	"github.com/noderotation/node-rotation-controller/internal/schedule"
 	"github.com/noderotation/node-rotation-controller/internal/surge"
 )
 
-// captured is a log line: its message and key/value pairs as text.
-type captured struct{ msg, kv string }
+var now = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 
-func newAnnouncer() (*Announcer, *[]captured, *record.FakeRecorder) {
-	var lines []captured
-	log := funcr.New(func(prefix, args string) {
-		msg := args
-		if i := strings.Index(args, `"msg"=`); i >= 0 {
-			rest := args[i+7:]
-			msg = rest[:strings.Index(rest, `"`)]
-		}
-		lines = append(lines, captured{msg: msg, kv: args})
-	}, funcr.Options{})
-	rec := record.NewFakeRecorder(100)
-	return New(log, rec), &lines, rec
+// line is one captured log line: its message and every key/value pair.
+type line struct {
+	msg string
+	kv  map[string]any
 }
 
-func pass() *actions.Pass {
-	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+// event is one recorded Event with the object it was recorded on.
+type event struct {
+	obj                  runtime.Object
+	typ, reason, message string
+}
+
+type recorder struct{ events []event }
+
+func (r *recorder) Event(obj runtime.Object, typ, reason, msg string) {
+	r.events = append(r.events, event{obj, typ, reason, msg})
+}
+
+func (r *recorder) Eventf(obj runtime.Object, typ, reason, format string, args ...any) {
+	r.Event(obj, typ, reason, fmt.Sprintf(format, args...))
+}
+
+func (r *recorder) AnnotatedEventf(obj runtime.Object, _ map[string]string, typ, reason, format string, args ...any) {
+	r.Eventf(obj, typ, reason, format, args...)
+}
+
+type harness struct {
+	a     *Announcer
+	lines *[]line
+	rec   *recorder
+}
+
+func newHarness(t *testing.T) harness {
+	var lines []line
+	log := funcr.NewJSON(func(obj string) {
+		kv := map[string]any{}
+		if err := json.Unmarshal([]byte(obj), &kv); err != nil {
+			t.Fatalf("log line %s: %v", obj, err)
+		}
+		msg, _ := kv["msg"].(string)
+		lines = append(lines, line{msg: msg, kv: kv})
+	}, funcr.Options{})
+	rec := &recorder{}
+	return harness{a: New(log, rec), lines: &lines, rec: rec}
+}
+
+// one returns the only line logged, failing otherwise.
+func (h harness) one(t *testing.T) line {
+	t.Helper()
+	if len(*h.lines) != 1 {
+		t.Fatalf("%d log lines, want 1: %+v", len(*h.lines), *h.lines)
+	}
+	return (*h.lines)[0]
+}
+
+func (h harness) announce(t *testing.T, what actions.Announcement, obs *observe.Observation, results ...actions.Result) {
+	t.Helper()
+	if err := h.a.Announce(what, obs, results); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// observation is one pass of pool "general" rotating general-a, started
+// 5m ago (11:55), its surge host node-b's claim general-b created 4m ago.
+func observation(t *testing.T) *observe.Observation {
 	claim := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "general-a", CreationTimestamp: metav1.NewTime(now.Add(-6 * 24 * time.Hour)),
 		Annotations: map[string]string{v1alpha1.AnnotationStartedAt: now.Add(-5 * time.Minute).Format(time.RFC3339)}}}
+	claim.Status.NodeName = "node-a"
 	pool := &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "general", Annotations: map[string]string{}}}
-	settings, _ := policy.Resolve(v1alpha1.RotationPolicySpec{})
-	sz := surge.Sizing{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}, Clamped: []corev1.ResourceName{corev1.ResourceCPU}}
-	obs := &observe.Observation{
-		Now: now, Pool: pool, Subject: claim, SubjectName: claim.Name, Settings: settings, Sizing: &sz,
-		Candidate: &observe.Candidate{Claim: claim, Kind: "surge", Deadline: now.Add(8 * 24 * time.Hour), Age: 6 * 24 * time.Hour},
-		OldNode:   &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}},
-		SurgeHost: &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-b"}},
-		SurgeHostClaim: &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "general-b", CreationTimestamp: metav1.NewTime(now.Add(-4 * time.Minute))},
-			Status: karpv1.NodeClaimStatus{NodeName: "node-b"}},
-		Shortfall: &surge.Shortfall{Resource: corev1.ResourceCPU, Want: resource.MustParse("2"), Remaining: resource.MustParse("1"), Limit: resource.MustParse("10")},
-		Census:    observe.Census{Total: 3, Candidates: 1, InBackoff: 2},
+	settings, err := policy.Resolve(v1alpha1.RotationPolicySpec{}) // readyTimeout 15m, retryBackoff 30m, no windows
+	if err != nil {
+		t.Fatal(err)
 	}
-	obs.Claims = []karpv1.NodeClaim{*claim, *obs.SurgeHostClaim}
-	return &actions.Pass{Obs: obs}
+	hostClaim := karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "general-b", CreationTimestamp: metav1.NewTime(now.Add(-4 * time.Minute))}}
+	hostClaim.Status.NodeName = "node-b"
+	obs := &observe.Observation{
+		Now: now, Pool: pool, Subject: claim, SubjectName: claim.Name, Settings: settings,
+		Governance: policy.Governance{Policy: &v1alpha1.RotationPolicy{ObjectMeta: metav1.ObjectMeta{Name: "api"}}},
+		Census: census.Result{
+			Census:    census.Census{Total: 3, Candidates: 1, InBackoff: 2},
+			Candidate: &census.Candidate{Claim: claim, Kind: "surge", Deadline: now.Add(8 * 24 * time.Hour), Age: 6 * 24 * time.Hour},
+		},
+		Sizing:         &surge.Sizing{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}, Clamped: []corev1.ResourceName{corev1.ResourceCPU}},
+		OldNode:        &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}},
+		SurgeHost:      &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-b"}},
+		SurgeHostClaim: &hostClaim,
+		Shortfall:      &surge.Shortfall{Resource: corev1.ResourceCPU, Want: resource.MustParse("2"), Remaining: resource.MustParse("1"), Limit: resource.MustParse("10")},
+	}
+	obs.Claims = []karpv1.NodeClaim{*claim, hostClaim}
+	return obs
+}
+
+// counter reads a counter series. (prometheus/testutil would need a
+// go.mod change: it imports a module this one does not require.)
+func counter(c *prometheus.CounterVec, labels ...string) float64 {
+	var m dto.Metric
+	if err := c.WithLabelValues(labels...).Write(&m); err != nil {
+		panic(err)
+	}
+	return m.GetCounter().GetValue()
+}
+
+// histogram reads a histogram series' sample count and sum.
+func histogram(t *testing.T, pool, phase string) (uint64, float64) {
+	t.Helper()
+	var m dto.Metric
+	if err := metrics.Duration.WithLabelValues(pool, phase).(prometheus.Metric).Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetHistogram().GetSampleCount(), m.GetHistogram().GetSampleSum()
 }
 
 // The §4.2 state-machine lines, each with its exact message and key fields.
 func TestLogLinesHaveTheExactTexts(t *testing.T) {
 	cases := []struct {
-		what, msg string
-		fields    []string
-		results   []actions.Result
+		what    actions.Announcement
+		msg     string
+		fields  map[string]any
+		results []actions.Result
+		mutate  func(*observe.Observation)
 	}{
-		{"RotationStarted", "rotation candidate selected", []string{`"nodeclaim"="general-a"`, `"age"=`, `"deadline"=`, `"surgeless"=false`}, nil},
-		{"ForcefulFallback", "rotation candidate selected", []string{`"surgeless"=true`}, nil},
-		{"NoCandidate", "no rotation candidate", []string{`"reason"=`, `"census"=`}, nil},
-		{"PlaceholderCreated", "surge placeholder created", []string{`"placeholder"="nrc-surge-general-a"`, `"requests"=`, `"excluded"=`, `"clamped"=`}, nil},
-		{"InsufficientHeadroom", "insufficient limits headroom; cannot surge", []string{`"candidate"="general-a"`, `"resource"="cpu"`, `"want"="2"`, `"remaining"="1"`, `"limit"="10"`}, nil},
-		{"SurgeReady", "surge node ready", []string{`"surgeNode"="node-b"`, `"surgeWait"="5m0s"`, `"surgePath"="provisioned"`}, nil},
-		{"DrainStarted", "drain started", []string{`"node"="node-a"`, `"mode"="surge"`}, nil},
-		{"RotationFailed", "rotation attempt failed", []string{`"reason"="readyTimeout"`, `"readyTimeout"="15m0s"`, `"retryCount"="2"`, `"backoffUntil"="2026-11-30T13:00:00Z"`},
-			[]actions.Result{{Action: "claim-state", Values: map[string]string{"claim:" + v1alpha1.AnnotationRetryCount: "2", "claim:" + v1alpha1.AnnotationFailedAt: "2026-11-30T12:00:00Z"}}}},
-		{"RotationCompleted", "rotation complete", []string{`"mode"="surge"`, `"drain"="10m0s"`, `"surgeNode"="node-b"`, `"surgeWait"="5m0s"`, `"surgePath"="provisioned"`, `"total"="15m0s"`},
-			[]actions.Result{{Action: "unfreeze", Values: map[string]string{"nodes": "node-b"}},
+		{what: actions.RotationStarted, msg: "rotation candidate selected",
+			fields: map[string]any{"nodeclaim": "general-a", "age": "144h0m0s", "deadline": "2026-12-08T12:00:00Z", "surgeless": false}},
+		{what: actions.ForcefulFallback, msg: "rotation candidate selected", fields: map[string]any{"nodeclaim": "general-a", "surgeless": true},
+			mutate: func(o *observe.Observation) { o.Census.Candidate.Kind = "forcefulFallback" }},
+		{what: actions.NoCandidate, msg: "no rotation candidate", fields: map[string]any{"reason": "every due claim is inside its retryBackoff"}},
+		{what: actions.PlaceholderCreated, msg: "surge placeholder created", fields: map[string]any{"placeholder": "nrc-surge-general-a", "clamped": []any{"cpu"}}},
+		{what: actions.InsufficientHeadroom, msg: "insufficient limits headroom; cannot surge",
+			fields: map[string]any{"candidate": "general-a", "resource": "cpu", "want": "2", "remaining": "1", "limit": "10"}},
+		{what: actions.SurgeReady, msg: "surge node ready", fields: map[string]any{"surgeNode": "node-b", "surgeWait": "5m0s", "surgePath": "provisioned"}},
+		{what: actions.DrainStarted, msg: "drain started", fields: map[string]any{"node": "node-a", "mode": "surge"}},
+		{what: actions.RotationFailed, msg: "rotation attempt failed",
+			fields:  map[string]any{"reason": "readyTimeout", "readyTimeout": "15m0s", "retryCount": "2", "backoffUntil": "2026-11-30T13:00:00Z"},
+			results: []actions.Result{{Action: "claim-state", Values: map[string]string{"claim:" + v1alpha1.AnnotationRetryCount: "2", "claim:" + v1alpha1.AnnotationFailedAt: "2026-11-30T12:00:00Z"}}}},
+		{what: actions.RotationCompleted, msg: "rotation complete",
+			fields: map[string]any{"outcome": "success", "mode": "surge", "drain": "10m0s", "surgeNode": "node-b", "surgeWait": "5m0s", "surgePath": "provisioned", "total": "15m0s"},
+			results: []actions.Result{{Action: "unfreeze", Values: map[string]string{"nodes": "node-b"}},
 				{Action: "anchor-release", Values: map[string]string{"outcome": "success", "drainingAt": "2026-11-30T11:50:00Z", "surgeWait": "5m0s"}}}},
-		{"WindowMissed", "maintenance window closed with candidates unrotated", []string{`"windowOpenedAt"="2026-11-30T08:00:00Z"`, `"eligible"=1`, `"inBackoffTriggered"=2`},
-			[]actions.Result{{Action: "window-clear", Values: map[string]string{"windowOpenedAt": "2026-11-30T08:00:00Z"}}}},
+		{what: actions.RotationExpired, msg: "rotation complete", fields: map[string]any{"outcome": "expired", "mode": "forceful-fallback"},
+			mutate: func(o *observe.Observation) {
+				o.Pool.Annotations[v1alpha1.AnnotationRotationMode] = v1alpha1.RotationModeFallback
+			}},
+		{what: actions.WindowMissed, msg: "maintenance window closed with candidates unrotated",
+			fields:  map[string]any{"windowOpenedAt": "2026-11-30T08:00:00Z", "eligible": 1.0, "inBackoffTriggered": 2.0},
+			results: []actions.Result{{Action: "window-clear", Values: map[string]string{"windowOpenedAt": "2026-11-30T08:00:00Z"}}}},
+		{what: actions.GovernanceLost, msg: "in-flight rotation rolled back: the NodePool left governance", fields: map[string]any{}},
+		{what: actions.DrainStuck, msg: "drain exceeds terminationGracePeriod + buffer; the rotation gate stays held", fields: map[string]any{"nodeclaim": "general-a"}},
+		{what: actions.PolicyInvalid, msg: "governing policy is invalid; no rotation starts", fields: map[string]any{"policy": "api", "error": "spec.prePull.enabled: no"},
+			mutate: func(o *observe.Observation) { o.PolicyErr = errors.New("spec.prePull.enabled: no") }},
+		{what: actions.Infeasible, msg: "fatal schedule findings block rotation starts", fields: map[string]any{"findings": []any{"NoWindows: the maintenance windows never open"}},
+			mutate: func(o *observe.Observation) {
+				o.Findings = []schedule.Finding{
+					{Reason: "NoWindows", Severity: schedule.Fatal, Message: "the maintenance windows never open"},
+					{Reason: "TGPUnset", Severity: schedule.Warning, Message: "terminationGracePeriod is unset"},
+				}
+			}},
 	}
 	for _, c := range cases {
-		t.Run(c.what, func(t *testing.T) {
-			a, lines, _ := newAnnouncer()
-			p := pass()
-			p.Results = c.results
-			if c.what == "ForcefulFallback" {
-				p.Obs.Candidate.Kind = "forcefulFallback"
+		t.Run(string(c.what), func(t *testing.T) {
+			h := newHarness(t)
+			obs := observation(t)
+			if c.mutate != nil {
+				c.mutate(obs)
 			}
-			a.Announce(context.Background(), c.what, p)
-			if len(*lines) != 1 {
-				t.Fatalf("%d lines: %+v", len(*lines), *lines)
-			}
-			got := (*lines)[0]
+			h.announce(t, c.what, obs, c.results...)
+			got := h.one(t)
 			if got.msg != c.msg {
 				t.Errorf("message %q, want %q", got.msg, c.msg)
 			}
-			for _, f := range c.fields {
-				if !strings.Contains(got.kv, f) {
-					t.Errorf("line lacks %s: %s", f, got.kv)
+			// Every state-machine line names the pool and the rotation.
+			if got.kv["nodepool"] != "general" || got.kv["rotation"] != "general-a" {
+				t.Errorf("line lacks the pool or rotation: %v", got.kv)
+			}
+			for k, want := range c.fields {
+				if !reflect.DeepEqual(got.kv[k], want) {
+					t.Errorf("%s = %#v, want %#v (line %v)", k, got.kv[k], want, got.kv)
 				}
 			}
 		})
 	}
 }
 
-// surgePath is omitted, never guessed, when no path was established.
-func TestSurgePathOmittedWhenUnknown(t *testing.T) {
-	a, lines, _ := newAnnouncer()
-	p := pass()
-	p.Obs.SurgeHostClaim = nil
-	a.Announce(context.Background(), "SurgeReady", p)
-	if strings.Contains((*lines)[0].kv, "surgePath") {
-		t.Errorf("surgePath guessed: %s", (*lines)[0].kv)
+// The census of NoCandidate is logged as its fields.
+func TestNoCandidateLogsTheCensus(t *testing.T) {
+	h := newHarness(t)
+	h.announce(t, actions.NoCandidate, observation(t))
+	c, ok := h.one(t).kv["census"].(map[string]any)
+	if !ok || c["total"] != 3.0 || c["candidates"] != 1.0 || c["inBackoff"] != 2.0 || c["notDue"] != 0.0 {
+		t.Errorf("census = %#v", h.one(t).kv["census"])
+	}
+}
+
+// Events: the type, reason, message and the object each is recorded on.
+func TestEvents(t *testing.T) {
+	type want struct {
+		typ, reason, message string
+		on                   string // pool, subject
+	}
+	unschedulable := func(o *observe.Observation) {
+		o.Placeholder = &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "nrc-surge-general-a"}}
+		o.Placeholder.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: "Unschedulable", Message: "0/3 nodes are available"}}
+	}
+	cases := []struct {
+		what    actions.Announcement
+		mutate  func(*observe.Observation)
+		results []actions.Result
+		want    *want
+	}{
+		{what: actions.RotationStarted, want: &want{"Normal", "RotationStarted", "rotating NodeClaim general-a (deadline 2026-12-08T12:00:00Z)", "pool"}},
+		{what: actions.ForcefulFallback, mutate: func(o *observe.Observation) { o.Census.Candidate.Kind = "forcefulFallback" },
+			want: &want{"Warning", "ForcefulFallback", "surge-less rotation of general-a begins: its deadline 2026-12-08T12:00:00Z is nearer than t_rot", "pool"}},
+		{what: actions.InsufficientHeadroom, want: &want{"Warning", "InsufficientHeadroom", "NodePool limits leave 1 of 10 for cpu; the placeholder needs 2", "pool"}},
+		{what: actions.StaticNodePool, want: &want{"Warning", "StaticNodePool", "spec.replicas is set: a surge can never rotate this NodePool, so no rotation starts", "pool"}},
+		{what: actions.PolicyConflict, mutate: func(o *observe.Observation) {
+			o.Governance = policy.Governance{Conflict: []string{"a", "b"}, Specificity: 1}
+		}, want: &want{"Warning", "PolicyConflict", "RotationPolicies a, b tie at specificity 1; the NodePool is not rotated", "pool"}},
+		{what: actions.PlaceholderCreated, want: &want{"Normal", "SurgeClamped", "placeholder clamped to allocatable less DaemonSet overhead for [cpu]", "subject"}},
+		{what: actions.PlaceholderCreated, mutate: func(o *observe.Observation) { o.Sizing.BandExceed = []corev1.ResourceName{corev1.ResourceCPU} },
+			want: &want{"Warning", "SurgeClampBandExceeded", "placeholder clamped by more than 10% for [cpu]: the drained Pods may not all fit", "subject"}},
+		{what: actions.PlaceholderCreated, mutate: func(o *observe.Observation) {
+			o.Sizing.BandExceed = []corev1.ResourceName{corev1.ResourceCPU}
+			o.Sizing.Refused = []corev1.ResourceName{corev1.ResourceMemory}
+		}, want: &want{"Warning", "SurgeClampRefused", "DaemonSet overhead exhausts the claim's allocatable for [memory]; the placeholder keeps its full request", "subject"}},
+		{what: actions.PlaceholderCreated, mutate: func(o *observe.Observation) { o.Sizing.Clamped = nil }},
+		{what: actions.SurgeWaiting, mutate: unschedulable,
+			want: &want{"Warning", "SurgeUnschedulable", "placeholder nrc-surge-general-a: Unschedulable: 0/3 nodes are available", "subject"}},
+		{what: actions.RotationFailed,
+			results: []actions.Result{{Action: "claim-state", Values: map[string]string{"claim:" + v1alpha1.AnnotationRetryCount: "3", "claim:" + v1alpha1.AnnotationFailedAt: "2026-11-30T12:00:00Z"}}},
+			want:    &want{"Warning", "RotationFailed", "the surge was not ready within readyTimeout 15m0s; rolled back (retry 3, backoff until 2026-11-30T14:00:00Z)", "subject"}},
+		{what: actions.RotationCompleted,
+			results: []actions.Result{{Action: "unfreeze", Values: map[string]string{"nodes": "node-b"}},
+				{Action: "anchor-release", Values: map[string]string{"outcome": "success", "drainingAt": "2026-11-30T11:50:00Z", "surgeWait": "5m0s"}}},
+			want: &want{"Normal", "RotationCompleted", "old NodeClaim general-a finalized; surgePath provisioned", "pool"}},
+		{what: actions.RotationCompleted, // no surge host known: no path
+			results: []actions.Result{{Action: "anchor-release", Values: map[string]string{"outcome": "success", "drainingAt": "2026-11-30T11:50:00Z"}}},
+			want:    &want{"Normal", "RotationCompleted", "old NodeClaim general-a finalized", "pool"}},
+		{what: actions.RotationCompleted, results: []actions.Result{{Action: "anchor-release", Values: map[string]string{"outcome": "expired"}}}},
+		{what: actions.GovernanceLost, want: &want{"Warning", "GovernanceLost", "rotation of general-a rolled back: the NodePool is no longer governed by exactly one valid RotationPolicy", "pool"}},
+		{what: actions.WindowMissed, results: []actions.Result{{Action: "window-clear", Values: map[string]string{"windowOpenedAt": "2026-11-30T08:00:00Z"}}},
+			want: &want{"Warning", "WindowMissed", "the window opened at 2026-11-30T08:00:00Z closed with 3 claim(s) outstanding and no rotation completed in it", "pool"}},
+		// Log-only announcements.
+		{what: actions.NoCandidate}, {what: actions.SurgeReady}, {what: actions.DrainStarted}, {what: actions.RotationExpired},
+		{what: actions.DrainStuck}, {what: actions.Infeasible},
+		{what: actions.PolicyInvalid, mutate: func(o *observe.Observation) { o.PolicyErr = errors.New("bad") }},
+	}
+	for _, c := range cases {
+		t.Run(string(c.what), func(t *testing.T) {
+			h := newHarness(t)
+			obs := observation(t)
+			if c.mutate != nil {
+				c.mutate(obs)
+			}
+			h.announce(t, c.what, obs, c.results...)
+			if c.want == nil {
+				if len(h.rec.events) != 0 {
+					t.Errorf("events %+v, want none", h.rec.events)
+				}
+				return
+			}
+			if len(h.rec.events) != 1 {
+				t.Fatalf("events %+v, want one", h.rec.events)
+			}
+			e := h.rec.events[0]
+			if e.typ != c.want.typ || e.reason != c.want.reason || e.message != c.want.message {
+				t.Errorf("event %s %s %q\nwant  %s %s %q", e.typ, e.reason, e.message, c.want.typ, c.want.reason, c.want.message)
+			}
+			var on runtime.Object = obs.Pool
+			if c.want.on == "subject" {
+				on = obs.Subject
+			}
+			if e.obj != on {
+				t.Errorf("event recorded on %T %v, want the %s", e.obj, e.obj, c.want.on)
+			}
+		})
+	}
+}
+
+// Counters and the histogram move only with the announcement that earned
+// them, by exactly one observation each.
+func TestMetrics(t *testing.T) {
+	const pool = "general"
+	released := []actions.Result{{Action: "unfreeze", Values: map[string]string{"nodes": "node-b"}},
+		{Action: "anchor-release", Values: map[string]string{"outcome": "success", "drainingAt": "2026-11-30T11:50:00Z", "surgeWait": "5m0s"}}}
+	failed := []actions.Result{{Action: "claim-state", Values: map[string]string{"claim:" + v1alpha1.AnnotationRetryCount: "1", "claim:" + v1alpha1.AnnotationFailedAt: "2026-11-30T12:00:00Z"}}}
+	expired := []actions.Result{{Action: "anchor-release", Values: map[string]string{"outcome": "expired"}}}
+	type reading struct {
+		success, failure, expired, fallback, missed float64
+		waits, drains                               uint64
+		waitSum, drainSum                           float64
+	}
+	read := func() reading {
+		var r reading
+		r.success, r.failure, r.expired = counter(metrics.Completed, pool, "success"), counter(metrics.Completed, pool, "failure"), counter(metrics.Completed, pool, "expired")
+		r.fallback, r.missed = counter(metrics.ForcefulFallback, pool), counter(metrics.WindowMissed, pool)
+		r.waits, r.waitSum = histogram(t, pool, "surge_wait")
+		r.drains, r.drainSum = histogram(t, pool, "drain")
+		return r
+	}
+	cases := []struct {
+		what    actions.Announcement
+		results []actions.Result
+		mutate  func(*observe.Observation)
+		delta   reading
+	}{
+		{what: actions.RotationStarted},
+		{what: actions.ForcefulFallback, mutate: func(o *observe.Observation) { o.Census.Candidate.Kind = "forcefulFallback" }, delta: reading{fallback: 1}},
+		{what: actions.SurgeReady, delta: reading{waits: 1, waitSum: 300}},
+		{what: actions.SurgeReady, mutate: func(o *observe.Observation) { delete(o.Subject.Annotations, v1alpha1.AnnotationStartedAt) }},
+		{what: actions.RotationFailed, results: failed, delta: reading{failure: 1}},
+		{what: actions.RotationExpired, delta: reading{expired: 1}},
+		{what: actions.RotationCompleted, results: released, delta: reading{success: 1, drains: 1, drainSum: 600}},
+		{what: actions.RotationCompleted, results: expired, delta: reading{expired: 1}},
+		{what: actions.WindowMissed, results: []actions.Result{{Action: "window-clear", Values: map[string]string{"windowOpenedAt": "x"}}}, delta: reading{missed: 1}},
+		{what: actions.DrainStarted},
+	}
+	for _, c := range cases {
+		t.Run(string(c.what), func(t *testing.T) {
+			h := newHarness(t)
+			obs := observation(t)
+			if c.mutate != nil {
+				c.mutate(obs)
+			}
+			before := read()
+			h.announce(t, c.what, obs, c.results...)
+			after := read()
+			got := reading{
+				success: after.success - before.success, failure: after.failure - before.failure, expired: after.expired - before.expired,
+				fallback: after.fallback - before.fallback, missed: after.missed - before.missed,
+				waits: after.waits - before.waits, waitSum: after.waitSum - before.waitSum,
+				drains: after.drains - before.drains, drainSum: after.drainSum - before.drainSum,
+			}
+			if got != c.delta {
+				t.Errorf("metrics moved by %+v, want %+v", got, c.delta)
+			}
+		})
+	}
+}
+
+// surgePath is omitted, never guessed, when no path was established; so
+// are the surge figures of a completion whose surge host is unknown.
+func TestUnknownFiguresAreOmitted(t *testing.T) {
+	h := newHarness(t)
+	obs := observation(t)
+	obs.SurgeHostClaim = nil
+	h.announce(t, actions.SurgeReady, obs)
+	if _, ok := h.one(t).kv["surgePath"]; ok {
+		t.Errorf("surgePath guessed: %v", h.one(t).kv)
+	}
+	h = newHarness(t)
+	h.announce(t, actions.RotationCompleted, observation(t),
+		actions.Result{Action: "anchor-release", Values: map[string]string{"outcome": "success", "drainingAt": "bad", "surgeWait": "5m0s"}})
+	for _, k := range []string{"drain", "surgeNode", "surgeWait", "surgePath", "total"} {
+		if _, ok := h.one(t).kv[k]; ok {
+			t.Errorf("%s logged without its inputs: %v", k, h.one(t).kv)
+		}
+	}
+}
+
+// A ForcefulFallback start drains in forceful-fallback mode; so does a
+// pool whose rotation-mode says so.
+func TestDrainStartedMode(t *testing.T) {
+	cases := []struct {
+		kind, poolMode string
+		wrote          bool
+		want           string
+	}{
+		{"surge", "", true, "surge"},
+		{"forcefulFallback", "", true, "forceful-fallback"},
+		{"forcefulFallback", "", false, "surge"}, // not this pass's start
+		{"surge", v1alpha1.RotationModeFallback, false, "forceful-fallback"},
+	}
+	for _, c := range cases {
+		h := newHarness(t)
+		obs := observation(t)
+		obs.Census.Candidate.Kind = c.kind
+		if c.poolMode != "" {
+			obs.Pool.Annotations[v1alpha1.AnnotationRotationMode] = c.poolMode
+		}
+		var results []actions.Result
+		if c.wrote {
+			results = append(results, actions.Result{Action: "anchor-write", Outcome: actions.Claimed})
+		}
+		h.announce(t, actions.DrainStarted, obs, results...)
+		if got := h.one(t).kv["mode"]; got != c.want {
+			t.Errorf("%+v: mode %v", c, got)
+		}
 	}
 }
 
 // Level-triggered lines and Events fire on entering a condition and again
-// only after it cleared.
+// only after it cleared, or when their message changes.
 func TestDeduplication(t *testing.T) {
-	a, lines, rec := newAnnouncer()
-	p := pass()
+	h := newHarness(t)
+	obs := observation(t)
 	for i := 0; i < 3; i++ {
-		a.Announce(context.Background(), "InsufficientHeadroom", p)
-		a.EndPass("general")
+		h.announce(t, actions.InsufficientHeadroom, obs)
+		h.a.EndPass("general")
 	}
-	if len(*lines) != 1 || len(rec.Events) != 1 {
-		t.Fatalf("repeated condition: %d lines, %d events; want 1 and 1", len(*lines), len(rec.Events))
+	if len(*h.lines) != 1 || len(h.rec.events) != 1 {
+		t.Fatalf("repeated condition: %d lines, %d events; want 1 and 1", len(*h.lines), len(h.rec.events))
 	}
-	a.EndPass("general") // a pass without the condition clears it
-	a.Announce(context.Background(), "InsufficientHeadroom", p)
-	if len(*lines) != 2 || len(rec.Events) != 2 {
-		t.Fatalf("after clearing: %d lines, %d events; want 2 and 2", len(*lines), len(rec.Events))
+	h.a.EndPass("general") // a pass without the condition clears it
+	h.announce(t, actions.InsufficientHeadroom, obs)
+	if len(*h.lines) != 2 || len(h.rec.events) != 2 {
+		t.Fatalf("after clearing: %d lines, %d events; want 2 and 2", len(*h.lines), len(h.rec.events))
 	}
-	p.Obs.Shortfall.Remaining = resource.MustParse("0")
-	a.EndPass("general")
-	a.Announce(context.Background(), "InsufficientHeadroom", p)
-	if len(*lines) != 3 {
-		t.Fatalf("a changed message re-fires: %d lines", len(*lines))
+	obs.Shortfall.Remaining = resource.MustParse("0")
+	h.a.EndPass("general")
+	h.announce(t, actions.InsufficientHeadroom, obs)
+	if len(*h.lines) != 3 || h.rec.events[2].message != "NodePool limits leave 0 of 10 for cpu; the placeholder needs 2" {
+		t.Fatalf("a changed message re-fires: %d lines, events %+v", len(*h.lines), h.rec.events)
 	}
-	ev := <-rec.Events
-	if !strings.HasPrefix(ev, "Warning InsufficientHeadroom ") {
-		t.Errorf("event %q", ev)
+	// Another pool's passes do not clear this pool's condition.
+	h.a.EndPass("other")
+	h.announce(t, actions.InsufficientHeadroom, obs)
+	if len(*h.lines) != 3 {
+		t.Errorf("another pool's pass cleared the condition: %d lines", len(*h.lines))
+	}
+	// Forget drops the pool's conditions: they fire again.
+	h.a.Forget("general")
+	h.announce(t, actions.InsufficientHeadroom, obs)
+	if len(*h.lines) != 4 || len(h.rec.events) != 4 {
+		t.Errorf("after Forget: %d lines, %d events", len(*h.lines), len(h.rec.events))
+	}
+}
+
+// Every deduplicated announcement fires once while its condition holds.
+func TestDeduplicatedAnnouncements(t *testing.T) {
+	for _, c := range []struct {
+		what   actions.Announcement
+		mutate func(*observe.Observation)
+		change func(*observe.Observation)
+	}{
+		{actions.NoCandidate, nil, func(o *observe.Observation) { o.Census.Census.InBackoff = 1 }},
+		{actions.PolicyInvalid, func(o *observe.Observation) { o.PolicyErr = errors.New("one") }, func(o *observe.Observation) { o.PolicyErr = errors.New("two") }},
+		{actions.Infeasible, nil, func(o *observe.Observation) {
+			o.Findings = []schedule.Finding{{Reason: "NoWindows", Severity: schedule.Fatal}}
+		}},
+		{actions.DrainStuck, nil, func(o *observe.Observation) { o.SubjectName = "general-z" }},
+		{actions.StaticNodePool, nil, nil},
+		{actions.PolicyConflict, func(o *observe.Observation) { o.Governance.Conflict = []string{"a", "b"} }, func(o *observe.Observation) { o.Governance.Conflict = []string{"a", "c"} }},
+		{actions.SurgeWaiting, func(o *observe.Observation) {
+			o.Placeholder = &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "nrc-surge-general-a"}}
+			o.Placeholder.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: "Unschedulable", Message: "no room"}}
+		}, func(o *observe.Observation) { o.Placeholder.Status.Conditions[0].Message = "still no room" }},
+	} {
+		t.Run(string(c.what), func(t *testing.T) {
+			h := newHarness(t)
+			obs := observation(t)
+			if c.mutate != nil {
+				c.mutate(obs)
+			}
+			h.announce(t, c.what, obs)
+			h.a.EndPass("general")
+			h.announce(t, c.what, obs)
+			h.a.EndPass("general")
+			if len(*h.lines) != 1 {
+				t.Fatalf("%d lines over two passes, want 1", len(*h.lines))
+			}
+			if c.change != nil {
+				c.change(obs)
+				h.announce(t, c.what, obs)
+				if len(*h.lines) != 2 {
+					t.Errorf("a changed condition did not re-fire: %d lines", len(*h.lines))
+				}
+			}
+		})
+	}
+}
+
+// Announcements whose subject is absent say nothing.
+func TestNothingToAnnounce(t *testing.T) {
+	for _, c := range []struct {
+		what   actions.Announcement
+		mutate func(*observe.Observation)
+	}{
+		{actions.RotationStarted, func(o *observe.Observation) { o.Census.Candidate = nil }},
+		{actions.InsufficientHeadroom, func(o *observe.Observation) { o.Shortfall = nil }},
+		{actions.PlaceholderCreated, func(o *observe.Observation) { o.Sizing = nil }},
+		{actions.SurgeWaiting, func(o *observe.Observation) { o.Placeholder = nil }},
+		{actions.SurgeWaiting, func(o *observe.Observation) {
+			o.Placeholder = &corev1.Pod{}
+			o.Placeholder.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue}}
+		}},
+	} {
+		h := newHarness(t)
+		obs := observation(t)
+		c.mutate(obs)
+		h.announce(t, c.what, obs)
+		if len(*h.lines) != 0 || len(h.rec.events) != 0 {
+			t.Errorf("%s: %d lines, %d events; want none", c.what, len(*h.lines), len(h.rec.events))
+		}
+	}
+}
+
+func TestWarn(t *testing.T) {
+	h := newHarness(t)
+	pool := observation(t).Pool
+	claimA := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "a"}}
+	claimB := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "b"}}
+	h.a.Warn("general", pool, "TGPUnset", "tgp is unset", "extra", "x")
+	h.a.WarnKeyed("general", "ShortLead/a", claimA, "ShortLead", "short")
+	h.a.WarnKeyed("general", "ShortLead/b", claimB, "ShortLead", "short")
+	h.a.WarnKeyed("general", "ShortLead/a", claimA, "ShortLead", "short") // same pass, same key: once
+	want := []event{{pool, "Warning", "TGPUnset", "tgp is unset"}, {claimA, "Warning", "ShortLead", "short"}, {claimB, "Warning", "ShortLead", "short"}}
+	if !reflect.DeepEqual(h.rec.events, want) {
+		t.Errorf("events %+v", h.rec.events)
+	}
+	l := (*h.lines)[0]
+	if l.msg != "tgp is unset" || l.kv["nodepool"] != "general" || l.kv["reason"] != "TGPUnset" || l.kv["extra"] != "x" || len(*h.lines) != 3 {
+		t.Errorf("lines %+v", *h.lines)
+	}
+}
+
+// Without a recorder the announcer still logs.
+func TestNoRecorder(t *testing.T) {
+	h := newHarness(t)
+	h.a.Recorder = nil
+	h.announce(t, actions.GovernanceLost, observation(t))
+	if len(*h.lines) != 1 {
+		t.Errorf("%d lines", len(*h.lines))
+	}
+}
+
+func TestUnknownAnnouncementIsAnError(t *testing.T) {
+	h := newHarness(t)
+	err := h.a.Announce("Bogus", observation(t), nil)
+	if err == nil || err.Error() != `announcement "Bogus" has no handler` {
+		t.Errorf("error %v", err)
+	}
+	if len(*h.lines) != 0 || len(h.rec.events) != 0 {
+		t.Error("an unknown announcement said something")
+	}
+}
+
+// Check passes for the shipped handlers and fails, naming it, when an
+// announcement has no handler or a handler answers no announcement.
+func TestCheck(t *testing.T) {
+	if err := Check(); err != nil {
+		t.Fatalf("shipped handlers: %v", err)
+	}
+	for _, w := range actions.Announcements {
+		if handlers[w] == nil {
+			t.Errorf("%s has no handler", w)
+		}
+	}
+	saved := handlers[actions.DrainStuck]
+	delete(handlers, actions.DrainStuck)
+	err := Check()
+	handlers[actions.DrainStuck] = saved
+	if err == nil || err.Error() != `announcement "DrainStuck" has no handler` {
+		t.Errorf("missing handler: %v", err)
+	}
+	handlers["Extra"] = (*Announcer).drainStuck
+	err = Check()
+	delete(handlers, "Extra")
+	if err == nil || err.Error() != `handler for "Extra", which no step can announce` {
+		t.Errorf("extra handler: %v", err)
+	}
+	if err := Check(); err != nil {
+		t.Fatalf("handlers not restored: %v", err)
+	}
+}
+
+func TestSweptClaim(t *testing.T) {
+	h := newHarness(t)
+	claim := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "swept-a", Labels: map[string]string{karpv1.NodePoolLabelKey: "swept"}}}
+	before := counter(metrics.Completed, "swept", "failure")
+	h.a.SweptClaim(claim, "draining")
+	if got := counter(metrics.Completed, "swept", "failure") - before; got != 1 {
+		t.Errorf("completed{failure} moved by %v", got)
+	}
+	l := h.one(t)
+	if l.msg != "rotation attempt failed" || l.kv["reason"] != "startupSweep" || l.kv["nodeclaim"] != "swept-a" || l.kv["from"] != "draining" {
+		t.Errorf("line %+v", l)
+	}
+	want := []event{{claim, "Warning", "RotationFailed", "startup sweep: the claim was draining with no anchor owning it; marked failed"}}
+	if !reflect.DeepEqual(h.rec.events, want) {
+		t.Errorf("events %+v", h.rec.events)
 	}
 }

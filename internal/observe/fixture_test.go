@@ -143,11 +143,12 @@ func daemonSetOwned(p *corev1.Pod) {
 	p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "DaemonSet", Name: "ds", UID: "ds-uid", Controller: ptr.To(true)}}
 }
 
-// placeholderPod is the running placeholder of claim on host ("" unbound).
+// placeholderPod is the (still Pending) placeholder of claim on host.
 func placeholderPod(claim, host string) *corev1.Pod {
 	p := pod("nrc-surge-"+claim, host, "1")
 	p.Namespace = ns
 	p.Labels = map[string]string{v1alpha1.LabelSurgeFor: claim, v1alpha1.LabelNodePool: "general"}
+	p.Status.Phase = corev1.PodPending
 	return p
 }
 

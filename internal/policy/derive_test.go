@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -75,5 +76,34 @@ func TestSettingsDeriveWithoutWindows(t *testing.T) {
 	_, d := s.Derive(nodePool("336h", &hour), time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
 	if d.Cycle.HasOccurrence || d.C != 0 || d.G != 0 || d.Lead != d.TRot {
 		t.Errorf("no windows: %+v", d)
+	}
+}
+
+func TestAssessJoinsScheduleAndPolicyFindings(t *testing.T) {
+	s, err := Resolve(v1alpha1.RotationPolicySpec{MinRotationChances: 1, Surge: v1alpha1.SurgeSpec{
+		MatchNodeRequirements: v1alpha1.MatchNodeRequirements{Required: []string{"kubernetes.io/arch"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := 14 * 24 * time.Hour
+	in := s.Inputs(&e, nil)
+	d := schedule.Derive(in, s.Calendar.Measure(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)))
+	var got []string
+	for _, f := range s.Assess(in, d, schedule.Population{Nodes: 5}) {
+		got = append(got, string(f.Severity)+" "+f.Reason)
+	}
+	// The schedule's layer 1 in its order, then the policy's own warning.
+	want := []string{"Fatal NoWindows", "Warning KBelowTwo", "Warning TGPUnset", "Warning ZoneNotRequired"}
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("findings = %v, want %v", got, want)
+	}
+	// With the zone required and nothing to warn about, nothing is added.
+	s, _ = Resolve(v1alpha1.RotationPolicySpec{MaintenanceWindows: []v1alpha1.MaintenanceWindow{
+		{Timezone: "Asia/Tokyo", Days: []v1alpha1.Weekday{"Wed", "Sat"}, Start: "02:00", End: "06:00"}}})
+	hour := time.Hour
+	in = s.Inputs(&e, &hour)
+	d = schedule.Derive(in, s.Calendar.Measure(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)))
+	if fs := s.Assess(in, d, schedule.Population{Nodes: 5}); len(fs) != 0 {
+		t.Errorf("the worked example has findings %+v", fs)
 	}
 }

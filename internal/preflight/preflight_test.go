@@ -32,9 +32,9 @@ import (
 // and the Priority admission plugin. test/envtest/preflight runs the same
 // checks against a real kube-apiserver.
 
-// discovery serves /apis/karpenter.sh/v1 with the given resources; nil
+// serveDiscovery serves /apis/karpenter.sh/v1 with the given resources; nil
 // resources answer 404, as a cluster without Karpenter does.
-func discovery(t *testing.T, resources ...string) *rest.Config {
+func serveDiscovery(t *testing.T, resources ...string) *rest.Config {
 	t.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/apis/karpenter.sh/v1" || resources == nil {
@@ -126,7 +126,7 @@ var allReads = []string{"get nodeclaims", "list nodeclaims", "watch nodeclaims",
 
 func TestCheckPasses(t *testing.T) {
 	c := newCluster(t, class(-10, ptr.To(corev1.PreemptNever)))
-	if err := Check(context.Background(), discovery(t, "nodeclaims", "nodepools", "nodeclaims/status"), c.client, "nrc", "placeholder"); err != nil {
+	if err := Check(context.Background(), serveDiscovery(t, "nodeclaims", "nodepools", "nodeclaims/status"), c.client, "nrc", "placeholder"); err != nil {
 		t.Fatalf("preflight failed: %v", err)
 	}
 	if !slices.Equal(c.asked, allReads) {
@@ -187,11 +187,7 @@ func TestCheckFailures(t *testing.T) {
 			if tc.setup != nil {
 				tc.setup(c)
 			}
-			cfg := discovery(t, tc.resources...)
-			if tc.resources == nil {
-				cfg = discovery(t)
-			}
-			err := Check(context.Background(), cfg, c.client, "nrc", "placeholder")
+			err := Check(context.Background(), serveDiscovery(t, tc.resources...), c.client, "nrc", "placeholder")
 			if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
 				t.Fatalf("error = %v, want one line containing %q", err, tc.want)
 			}

@@ -1,0 +1,340 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
+	"github.com/noderotation/node-rotation-controller/engine"
+	"github.com/noderotation/node-rotation-controller/internal/announce"
+	"github.com/noderotation/node-rotation-controller/internal/census"
+	"github.com/noderotation/node-rotation-controller/internal/metrics"
+	"github.com/noderotation/node-rotation-controller/internal/observe"
+	"github.com/noderotation/node-rotation-controller/internal/policy"
+	"github.com/noderotation/node-rotation-controller/internal/schedule"
+	"github.com/noderotation/node-rotation-controller/internal/surge"
+)
+
+// governedObservation is a governed pool's observation with the fixture's
+// settings and derivation (Lead 49m, K = 2).
+func governedObservation(t *testing.T) *observe.Observation {
+	t.Helper()
+	s, err := policy.Resolve(alwaysOpen())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := nodePool("general")
+	_, d := s.Derive(pool, now)
+	return &observe.Observation{
+		Now: now, Pool: pool, Settings: s, Derivation: d, WindowOpen: true,
+		Governance: policy.Governance{Policy: governing()},
+	}
+}
+
+// drainSnapshot is an anchored rotation draining since deletedAt, with the
+// fixture's drain bound tGP + buffer = 32m.
+func drainSnapshot(deletedAt time.Time) *engine.Snapshot {
+	return &engine.Snapshot{
+		Now:    now,
+		Pool:   engine.PoolObservation{Governance: "governed", Feasible: true, WindowOpen: true, Anchor: "general-a", RotationState: "draining", WindowOpenedAt: stamp(now)},
+		Policy: engine.PolicyObservation{ReadyTimeout: engine.Duration(15 * time.Minute), CooldownAfter: engine.Duration(10 * time.Minute), FailurePause: engine.Duration(10 * time.Minute), DrainBound: engine.Duration(32 * time.Minute)},
+		Claim:  engine.ClaimObservation{Exists: true, State: "draining", Deleting: true, DeletedAt: deletedAt},
+		Surge:  engine.SurgeObservation{Headroom: true},
+	}
+}
+
+// drainStuck is the rotation machine's own fact, as it decided.
+func TestDrainStuckComesFromTheDecision(t *testing.T) {
+	eng, err := loadEngine()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		deletedAt  time.Time
+		transition string
+		want       bool
+	}{
+		{now.Add(-time.Hour), "draining.stuck", true},        // 1h > 32m
+		{now.Add(-10 * time.Minute), "draining.wait", false}, // 10m ≤ 32m
+		{now.Add(-32 * time.Minute), "draining.wait", false}, // exactly the bound: not stuck
+		{now.Add(-33 * time.Minute), "draining.stuck", true}, // past it
+	} {
+		ds, err := eng.Decide(drainSnapshot(c.deletedAt))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ds[0].Transition != c.transition || drainStuck(ds) != c.want {
+			t.Errorf("deleting since %s: %s, drainStuck %v; want %s, %v", now.Sub(c.deletedAt), ds[0].Transition, drainStuck(ds), c.transition, c.want)
+		}
+	}
+	fact := []engine.FactValue{{Name: "drainStuck", Value: true}}
+	for _, c := range []struct {
+		name string
+		ds   []engine.Decision
+	}{
+		{"nothing decided", nil},
+		{"not draining", []engine.Decision{{Machine: "rotation", From: "pending", Facts: fact}}},
+		{"another machine", []engine.Decision{{Machine: "window", From: "draining", Facts: fact}}},
+		{"draining without the fact", []engine.Decision{{Machine: "rotation", From: "draining"}}},
+	} {
+		if drainStuck(c.ds) {
+			t.Errorf("%s: drainStuck true", c.name)
+		}
+	}
+}
+
+// gauges shows the pass's governance, census and drain facts.
+func TestGauges(t *testing.T) {
+	obs := governedObservation(t)
+	freeze := now.Add(time.Hour)
+	obs.Pool.Annotations[v1alpha1.AnnotationFreeze] = stamp(freeze)
+	obs.Census = census.Result{Census: census.Census{Total: 9, Candidates: 2, InBackoff: 3, ShortLead: 1, MaxRetry: 4, NotDue: 3}}
+	obs.Snapshot = engine.Snapshot{Pool: engine.PoolObservation{Governance: "governed", Anchor: "general-a"}}
+	stuck := []engine.Decision{{Machine: "rotation", From: "draining", Facts: []engine.FactValue{{Name: "drainStuck", Value: true}}}}
+	want := metrics.Pool{Name: "general", Governance: "governed", Candidates: 2, InBackoff: 3, ShortLead: 1, MaxRetry: 4,
+		InFlight: true, WindowOpen: true, FreezeUntil: freeze, DrainStuck: true, Derivation: obs.Derivation}
+	if got := gauges(obs, stuck); !reflect.DeepEqual(got, want) {
+		t.Errorf("gauges\n got %+v\nwant %+v", got, want)
+	}
+	// A freeze in the past, or malformed, is no freeze; no anchor, no flight.
+	for _, v := range []string{stamp(now.Add(-time.Minute)), stamp(now), "soon"} {
+		obs.Pool.Annotations[v1alpha1.AnnotationFreeze] = v
+		obs.Snapshot.Pool.Anchor = ""
+		got := gauges(obs, nil)
+		if !got.FreezeUntil.IsZero() || got.InFlight || got.DrainStuck {
+			t.Errorf("freeze %q: %+v", v, got)
+		}
+	}
+}
+
+// The heartbeat is logged at V(1), at most once a minute.
+func TestHeartbeat(t *testing.T) {
+	eng, err := loadEngine()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []logLine
+	r := &NodePoolReconciler{Engine: eng, Log: capture(t, 1, &lines)}
+	r.heartbeat()
+	r.heartbeat()
+	if len(lines) != 1 || lines[0].msg != "heartbeat" || lines[0].kv["rulesVersion"] != float64(eng.Version()) || lines[0].kv["level"] != 1.0 {
+		t.Fatalf("lines %+v", lines)
+	}
+	past := time.Now().Add(-61 * time.Second)
+	r.lastBeat.Store(&past)
+	r.heartbeat()
+	if len(lines) != 2 {
+		t.Errorf("a minute later: %d heartbeats, want 2", len(lines))
+	}
+	var quiet []logLine
+	r = &NodePoolReconciler{Engine: eng, Log: capture(t, 0, &quiet)}
+	r.heartbeat()
+	if len(quiet) != 0 || r.lastBeat.Load() != nil {
+		t.Errorf("heartbeat at V(0): %+v", quiet)
+	}
+}
+
+// warnFindings: Warning findings are evented on the pool, fatal ones are
+// not; ShortLead on each claim that cannot get its K chances;
+// InvalidAnnotation for a malformed value that kept a claim out.
+func TestWarnFindings(t *testing.T) {
+	rec := &recorder{FakeRecorder: record.NewFakeRecorder(20)}
+	var lines []logLine
+	r := &NodePoolReconciler{Announcer: announce.New(capture(t, 0, &lines), rec)}
+	obs := governedObservation(t)
+	obs.Findings = []schedule.Finding{
+		{Reason: "TGPUnset", Severity: schedule.Warning, Message: "terminationGracePeriod is unset", Remedy: "set it"},
+		{Reason: "NoWindows", Severity: schedule.Fatal, Message: "the maintenance windows never open", Remedy: "add one"},
+	}
+	short1 := nodeClaim("short-1", 30*time.Minute, "")
+	short1.Spec.ExpireAfter.Duration = ptrTo(40 * time.Minute)
+	short2 := nodeClaim("short-2", 30*time.Minute, "")
+	short2.Spec.ExpireAfter.Duration = ptrTo(49 * time.Minute) // = Lead: still short
+	long := nodeClaim("long", 30*time.Minute, "")
+	long.Spec.ExpireAfter.Duration = ptrTo(50 * time.Minute)
+	never := nodeClaim("never", 30*time.Minute, "")
+	never.Spec.ExpireAfter.Duration = nil
+	obs.Claims = []karpv1.NodeClaim{*short1, *short2, *long, *never}
+	obs.BadAnnotations = []census.BadAnnotation{{Object: "NodeClaim/bad", Key: v1alpha1.AnnotationFailedAt, Value: "x", Problem: "not an RFC3339 time"}}
+	r.warnFindings(obs)
+	want := []string{
+		"Warning TGPUnset terminationGracePeriod is unset; set it",
+		"Warning ShortLead expireAfter 40m is not longer than K·P + t_rot = 49m: the schedule cannot guarantee 2 chances; rotated best-effort first",
+		"Warning ShortLead expireAfter 49m is not longer than K·P + t_rot = 49m: the schedule cannot guarantee 2 chances; rotated best-effort first",
+		`Warning InvalidAnnotation NodeClaim/bad: annotation noderotation.io/failed-at="x" is not an RFC3339 time; the claim is skipped`,
+	}
+	if got := rec.drain(); !reflect.DeepEqual(got, want) {
+		t.Errorf("events\n got %q\nwant %q", got, want)
+	}
+	on := []string{}
+	for _, o := range rec.objs {
+		on = append(on, o.(client.Object).GetName())
+	}
+	if want := []string{"general", "short-1", "short-2", "general"}; !reflect.DeepEqual(on, want) {
+		t.Errorf("recorded on %v, want %v", on, want)
+	}
+	// The next pass with the same findings says nothing new.
+	r.Announcer.EndPass("general")
+	r.warnFindings(obs)
+	if got := rec.drain(); len(got) != 0 {
+		t.Errorf("repeated: %q", got)
+	}
+	// A pool that is not governed has no findings to warn of, but its bad
+	// annotations are still reported.
+	r = &NodePoolReconciler{Announcer: announce.New(capture(t, 0, &lines), rec)}
+	obs.Governance = policy.Governance{}
+	r.warnFindings(obs)
+	if got := rec.drain(); !reflect.DeepEqual(got, want[3:]) {
+		t.Errorf("ungoverned: %q", got)
+	}
+}
+
+func ptrTo(d time.Duration) *time.Duration { return &d }
+
+// targets hands the steps what the pass observed, and the placeholder to
+// create shaped by the controller's configuration.
+func TestTargets(t *testing.T) {
+	r := &NodePoolReconciler{Placeholder: PlaceholderConfig{Namespace: ns, PriorityClass: "nrc-placeholder", Image: "example.com/pause:1"}}
+	obs := governedObservation(t)
+	claim := nodeClaim("general-a", 20*time.Minute, "node-a")
+	obs.Subject, obs.SubjectName = claim, claim.Name
+	obs.OldNode = node("node-a")
+	obs.AvoidHostnames = []string{"host-node-a"}
+	obs.InducedClaim = nodeClaim("general-s", 336*time.Hour, "")
+	obs.Sizing = &surge.Sizing{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("750m")}}
+	tg := r.targets(obs)
+	if tg.Now != now || tg.Pool != obs.Pool || tg.Claim != "general-a" || tg.ClaimObject != claim || tg.OldNode != obs.OldNode ||
+		tg.InducedClaim != obs.InducedClaim || tg.Placeholder != nil {
+		t.Errorf("targets %+v", tg)
+	}
+	if tg.PlaceholderKey != (types.NamespacedName{Namespace: ns, Name: "nrc-surge-general-a"}) {
+		t.Errorf("placeholder key %v", tg.PlaceholderKey)
+	}
+	p := tg.NewPlaceholder
+	if p == nil {
+		t.Fatal("no placeholder to create")
+	}
+	if p.Namespace != ns || p.Name != "nrc-surge-general-a" || p.Spec.PriorityClassName != "nrc-placeholder" || p.Spec.Containers[0].Image != "example.com/pause:1" {
+		t.Errorf("placeholder %s/%s priority %q image %q", p.Namespace, p.Name, p.Spec.PriorityClassName, p.Spec.Containers[0].Image)
+	}
+	if cpu := p.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU]; cpu.String() != "750m" {
+		t.Errorf("requests %s", cpu.String())
+	}
+	avoid := p.Spec.Affinity.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution
+	if len(avoid) != 1 || !reflect.DeepEqual(avoid[0].Preference.MatchExpressions[0].Values, []string{"host-node-a"}) {
+		t.Errorf("avoid %+v", avoid)
+	}
+	// Not sized: nothing to create. Gone: the key still names it.
+	obs.Sizing = nil
+	if tg := r.targets(obs); tg.NewPlaceholder != nil {
+		t.Error("a placeholder without sizing")
+	}
+	obs.Subject = nil
+	obs.Sizing = &surge.Sizing{}
+	if tg := r.targets(obs); tg.NewPlaceholder != nil || tg.ClaimObject != nil || tg.PlaceholderKey.Name != "nrc-surge-general-a" {
+		t.Errorf("gone claim: %+v", tg)
+	}
+}
+
+// Node updates matter when labels, annotations, cordon or Ready change —
+// not on heartbeats.
+func TestNodeChangeMatters(t *testing.T) {
+	p := nodeChangeMatters()
+	base := func() *corev1.Node {
+		n := node("node-a")
+		n.Annotations = map[string]string{"a": "1"}
+		n.Status.Conditions[0].LastHeartbeatTime = metav1.NewTime(now)
+		return n
+	}
+	cases := []struct {
+		name   string
+		change func(*corev1.Node)
+		want   bool
+	}{
+		{"heartbeat only", func(n *corev1.Node) {
+			n.Status.Conditions[0].LastHeartbeatTime = metav1.NewTime(now.Add(time.Minute))
+			n.ResourceVersion = "2"
+		}, false},
+		{"allocatable only", func(n *corev1.Node) {
+			n.Status.Allocatable = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}
+		}, false},
+		{"label", func(n *corev1.Node) { n.Labels[v1alpha1.LabelSurgeFor] = "general-a" }, true},
+		{"annotation", func(n *corev1.Node) { n.Annotations[v1alpha1.KarpenterDoNotDisrupt] = "true" }, true},
+		{"annotation removed", func(n *corev1.Node) { delete(n.Annotations, "a") }, true},
+		{"cordon", func(n *corev1.Node) { n.Spec.Unschedulable = true }, true},
+		{"NotReady", func(n *corev1.Node) { n.Status.Conditions[0].Status = corev1.ConditionFalse }, true},
+		{"Ready condition gone", func(n *corev1.Node) { n.Status.Conditions = nil }, true},
+	}
+	for _, c := range cases {
+		old, updated := base(), base()
+		c.change(updated)
+		if got := p.Update(event.UpdateEvent{ObjectOld: old, ObjectNew: updated}); got != c.want {
+			t.Errorf("%s: passes %v, want %v", c.name, got, c.want)
+		}
+	}
+	if !p.Create(event.CreateEvent{Object: base()}) || !p.Delete(event.DeleteEvent{Object: base()}) {
+		t.Error("node creation and deletion must pass")
+	}
+}
+
+// A policy event re-enqueues every pool.
+func TestAllPools(t *testing.T) {
+	w := newWorld(t, nil, nodePool("b"), nodePool("a"), nodePool("c"), governing())
+	got := w.r.allPools(context.Background(), governing())
+	want := []reconcile.Request{request("a"), request("b"), request("c")}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("requests %v, want %v", got, want)
+	}
+	boom := errors.New("boom")
+	w = newWorld(t, &interceptor.Funcs{List: func(context.Context, client.WithWatch, client.ObjectList, ...client.ListOption) error { return boom }}, nodePool("a"))
+	if got := w.r.allPools(context.Background(), governing()); got != nil {
+		t.Errorf("on a list error: %v", got)
+	}
+	if l := *w.lines; len(l) != 1 || l[0].msg != "listing NodePools to re-resolve after a RotationPolicy change" || l[0].kv["error"] != "boom" {
+		t.Errorf("error line %+v", l)
+	}
+}
+
+// The cache holds Pods only in the controller's namespace and only those
+// labelled surge-for.
+func TestCacheOptions(t *testing.T) {
+	opts := CacheOptions(ns)
+	if len(opts.ByObject) != 1 {
+		t.Fatalf("by object %v", opts.ByObject)
+	}
+	for obj, by := range opts.ByObject {
+		if _, ok := obj.(*corev1.Pod); !ok {
+			t.Errorf("scoped %T, want Pods", obj)
+		}
+		if len(by.Namespaces) != 1 {
+			t.Errorf("namespaces %v", by.Namespaces)
+		}
+		if _, ok := by.Namespaces[ns]; !ok {
+			t.Errorf("namespaces %v lack %s", by.Namespaces, ns)
+		}
+		for set, want := range map[string]bool{v1alpha1.LabelSurgeFor + "=general-a": true, v1alpha1.LabelSurgeFor + "=": true, "app=web": false, "": false} {
+			l, err := labels.ConvertSelectorToLabelsMap(set)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := by.Label.Matches(l); got != want {
+				t.Errorf("selector %s matches %q: %v", by.Label, set, got)
+			}
+		}
+	}
+}
