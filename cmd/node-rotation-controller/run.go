@@ -92,7 +92,14 @@ func managerOptions(o options, s *runtime.Scheme) ctrl.Options {
 		LeaderElection:          o.leaderElect,
 		LeaderElectionID:        o.leaderElectionID,
 		LeaderElectionNamespace: o.namespace,
-		Cache:                   controller.CacheOptions(o.namespace),
+		// A clean stop (SIGTERM on a rollout) hands the Lease over at once
+		// instead of making the next leader wait out its duration; the
+		// process exits right after the manager returns, as this requires.
+		LeaderElectionReleaseOnCancel: true,
+		Cache:                         controller.CacheOptions(o.namespace),
+		// Deprecated in controller-runtime only for managers shorter-lived
+		// than their process; this one lives as long as the process.
+		EventBroadcaster: controller.EventBroadcaster(), //nolint:staticcheck
 	}
 }
 

@@ -12,19 +12,23 @@ import (
 	"github.com/noderotation/node-rotation-controller/internal/schedule"
 )
 
+// Every Warning is deduplicated by its object, reason and key (the
+// annotation, or the fact), so several at once never take turns re-firing
+// and spending the pool's Event budget.
+
 // warnBadState reports an anchor that must not be acted on: no step is
 // taken this pass.
 func (r *NodePoolReconciler) warnBadState(ctx context.Context, pool string, bad *observe.BadStateError) {
 	np := &karpv1.NodePool{}
 	if r.Client.Get(ctx, client.ObjectKey{Name: pool}, np) == nil {
-		r.Announcer.Warn(pool, np, "InvalidAnnotation", bad.Error()+"; no step is taken")
+		r.Announcer.WarnKeyed(pool, "InvalidAnnotation/"+bad.Object+"/"+bad.Key, np, "InvalidAnnotation", bad.Error()+"; no step is taken")
 	}
 }
 
 // warnUndecidable reports a fact the table cannot evaluate (a malformed
 // annotation it reads): no step is taken this pass.
 func (r *NodePoolReconciler) warnUndecidable(obs *observe.Observation, fe *engine.FactError) {
-	r.Announcer.Warn(obs.Pool.Name, obs.Pool, "InvalidAnnotation", fmt.Sprintf("cannot decide: %v; no step is taken", fe))
+	r.Announcer.WarnKeyed(obs.Pool.Name, "InvalidAnnotation/fact/"+fe.Fact, obs.Pool, "InvalidAnnotation", fmt.Sprintf("cannot decide: %v; no step is taken", fe))
 }
 
 // warnFindings emits each schedule warning as a deduplicated Event on the
@@ -50,6 +54,7 @@ func (r *NodePoolReconciler) warnFindings(obs *observe.Observation) {
 		}
 	}
 	for _, b := range obs.BadAnnotations {
-		r.Announcer.Warn(pool, obs.Pool, "InvalidAnnotation", fmt.Sprintf("%s: annotation %s=%q is %s; the claim is skipped", b.Object, b.Key, b.Value, b.Problem))
+		r.Announcer.WarnKeyed(pool, "InvalidAnnotation/"+b.Object+"/"+b.Key, obs.Pool, "InvalidAnnotation",
+			fmt.Sprintf("%s: annotation %s=%q is %s; the claim is skipped", b.Object, b.Key, b.Value, b.Problem))
 	}
 }
