@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -77,8 +76,7 @@ func claimState(ctx context.Context, p *Pass, args map[string]any) (Result, erro
 			conditional.SetAnnotation(c, v1alpha1.AnnotationFailedAt, now)
 		}
 		if args["incrementRetry"] == true {
-			n, _ := strconv.Atoi(c.Annotations[v1alpha1.AnnotationRetryCount])
-			conditional.SetAnnotation(c, v1alpha1.AnnotationRetryCount, strconv.Itoa(max(n, 0)+1))
+			conditional.SetAnnotation(c, v1alpha1.AnnotationRetryCount, v1alpha1.NextRetryCount(c.Annotations[v1alpha1.AnnotationRetryCount]))
 		}
 		if keys, ok := args["clear"].([]any); ok {
 			for _, k := range keys {

@@ -1,5 +1,7 @@
 package v1alpha1
 
+import "strconv"
+
 // The state model (docs/design.md#state-model): every key the controller
 // reads or writes on NodePools, NodeClaims, Nodes and the placeholder Pod.
 // All use the noderotation.io/ prefix except Karpenter's own do-not-disrupt.
@@ -45,4 +47,15 @@ const (
 var RotationScoped = []string{
 	AnnotationActiveRotation, AnnotationActiveRotationState, AnnotationDrainingAt,
 	AnnotationSurgeWait, AnnotationRotationMode,
+}
+
+// NextRetryCount is the retry-count a failure write records after raw: one
+// more than a valid count, 1 when it is absent or malformed (a failure
+// never stays unrecorded for a bad value).
+func NextRetryCount(raw string) string {
+	n, err := strconv.Atoi(raw)
+	if err != nil || n < 0 {
+		n = 0
+	}
+	return strconv.Itoa(n + 1)
 }

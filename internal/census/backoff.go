@@ -53,9 +53,20 @@ func (b Backoff) RetryAt(s policy.Settings) time.Time {
 }
 
 // ClaimRetryAt parses a claim's failure record and returns when its backoff
-// ends; the BadAnnotation names the claim.
+// ends; the BadAnnotation names the claim. A claim with no failed-at has
+// no failure time to wait from: its backoff is over (as RetryDue says).
 func ClaimRetryAt(c *karpv1.NodeClaim, s policy.Settings) (time.Time, *BadAnnotation) {
-	b, bad := ParseBackoff(c.Annotations[v1alpha1.AnnotationFailedAt], c.Annotations[v1alpha1.AnnotationRetryCount])
+	raw := c.Annotations[v1alpha1.AnnotationFailedAt]
+	if raw == "" {
+		if n := c.Annotations[v1alpha1.AnnotationRetryCount]; n != "" {
+			if _, bad := parseRetryCount(n); bad != nil {
+				bad.Object = "NodeClaim/" + c.Name
+				return time.Time{}, bad
+			}
+		}
+		return time.Time{}, nil
+	}
+	b, bad := ParseBackoff(raw, c.Annotations[v1alpha1.AnnotationRetryCount])
 	if bad != nil {
 		bad.Object = "NodeClaim/" + c.Name
 		return time.Time{}, bad

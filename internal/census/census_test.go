@@ -527,3 +527,18 @@ func TestBadAnnotationError(t *testing.T) {
 		t.Errorf("Error() = %s", got)
 	}
 }
+
+// The census and the table agree on a failed claim with no failed-at (what
+// an older startup sweep wrote): no failure time recorded, nothing to wait
+// for — a candidate again, never skipped forever as malformed.
+func TestTakeFailedWithoutFailedAtIsDue(t *testing.T) {
+	c := claim("swept", 20*time.Minute, state(v1alpha1.StateFailed))
+	r := Take(input(t, alwaysOpen(), c))
+	if len(r.Bad) != 0 || r.Census.Candidates != 1 || names(r) != "swept" {
+		t.Errorf("bad %+v census %+v candidate %s: want the claim a candidate", r.Bad, r.Census, names(r))
+	}
+	due, err := RetryDue(&engine.Snapshot{Now: now, Claim: engine.ClaimObservation{Exists: true, State: v1alpha1.StateFailed}})
+	if err != nil || due != true {
+		t.Errorf("RetryDue = %v, %v: the table must agree", due, err)
+	}
+}

@@ -63,7 +63,7 @@ func Setup(mgr ctrl.Manager, cfg Config, log logr.Logger) (*NodePoolReconciler, 
 		Announcer:   announce.New(log, mgr.GetEventRecorderFor("node-rotation-controller")),
 		Placeholder: PlaceholderConfig{Namespace: cfg.Namespace, PriorityClass: cfg.PlaceholderPriorityClass, Image: cfg.PlaceholderImage},
 	}
-	sw := &sweep.Sweeper{Client: mgr.GetClient(), Fresh: mgr.GetAPIReader(), Namespace: cfg.Namespace, Log: log.WithName("sweep"), Alert: r.Announcer}
+	sw := &sweep.Sweeper{Client: mgr.GetClient(), Fresh: mgr.GetAPIReader(), Namespace: cfg.Namespace, Log: log.WithName("sweep"), Alert: r.Announcer, Clock: cfg.Clock}
 	r.Sweep = sw.Run
 	if err := r.SetupWithManager(mgr, cfg.Name); err != nil {
 		return nil, fmt.Errorf("setting up the NodePool reconciler: %w", err)

@@ -10,6 +10,7 @@ package sweep
 
 import (
 	"context"
+	"time"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
@@ -34,6 +35,15 @@ type Sweeper struct {
 	Namespace string
 	Log       logr.Logger
 	Alert     Alerter
+	// Clock stamps failed-at; time.Now when nil.
+	Clock func() time.Time
+}
+
+func (s *Sweeper) now() time.Time {
+	if s.Clock == nil {
+		return time.Now()
+	}
+	return s.Clock()
 }
 
 // Run sweeps once. Errors are per item: logged, never fatal.
@@ -188,7 +198,14 @@ func (s *Sweeper) claims(ctx context.Context, anchored map[string]bool) {
 			if from != v1alpha1.StatePending && from != v1alpha1.StateDraining {
 				return false, nil
 			}
-			nc.Annotations[v1alpha1.AnnotationState] = v1alpha1.StateFailed
+			// A real failure write, as the rollback's: the claim waits out its
+			// escalated backoff, then becomes a candidate again.
+			a := nc.Annotations
+			a[v1alpha1.AnnotationState] = v1alpha1.StateFailed
+			a[v1alpha1.AnnotationFailedAt] = s.now().UTC().Format(time.RFC3339)
+			a[v1alpha1.AnnotationRetryCount] = v1alpha1.NextRetryCount(a[v1alpha1.AnnotationRetryCount])
+			delete(a, v1alpha1.AnnotationStartedAt)
+			delete(a, v1alpha1.AnnotationSurgeClaim)
 			return true, nil
 		})
 		if err != nil {

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -543,5 +544,26 @@ func TestSweepMirrorsListErrorSkipsOnlyThatPhase(t *testing.T) {
 	}
 	if w.claim("claim-b").Annotations[keyState] != "failed" {
 		t.Fatal("the claims phase did not run")
+	}
+}
+
+// The sweep's failure write is a real failure write: failed-at now,
+// retry-count + 1, started-at and surge-claim cleared — so the claim waits
+// out its backoff and becomes a candidate again, instead of being skipped
+// forever for a missing failed-at (found on a real cluster).
+func TestSweepFailureWriteIsARealFailureRecord(t *testing.T) {
+	w := newWorld(t,
+		mkClaim("claim-p", "", ann(keyState, "pending", "noderotation.io/started-at", "2026-11-30T08:00:00Z", "noderotation.io/surge-claim", "claim-s")),
+		mkClaim("claim-r", "", ann(keyState, "draining", "noderotation.io/retry-count", "2")),
+		mkClaim("claim-g", "", ann(keyState, "pending", "noderotation.io/retry-count", "garbage")),
+	)
+	w.s.Clock = func() time.Time { return time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC) }
+	w.run()
+	for name, want := range map[string]map[string]string{
+		"claim-p": ann(keyState, "failed", keyFailed, "2026-11-30T12:00:00Z", "noderotation.io/retry-count", "1", "noderotation.io/started-at", "", "noderotation.io/surge-claim", ""),
+		"claim-r": ann(keyState, "failed", keyFailed, "2026-11-30T12:00:00Z", "noderotation.io/retry-count", "3"),
+		"claim-g": ann(keyState, "failed", keyFailed, "2026-11-30T12:00:00Z", "noderotation.io/retry-count", "1"),
+	} {
+		wantAnn(t, name, w.claim(name).Annotations, want)
 	}
 }
