@@ -32,9 +32,9 @@ var (
 		run: anchorClear,
 	}
 	poolMirrorAction = action{
-		spec: engine.ActionSpec{Name: "pool-mirror",
-			Description: "write the NodePool's draining mirror (active-rotation-state=draining); optionally draining-at and surge-wait, once",
-			Args:        map[string]engine.ArgSpec{"drainingAt": flag, "surgeWait": flag}},
+		spec: engine.ActionSpec{Name: "pool-mirror", Reports: true,
+			Description: "write the NodePool's rotation mirror, only while the anchor names this rotation: active-rotation-state=draining (optionally draining-at, surge-wait and surge-node, once each), or =expired, which only one pass can write (it elects the pass that announces the expiry)",
+			Args:        map[string]engine.ArgSpec{"state": str("draining", "expired"), "drainingAt": flag, "surgeWait": flag, "surgeNode": flag}},
 		run: poolMirror,
 	}
 )
@@ -89,6 +89,7 @@ func anchorRelease(ctx context.Context, p *Pass, _ map[string]any) (Result, erro
 		}
 		vals["drainingAt"] = a[v1alpha1.AnnotationDrainingAt]
 		vals["surgeWait"] = a[v1alpha1.AnnotationSurgeWait]
+		vals["surgeNode"] = a[v1alpha1.AnnotationSurgeNode]
 		vals["mode"] = a[v1alpha1.AnnotationRotationMode]
 		conditional.DeleteAnnotations(np, v1alpha1.RotationScoped...)
 		return true, nil
@@ -137,17 +138,33 @@ func laterFailure(pool, claim string) string {
 	return pool
 }
 
-// poolMirror writes the draining mirror, and once each draining-at and
-// surge-wait, only while the anchor names this rotation: a mirror written
-// after another pass released the anchor would be an orphan.
+// poolMirror writes the rotation mirror only while the anchor names this
+// rotation: a mirror written after another pass released the anchor would
+// be an orphan. The draining mirror comes with draining-at, surge-wait and
+// surge-node, once each; the expired mirror is written once, by the one
+// pass that then announces the expiry (a second pass finds it and races).
 func poolMirror(ctx context.Context, p *Pass, args map[string]any) (Result, error) {
 	np := p.freshPool()
+	if args["state"] == v1alpha1.StateExpired {
+		out, err := p.write(ctx, np, func() (bool, error) {
+			a := np.Annotations
+			if a[v1alpha1.AnnotationActiveRotation] != p.Targets.Claim || a[v1alpha1.AnnotationActiveRotationState] == v1alpha1.StateExpired {
+				return false, nil
+			}
+			conditional.SetAnnotation(np, v1alpha1.AnnotationActiveRotationState, v1alpha1.StateExpired)
+			return true, nil
+		})
+		return Result{Outcome: out, Did: "expired mirror: " + string(out)}, err
+	}
 	out, err := p.write(ctx, np, func() (bool, error) {
 		a := np.Annotations
 		if a[v1alpha1.AnnotationActiveRotation] != p.Targets.Claim {
 			return false, nil
 		}
 		conditional.SetAnnotation(np, v1alpha1.AnnotationActiveRotationState, v1alpha1.StateDraining)
+		if args["surgeNode"] == true && a[v1alpha1.AnnotationSurgeNode] == "" && p.Targets.SurgeHost != nil {
+			conditional.SetAnnotation(np, v1alpha1.AnnotationSurgeNode, p.Targets.SurgeHost.Name)
+		}
 		if args["drainingAt"] == true && a[v1alpha1.AnnotationDrainingAt] == "" {
 			conditional.SetAnnotation(np, v1alpha1.AnnotationDrainingAt, p.stamp())
 		}

@@ -44,8 +44,8 @@ var Announcements = []Announcement{
 
 var announceAction = action{
 	spec: engine.ActionSpec{Name: "announce", Role: engine.RoleAnnounce,
-		Description: "tell the operator what the write before it earned: the metric, Event and log line of docs/observability.md for what",
-		Args:        map[string]engine.ArgSpec{"what": required(str(names(Announcements)...))}},
+		Description: "tell the operator what the write before it earned: the metric, Event and log line of docs/observability.md for what; with onlyIfChanged, only when the step before it changed something in this pass",
+		Args:        map[string]engine.ArgSpec{"what": required(str(names(Announcements)...)), "onlyIfChanged": flag}},
 	run: announce,
 }
 
@@ -53,6 +53,9 @@ var announceAction = action{
 // nothing. Without a hook (a dry run) it only records the step.
 func announce(ctx context.Context, p *Pass, args map[string]any) (Result, error) {
 	what, _ := args["what"].(string)
+	if args["onlyIfChanged"] == true && !changedBefore(p.Results) {
+		return Result{Outcome: Done, Did: "not announced " + what + ": the step before it changed nothing"}, nil
+	}
 	if p.Announce != nil {
 		if err := p.Announce(ctx, Announcement(what), p.Results); err != nil {
 			return Result{}, fmt.Errorf("announcing %s: %w", what, err)
@@ -67,4 +70,15 @@ func names(as []Announcement) []string {
 		out[i] = string(a)
 	}
 	return out
+}
+
+// changedBefore reports whether the last step before this announcement
+// (announcements aside) changed something.
+func changedBefore(results []Result) bool {
+	for i := len(results) - 1; i >= 0; i-- {
+		if results[i].Action != "announce" {
+			return results[i].Changed
+		}
+	}
+	return false
 }

@@ -95,20 +95,46 @@ func claimState(ctx context.Context, p *Pass, args map[string]any) (Result, erro
 }
 
 // claimDelete deletes the old NodeClaim through Karpenter's voluntary path,
-// with a UID precondition so a recreated claim of the same name is safe.
+// with a UID precondition so a recreated claim of the same name is safe,
+// and a resourceVersion precondition so a cache that has not yet seen an
+// earlier delete never issues (and announces) a second one: on a conflict
+// it decides again on a fresh read.
 func claimDelete(ctx context.Context, p *Pass, _ map[string]any) (Result, error) {
 	c := p.Targets.ClaimObject
 	if c == nil {
 		return Result{Outcome: Done, Did: "claim already gone"}, nil
 	}
-	if c.DeletionTimestamp != nil {
-		return Result{Outcome: Done, Did: "claim already deleting"}, nil
+	for attempt := 0; attempt < conditional.Retries; attempt++ {
+		if c.DeletionTimestamp != nil {
+			return Result{Outcome: Done, Did: "claim already deleting"}, nil
+		}
+		uid, rv := c.UID, c.ResourceVersion
+		pre := client.Preconditions{UID: &uid}
+		if rv != "" {
+			pre.ResourceVersion = &rv
+		}
+		err := p.Client.Delete(ctx, c, pre)
+		switch {
+		case err == nil:
+			return Result{Outcome: Done, Changed: true, Did: "deleted NodeClaim " + c.Name}, nil
+		case apierrors.IsNotFound(err):
+			return Result{Outcome: Done, Did: "claim already gone"}, nil
+		case !apierrors.IsConflict(err):
+			return Result{}, fmt.Errorf("deleting NodeClaim %s: %w", c.Name, err)
+		}
+		fresh := &karpv1.NodeClaim{}
+		if err := p.Fresh.Get(ctx, client.ObjectKeyFromObject(c), fresh); err != nil {
+			if apierrors.IsNotFound(err) {
+				return Result{Outcome: Done, Did: "claim already gone"}, nil
+			}
+			return Result{}, fmt.Errorf("reading NodeClaim %s: %w", c.Name, err)
+		}
+		if fresh.UID != uid {
+			return Result{Outcome: Done, Did: "claim " + c.Name + " was recreated: not deleted"}, nil
+		}
+		c = fresh
 	}
-	err := p.Client.Delete(ctx, c, client.Preconditions{UID: &c.UID})
-	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-		return Result{}, fmt.Errorf("deleting NodeClaim %s: %w", c.Name, err)
-	}
-	return Result{Outcome: Done, Did: "deleted NodeClaim " + c.Name}, nil
+	return Result{}, fmt.Errorf("deleting NodeClaim %s: still conflicting after %d fresh reads", c.Name, conditional.Retries)
 }
 
 // surgeClaimPersist records the surge host's NodeClaim on the old claim as

@@ -45,6 +45,9 @@ type Result struct {
 	Outcome Outcome
 	// Did says what happened, for the per-pass debug log.
 	Did string
+	// Changed: the step's create or delete took effect in this pass (an
+	// announce step with onlyIfChanged speaks only after one).
+	Changed bool
 	// Values the announcements read (e.g. retry-count, outcome, drainingAt).
 	Values map[string]string
 }

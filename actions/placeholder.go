@@ -35,10 +35,15 @@ func placeholderEnsure(ctx context.Context, p *Pass, _ map[string]any) (Result, 
 		return Result{}, fmt.Errorf("placeholder for %s: no claim or sizing observed", p.Targets.Claim)
 	}
 	pod = pod.DeepCopy()
-	if err := p.Client.Create(ctx, pod); err != nil && !apierrors.IsAlreadyExists(err) {
+	err := p.Client.Create(ctx, pod)
+	switch {
+	case apierrors.IsAlreadyExists(err):
+		// the cache lagged a create this or another pass made: not ours to announce
+		return Result{Outcome: Done, Did: "placeholder " + pod.Name + " already exists"}, nil
+	case err != nil:
 		return Result{}, fmt.Errorf("creating placeholder %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
-	return Result{Outcome: Done, Did: "created placeholder " + pod.Name, Values: map[string]string{"placeholder": pod.Name}}, nil
+	return Result{Outcome: Done, Changed: true, Did: "created placeholder " + pod.Name, Values: map[string]string{"placeholder": pod.Name}}, nil
 }
 
 // placeholderDelete deletes the placeholder immediately (grace period 0: it

@@ -34,6 +34,7 @@ type PoolObservation struct {
 	WindowOpen     bool   `json:"windowOpen"`
 	Anchor         string `json:"anchor,omitempty"`         // noderotation.io/active-rotation
 	RotationState  string `json:"rotationState,omitempty"`  // noderotation.io/active-rotation-state
+	RotationMode   string `json:"rotationMode,omitempty"`   // noderotation.io/rotation-mode
 	Freeze         string `json:"freeze,omitempty"`         // noderotation.io/freeze
 	LastRotationAt string `json:"lastRotationAt,omitempty"` // noderotation.io/last-rotation-at
 	LastFailureAt  string `json:"lastFailureAt,omitempty"`  // noderotation.io/last-failure-at
@@ -89,6 +90,7 @@ var inputs = []input{
 	{"pool.windowOpen", cel.BoolType, func(s *Snapshot) any { return s.Pool.WindowOpen }, ""},
 	{"pool.anchor", cel.StringType, func(s *Snapshot) any { return s.Pool.Anchor }, "noderotation.io/active-rotation"},
 	{"pool.rotationState", cel.StringType, func(s *Snapshot) any { return s.Pool.RotationState }, "noderotation.io/active-rotation-state"},
+	{"pool.rotationMode", cel.StringType, func(s *Snapshot) any { return s.Pool.RotationMode }, "noderotation.io/rotation-mode"},
 	{"pool.freeze", cel.StringType, func(s *Snapshot) any { return s.Pool.Freeze }, "noderotation.io/freeze"},
 	{"pool.lastRotationAt", cel.StringType, func(s *Snapshot) any { return s.Pool.LastRotationAt }, "noderotation.io/last-rotation-at"},
 	{"pool.lastFailureAt", cel.StringType, func(s *Snapshot) any { return s.Pool.LastFailureAt }, "noderotation.io/last-failure-at"},

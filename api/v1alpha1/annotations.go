@@ -14,6 +14,7 @@ const (
 	AnnotationDrainingAt          = Prefix + "draining-at"           // RFC3339, write-once
 	AnnotationSurgeWait           = Prefix + "surge-wait"            // Go duration, write-once
 	AnnotationRotationMode        = Prefix + "rotation-mode"         // "forceful-fallback"
+	AnnotationSurgeNode           = Prefix + "surge-node"            // the surge host, write-once at surge-ready
 	AnnotationLastFailureAt       = Prefix + "last-failure-at"       // RFC3339, gate B anchor
 	AnnotationFreeze              = Prefix + "freeze"                // RFC3339, operator-set
 	AnnotationLastRotationAt      = Prefix + "last-rotation-at"      // RFC3339, gate A anchor
@@ -38,7 +39,7 @@ const (
 	StatePending         = "pending"
 	StateDraining        = "draining"
 	StateFailed          = "failed"
-	StateExpired         = "expired"
+	StateExpired         = "expired" // on a claim, and on the pool once an expiry is recorded
 	RotationModeFallback = "forceful-fallback"
 )
 
@@ -46,7 +47,7 @@ const (
 // companion field outlives the rotation (docs/design.md#state-model).
 var RotationScoped = []string{
 	AnnotationActiveRotation, AnnotationActiveRotationState, AnnotationDrainingAt,
-	AnnotationSurgeWait, AnnotationRotationMode,
+	AnnotationSurgeWait, AnnotationRotationMode, AnnotationSurgeNode,
 }
 
 // NextRetryCount is the retry-count a failure write records after raw: one

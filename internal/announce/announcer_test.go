@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -381,9 +382,60 @@ func TestUnknownFiguresAreOmitted(t *testing.T) {
 	h = newHarness(t)
 	h.announce(t, actions.RotationCompleted, observation(t),
 		actions.Result{Action: "anchor-release", Values: map[string]string{"outcome": "success", "drainingAt": "bad", "surgeWait": "5m0s"}})
+	if len(*h.lines) != 2 {
+		t.Fatalf("%d lines, want the Warning about the garbled figure and the completion: %+v", len(*h.lines), *h.lines)
+	}
+	warn, done := (*h.lines)[0], (*h.lines)[1]
+	if warn.kv["reason"] != "InvalidAnnotation" || !strings.Contains(warn.msg, `noderotation.io/draining-at="bad" is not an RFC3339 time`) {
+		t.Errorf("the garbled draining-at is not reported: %+v", warn)
+	}
 	for _, k := range []string{"drain", "surgeNode", "surgeWait", "surgePath", "total"} {
-		if _, ok := h.one(t).kv[k]; ok {
-			t.Errorf("%s logged without its inputs: %v", k, h.one(t).kv)
+		if _, ok := done.kv[k]; ok {
+			t.Errorf("%s logged without its inputs: %v", k, done.kv)
+		}
+	}
+}
+
+// A completion retried after its unfreeze landed keeps its figures: the
+// surge node comes from what the rotation recorded on the pool.
+func TestCompletionFiguresFromTheRecord(t *testing.T) {
+	h := newHarness(t)
+	h.announce(t, actions.RotationCompleted, observation(t),
+		actions.Result{Action: "unfreeze", Values: map[string]string{"nodes": ""}},
+		actions.Result{Action: "anchor-release", Values: map[string]string{"outcome": "success", "drainingAt": "2026-11-30T11:50:00Z", "surgeWait": "5m0s", "surgeNode": "node-b"}})
+	kv := h.one(t).kv
+	for k, want := range map[string]string{"surgeNode": "node-b", "surgeWait": "5m0s", "surgePath": "provisioned", "total": "15m0s", "drain": "10m0s"} {
+		if kv[k] != want {
+			t.Errorf("%s = %v, want %s: %v", k, kv[k], want, kv)
+		}
+	}
+}
+
+// SurgeUnschedulable is said only when Karpenter is not serving the
+// placeholder: past the grace period with no surge NodeClaim launched.
+func TestSurgeUnschedulableOnlyWhenKarpenterDoesNotServe(t *testing.T) {
+	cases := []struct {
+		name    string
+		age     time.Duration
+		induced bool
+		want    int
+	}{
+		{"a healthy rotation: Karpenter launched a claim", 5 * time.Minute, true, 0},
+		{"within the grace period", 30 * time.Second, false, 0},
+		{"past the grace period with no claim launched", 2 * time.Minute, false, 1},
+	}
+	for _, c := range cases {
+		h := newHarness(t)
+		obs := observation(t)
+		obs.Placeholder = &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "nrc-surge-general-a", CreationTimestamp: metav1.NewTime(obs.Now.Add(-c.age))}}
+		obs.Placeholder.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: "Unschedulable", Message: "no room"}}
+		obs.InducedClaim = nil
+		if c.induced {
+			obs.InducedClaim = &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "general-s"}}
+		}
+		h.announce(t, actions.SurgeWaiting, obs)
+		if len(h.rec.events) != c.want {
+			t.Errorf("%s: %d Events, want %d", c.name, len(h.rec.events), c.want)
 		}
 	}
 }
@@ -472,8 +524,9 @@ func TestDeduplicatedAnnouncements(t *testing.T) {
 		{actions.StaticNodePool, nil, nil},
 		{actions.PolicyConflict, func(o *observe.Observation) { o.Governance.Conflict = []string{"a", "b"} }, func(o *observe.Observation) { o.Governance.Conflict = []string{"a", "c"} }},
 		{actions.SurgeWaiting, func(o *observe.Observation) {
-			o.Placeholder = &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "nrc-surge-general-a"}}
+			o.Placeholder = &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "nrc-surge-general-a", CreationTimestamp: metav1.NewTime(o.Now.Add(-time.Hour))}}
 			o.Placeholder.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: "Unschedulable", Message: "no room"}}
+			o.InducedClaim = nil
 		}, func(o *observe.Observation) { o.Placeholder.Status.Conditions[0].Message = "still no room" }},
 	} {
 		t.Run(string(c.what), func(t *testing.T) {

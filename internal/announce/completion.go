@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
+	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
 	"github.com/noderotation/node-rotation-controller/internal/metrics"
 	"github.com/noderotation/node-rotation-controller/internal/observe"
 	"github.com/noderotation/node-rotation-controller/internal/surge"
@@ -31,11 +32,17 @@ func (an *Announcer) rotationCompleted(s step) {
 	if err == nil {
 		kv = append(kv, "drain", now.Sub(drainingAt).Round(time.Second).String())
 		metrics.Duration.WithLabelValues(pool, "drain").Observe(now.Sub(drainingAt).Seconds())
+	} else if v["drainingAt"] != "" {
+		an.garbled(s, v1alpha1.AnnotationDrainingAt, v["drainingAt"], "not an RFC3339 time")
+	}
+	wait, waitErr := time.ParseDuration(v["surgeWait"])
+	if waitErr != nil && v["surgeWait"] != "" {
+		an.garbled(s, v1alpha1.AnnotationSurgeWait, v["surgeWait"], "not a Go duration")
 	}
 	path := ""
-	if host := surgeHostAtCompletion(s); host != "" {
+	if host := surgeHostAtCompletion(s, v); host != "" {
 		kv = append(kv, "surgeNode", host)
-		if wait, err := time.ParseDuration(v["surgeWait"]); err == nil && !drainingAt.IsZero() {
+		if waitErr == nil && !drainingAt.IsZero() {
 			kv = append(kv, "surgeWait", wait.String())
 			path = surge.Path(claimOnNode(s.obs, host), drainingAt.Add(-wait))
 			if path != "" {
@@ -52,9 +59,21 @@ func (an *Announcer) rotationCompleted(s step) {
 	an.event(s.obs.Pool, corev1.EventTypeNormal, "RotationCompleted", msg)
 }
 
-// surgeHostAtCompletion is the node the unfreeze step of this pass released
-// (the old node is gone by completion, so it is the surge host).
-func surgeHostAtCompletion(s step) string {
+// garbled reports a malformed figure of the rotation the completion line
+// had to leave out: said once per key and value, never silently dropped.
+func (an *Announcer) garbled(s step, key, value, problem string) {
+	an.WarnKeyed(s.pool(), "InvalidAnnotation/NodePool/"+key, s.obs.Pool, "InvalidAnnotation",
+		fmt.Sprintf("NodePool/%s: annotation %s=%q is %s; the completion figures omit it", s.pool(), key, value, problem))
+}
+
+// surgeHostAtCompletion is the surge node the rotation recorded on the pool
+// at surge-ready (so a completion retried after its unfreeze landed keeps
+// it), else the node the unfreeze step of this pass released (the old node
+// is gone by completion, so it is the surge host).
+func surgeHostAtCompletion(s step, released map[string]string) string {
+	if host := released["surgeNode"]; host != "" {
+		return host
+	}
 	res, ok := s.last("unfreeze")
 	if !ok {
 		return ""

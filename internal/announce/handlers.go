@@ -123,9 +123,18 @@ func (an *Announcer) placeholderCreated(s step) {
 	}
 }
 
+// UnschedulableGrace is how long a placeholder may wait unscheduled with no
+// NodeClaim launched for it before that is worth a Warning: Karpenter
+// batches pending Pods for up to 10 s before it launches, and a placeholder
+// is PodScheduled=False on every healthy rotation until its node is Ready.
+const UnschedulableGrace = time.Minute
+
+// surgeWaiting says SurgeUnschedulable only when Karpenter is not serving
+// the placeholder: it is unschedulable, no surge NodeClaim has been
+// launched since the attempt started, and the grace period is over.
 func (an *Announcer) surgeWaiting(s step) {
 	ph := s.obs.Placeholder
-	if ph == nil {
+	if ph == nil || s.obs.InducedClaim != nil || s.obs.Now.Sub(ph.CreationTimestamp.Time) < UnschedulableGrace {
 		return
 	}
 	for _, c := range ph.Status.Conditions {

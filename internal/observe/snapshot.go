@@ -19,7 +19,7 @@ func snapshot(obs *Observation) engine.Snapshot {
 		Pool: engine.PoolObservation{
 			Governance: obs.GovernanceState(), Static: obs.Pool.Spec.Replicas != nil,
 			Feasible: !schedule.HasFatal(obs.Findings), WindowOpen: obs.WindowOpen,
-			Anchor: a[v1alpha1.AnnotationActiveRotation], RotationState: a[v1alpha1.AnnotationActiveRotationState],
+			Anchor: a[v1alpha1.AnnotationActiveRotation], RotationState: a[v1alpha1.AnnotationActiveRotationState], RotationMode: a[v1alpha1.AnnotationRotationMode],
 			Freeze: a[v1alpha1.AnnotationFreeze], LastRotationAt: a[v1alpha1.AnnotationLastRotationAt],
 			LastFailureAt: a[v1alpha1.AnnotationLastFailureAt], WindowOpenedAt: a[v1alpha1.AnnotationWindowOpenedAt],
 		},
