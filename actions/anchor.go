@@ -2,7 +2,11 @@ package actions
 
 import (
 	"context"
+	"fmt"
 	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
@@ -16,8 +20,8 @@ import (
 var (
 	anchorWriteAction = action{
 		spec: engine.ActionSpec{Name: "anchor-write", Role: engine.RoleAnchorWrite, Reports: true,
-			Description: "write noderotation.io/active-rotation on the NodePool, only if absent, conflict-checked; mode forcefulFallback also writes rotation-mode, the draining mirror and draining-at in the same write",
-			Args:        map[string]engine.ArgSpec{"mode": required(str("surge", "forcefulFallback"))}},
+			Description: "write noderotation.io/active-rotation on the NodePool, only if absent, conflict-checked; mode forcefulFallback also writes rotation-mode, the draining mirror and draining-at in the same write; mode readopt names a stranded claim that a fresh read still shows pending or draining (with the draining mirror for a draining one)",
+			Args:        map[string]engine.ArgSpec{"mode": required(str("surge", "forcefulFallback", "readopt"))}},
 		run: anchorWrite,
 	}
 	anchorReleaseAction = action{
@@ -53,6 +57,9 @@ func (p *Pass) stamp() string { return p.Targets.Now.UTC().Format(time.RFC3339) 
 // rotation's outcome; forcefulFallback writes the mode, the draining mirror
 // and draining-at in the same write.
 func anchorWrite(ctx context.Context, p *Pass, args map[string]any) (Result, error) {
+	if args["mode"] == "readopt" {
+		return readopt(ctx, p)
+	}
 	np := p.freshPool()
 	out, err := p.write(ctx, np, func() (bool, error) {
 		if np.Annotations[v1alpha1.AnnotationActiveRotation] != "" {
@@ -176,4 +183,36 @@ func poolMirror(ctx context.Context, p *Pass, args map[string]any) (Result, erro
 		return true, nil
 	})
 	return Result{Outcome: out, Did: "draining mirror: " + string(out)}, err
+}
+
+// readopt writes the anchor back for a stranded claim — one still pending
+// or draining on a fresh read, so a cache that lags a rollback never
+// re-adopts a claim that was just released — only if the pool has no
+// anchor; a draining claim gets its draining mirror back in the same write,
+// so its completion counts.
+func readopt(ctx context.Context, p *Pass) (Result, error) {
+	c := &karpv1.NodeClaim{}
+	if err := p.Fresh.Get(ctx, client.ObjectKey{Name: p.Targets.Claim}, c); err != nil {
+		if apierrors.IsNotFound(err) {
+			return Result{Outcome: Gone, Did: "re-adopt " + p.Targets.Claim + ": gone"}, nil
+		}
+		return Result{}, fmt.Errorf("reading NodeClaim %s: %w", p.Targets.Claim, err)
+	}
+	state := c.Annotations[v1alpha1.AnnotationState]
+	if state != v1alpha1.StatePending && state != v1alpha1.StateDraining {
+		return Result{Outcome: Raced, Did: "re-adopt " + c.Name + ": no longer in flight"}, nil
+	}
+	np := p.freshPool()
+	out, err := p.write(ctx, np, func() (bool, error) {
+		if np.Annotations[v1alpha1.AnnotationActiveRotation] != "" {
+			return false, nil
+		}
+		conditional.DeleteAnnotations(np, v1alpha1.RotationScoped...)
+		conditional.SetAnnotation(np, v1alpha1.AnnotationActiveRotation, c.Name)
+		if state == v1alpha1.StateDraining {
+			conditional.SetAnnotation(np, v1alpha1.AnnotationActiveRotationState, v1alpha1.StateDraining)
+		}
+		return true, nil
+	})
+	return Result{Outcome: out, Did: "re-adopt " + c.Name + " (" + state + "): " + string(out), Values: map[string]string{"state": state}}, err
 }

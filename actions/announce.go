@@ -32,6 +32,9 @@ const (
 	GovernanceLost       Announcement = "GovernanceLost"
 	WindowMissed         Announcement = "WindowMissed"
 	DrainStuck           Announcement = "DrainStuck"
+	AnchorRestored       Announcement = "AnchorRestored"
+	StrandedRepaired     Announcement = "StrandedRepaired"
+	OrphanedAnchor       Announcement = "OrphanedAnchor"
 )
 
 // Announcements is every announcement, in the catalog's order.
@@ -39,7 +42,7 @@ var Announcements = []Announcement{
 	RotationStarted, ForcefulFallback, NoCandidate, InsufficientHeadroom, StaticNodePool,
 	PolicyConflict, PolicyInvalid, Infeasible, PlaceholderCreated, SurgeWaiting,
 	SurgeReady, DrainStarted, RotationFailed, RotationExpired, RotationCompleted,
-	GovernanceLost, WindowMissed, DrainStuck,
+	GovernanceLost, WindowMissed, DrainStuck, AnchorRestored, StrandedRepaired, OrphanedAnchor,
 }
 
 var announceAction = action{

@@ -80,7 +80,7 @@ var all = []action{
 	claimStateAction, claimDeleteAction, surgeClaimPersistAction, surgeClaimReapAction,
 	freezeAction, unfreezeAction, cordonAction, uncordonAction,
 	placeholderEnsureAction, placeholderDeleteAction,
-	windowStampAction, windowClearAction, announceAction,
+	windowStampAction, windowClearAction, repairStrandedAction, announceAction,
 }
 
 var registry = func() map[string]body {

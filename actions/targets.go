@@ -35,4 +35,14 @@ type Targets struct {
 	// NewPlaceholder is the Pod placeholder-ensure creates; nil when the
 	// pass did not size one.
 	NewPlaceholder *corev1.Pod
+	// Stranded are the pool's rotation artefacts its anchor does not name,
+	// as observed; repair-stranded re-checks each on a fresh read.
+	Stranded Stranded
+}
+
+// Stranded are rotation artefacts no anchor names.
+type Stranded struct {
+	Claims       []*karpv1.NodeClaim
+	Placeholders []*corev1.Pod
+	Nodes        []*corev1.Node
 }

@@ -20,7 +20,10 @@ type Snapshot struct {
 	Policy    PolicyObservation `json:"policy"`
 	Claim     ClaimObservation  `json:"claim"`
 	Candidate string            `json:"candidate"` // none, surge or forcefulFallback (idle pools)
-	Surge     SurgeObservation  `json:"surge"`
+	// Stranded is none, claim or artefacts: rotation artefacts of the pool
+	// its anchor does not name (empty reads as none).
+	Stranded string           `json:"stranded,omitempty"`
+	Surge    SurgeObservation `json:"surge"`
 	// Outstanding is candidates + in_backoff: the work the window-missed
 	// evaluation judges a closed occurrence by.
 	Outstanding int `json:"outstanding"`
@@ -67,8 +70,9 @@ type ClaimObservation struct {
 // SurgeObservation is the placeholder's and surge host's side.
 type SurgeObservation struct {
 	PlaceholderExists bool `json:"placeholderExists"`
-	Ready             bool `json:"ready"`    // surge_ready (docs/design.md#surge)
-	Headroom          bool `json:"headroom"` // the placeholder fits spec.limits − status.resources
+	PairedNodes       bool `json:"pairedNodes,omitempty"` // a node is labelled surge-for=<anchor>
+	Ready             bool `json:"ready"`                 // surge_ready (docs/design.md#surge)
+	Headroom          bool `json:"headroom"`              // the placeholder fits spec.limits − status.resources
 }
 
 // input is one CEL variable the facts may read, with its accessor and, for
@@ -108,7 +112,9 @@ var inputs = []input{
 	{"claim.deletedAt", cel.TimestampType, func(s *Snapshot) any { return s.Claim.DeletedAt }, ""},
 	{"claim.retryAt", cel.TimestampType, func(s *Snapshot) any { return s.Claim.RetryAt }, ""},
 	{"candidate", cel.StringType, func(s *Snapshot) any { return s.Candidate }, ""},
+	{"stranded", cel.StringType, func(s *Snapshot) any { return s.Stranded }, ""},
 	{"surge.placeholderExists", cel.BoolType, func(s *Snapshot) any { return s.Surge.PlaceholderExists }, ""},
+	{"surge.pairedNodes", cel.BoolType, func(s *Snapshot) any { return s.Surge.PairedNodes }, ""},
 	{"surge.ready", cel.BoolType, func(s *Snapshot) any { return s.Surge.Ready }, ""},
 	{"surge.headroom", cel.BoolType, func(s *Snapshot) any { return s.Surge.Headroom }, ""},
 	{"outstanding", cel.IntType, func(s *Snapshot) any { return int64(s.Outstanding) }, ""},

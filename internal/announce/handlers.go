@@ -34,6 +34,9 @@ var handlers = map[a.Announcement]func(*Announcer, step){
 	a.GovernanceLost:       (*Announcer).governanceLost,
 	a.WindowMissed:         (*Announcer).windowMissed,
 	a.DrainStuck:           (*Announcer).drainStuck,
+	a.AnchorRestored:       (*Announcer).anchorRestored,
+	a.StrandedRepaired:     (*Announcer).strandedRepaired,
+	a.OrphanedAnchor:       (*Announcer).orphanedAnchor,
 }
 
 // rotationStarted announces RotationStarted, or ForcefulFallback when the
@@ -233,4 +236,37 @@ func mode(m string) string {
 		return "forceful-fallback"
 	}
 	return "surge"
+}
+
+// anchorRestored: the pool had lost its anchor while a rotation was live;
+// the rotation is the pool's serial gate again.
+func (an *Announcer) anchorRestored(s step) {
+	res, _ := s.last("anchor-write")
+	msg := fmt.Sprintf("NodePool lost its %s while NodeClaim %s was %s; the rotation is re-adopted and nothing new starts until it ends",
+		v1alpha1.AnnotationActiveRotation, s.claim(), res.Values["state"])
+	s.log.Info("stranded rotation re-adopted", "nodeclaim", s.claim(), "state", res.Values["state"])
+	an.event(s.obs.Pool, corev1.EventTypeWarning, string(a.AnchorRestored), msg)
+}
+
+// strandedRepaired: rotation artefacts no anchor named were repaired.
+func (an *Announcer) strandedRepaired(s step) {
+	res, _ := s.last("repair-stranded")
+	s.log.Info("stranded rotation artefacts repaired", "nodeclaims", res.Values["claims"], "repaired", res.Values["repaired"])
+	an.event(s.obs.Pool, corev1.EventTypeWarning, string(a.StrandedRepaired),
+		fmt.Sprintf("rotation artefacts no %s names were repaired (NodeClaims %s): %s", v1alpha1.AnnotationActiveRotation, orNone(res.Values["claims"]), res.Values["repaired"]))
+}
+
+// orphanedAnchor: the anchor named a claim that left no trace of a
+// rotation; it was released, not counted as an expiry.
+func (an *Announcer) orphanedAnchor(s step) {
+	s.log.Info("orphaned anchor released", "nodeclaim", s.claim())
+	an.event(s.obs.Pool, corev1.EventTypeWarning, string(a.OrphanedAnchor),
+		fmt.Sprintf("%s named NodeClaim %s, which does not exist and left no trace of a rotation; released, not counted as an expiry", v1alpha1.AnnotationActiveRotation, s.claim()))
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
 }

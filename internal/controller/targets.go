@@ -23,6 +23,7 @@ func (r *NodePoolReconciler) targets(obs *observe.Observation) actions.Targets {
 		InducedClaim: obs.InducedClaim, Placeholder: obs.Placeholder,
 		PlaceholderKey: types.NamespacedName{Namespace: r.Placeholder.Namespace, Name: surge.PlaceholderName(obs.SubjectName)},
 	}
+	t.Stranded = actions.Stranded{Claims: obs.Stranded.Claims, Placeholders: obs.Stranded.Placeholders, Nodes: obs.Stranded.Nodes}
 	if obs.Subject != nil && obs.Sizing != nil {
 		t.NewPlaceholder = surge.Placeholder{
 			Namespace: r.Placeholder.Namespace, PriorityClass: r.Placeholder.PriorityClass, Image: r.Placeholder.Image,

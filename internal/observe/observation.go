@@ -53,6 +53,11 @@ type Observation struct {
 	// AvoidHostnames: the subject's and near-deadline nodes' hostnames.
 	AvoidHostnames []string
 
+	// Stranded are the pool's rotation artefacts its anchor does not name;
+	// AnchorPaired: a node of the pool carries surge-for=<the anchor>.
+	Stranded     Stranded
+	AnchorPaired bool
+
 	// BadAnnotations are malformed values found outside the engine's facts
 	// (e.g. on a claim considered for candidacy); each becomes a Warning.
 	BadAnnotations []census.BadAnnotation

@@ -46,6 +46,9 @@ func (o *Observer) Observe(ctx context.Context, pool string) (*Observation, erro
 	}
 	obs.Claims = claims.Items
 	o.census(ctx, obs)
+	if err := o.stranded(ctx, obs); err != nil {
+		return nil, err
+	}
 	if err := o.subject(ctx, obs); err != nil {
 		return nil, err
 	}

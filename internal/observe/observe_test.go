@@ -55,11 +55,23 @@ func TestObserveReadErrors(t *testing.T) {
 			return c.List(ctx, list, opts...)
 		}}, "listing NodeClaims of general: boom"},
 		{"pods", interceptor.Funcs{List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
-			if _, ok := list.(*corev1.PodList); ok {
+			if _, ok := list.(*corev1.PodList); ok && (&client.ListOptions{}).ApplyOptions(opts).FieldSelector != nil {
 				return boom
 			}
 			return c.List(ctx, list, opts...)
 		}}, "listing Pods on node node-a: boom"},
+		{"placeholders", interceptor.Funcs{List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			if _, ok := list.(*corev1.PodList); ok && (&client.ListOptions{}).ApplyOptions(opts).FieldSelector == nil {
+				return boom
+			}
+			return c.List(ctx, list, opts...)
+		}}, "listing the placeholders of general: boom"},
+		{"nodes", interceptor.Funcs{List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			if _, ok := list.(*corev1.NodeList); ok {
+				return boom
+			}
+			return c.List(ctx, list, opts...)
+		}}, "listing the nodes of general: boom"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -176,7 +188,7 @@ func TestObserveIdleGovernedPool(t *testing.T) {
 			ReadyTimeout: engine.Duration(15 * time.Minute), CooldownAfter: engine.Duration(10 * time.Minute),
 			FailurePause: engine.Duration(10 * time.Minute), DrainBound: engine.Duration(32 * time.Minute),
 		},
-		Candidate:   "surge",
+		Candidate: "surge", Stranded: "none",
 		Surge:       engine.SurgeObservation{Headroom: true},
 		Outstanding: 3, // a, c and d
 	}

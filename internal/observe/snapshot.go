@@ -30,6 +30,7 @@ func snapshot(obs *Observation) engine.Snapshot {
 			DrainBound:    engine.Duration(obs.Derivation.TGP + schedule.Buffer),
 		},
 		Candidate:   "none",
+		Stranded:    obs.Stranded.Kind(),
 		Outstanding: obs.Census.Census.Outstanding(),
 	}
 	if c := obs.Candidate(); c != nil {
@@ -57,6 +58,7 @@ func snapshot(obs *Observation) engine.Snapshot {
 	}
 	s.Surge = engine.SurgeObservation{
 		PlaceholderExists: obs.Placeholder != nil,
+		PairedNodes:       obs.AnchorPaired,
 		Ready:             surge.Ready(obs.Placeholder, obs.SurgeHost, candNode, obs.Pool.Name),
 		Headroom:          obs.Shortfall == nil,
 	}

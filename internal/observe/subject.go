@@ -31,6 +31,10 @@ func (o *Observer) subject(ctx context.Context, obs *Observation) error {
 				return err
 			}
 		}
+	case len(obs.Stranded.Claims) > 0:
+		// an anchorless pool re-adopts its stranded rotation before anything
+		// new starts (docs/design.md#hardening)
+		obs.Subject, obs.SubjectName = obs.Stranded.Claims[0], obs.Stranded.Claims[0].Name
 	case obs.Candidate() != nil:
 		obs.Subject, obs.SubjectName = obs.Candidate().Claim, obs.Candidate().Claim.Name
 	default:

@@ -21,6 +21,7 @@ import (
 
 	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
 	"github.com/noderotation/node-rotation-controller/internal/conditional"
+	"github.com/noderotation/node-rotation-controller/internal/markers"
 )
 
 // Alerter is told about a claim the sweep failed (an alert: docs/design.md#startup-sweep).
@@ -111,17 +112,17 @@ func (s *Sweeper) nodes(ctx context.Context, anchored map[string]bool) {
 		return
 	}
 	for i := range nodes.Items {
-		if !marked(&nodes.Items[i]) {
+		if !markers.Marked(&nodes.Items[i]) {
 			continue
 		}
 		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodes.Items[i].Name}}
 		var did string
 		out, err := conditional.Write(ctx, s.Fresh, s.Client, n, func() (bool, error) {
 			pair := n.Labels[v1alpha1.LabelSurgeFor]
-			if !marked(n) || anchored[pair] || (pair == "" && anchored[claimOfNode[n.Name]]) {
+			if !markers.Marked(n) || anchored[pair] || (pair == "" && anchored[claimOfNode[n.Name]]) {
 				return false, nil // current markers of an anchored rotation, or already reversed
 			}
-			did = reverse(n)
+			did = markers.Reverse(n)
 			return true, nil
 		})
 		switch {
@@ -131,36 +132,6 @@ func (s *Sweeper) nodes(ctx context.Context, anchored map[string]bool) {
 			s.Log.Info("startup sweep "+did+" a node no anchor references", "node", n.Name)
 		}
 	}
-}
-
-func marked(n *corev1.Node) bool {
-	_, pair := n.Labels[v1alpha1.LabelSurgeFor]
-	return pair || n.Annotations[v1alpha1.AnnotationDoNotDisruptOwned] == "true" || n.Annotations[v1alpha1.AnnotationCordoned] == "true"
-}
-
-// reverse removes our markers and names what it reversed: "unfroze" for a
-// surge-frozen node, "uncordoned" for a cordon-only one.
-func reverse(n *corev1.Node) string {
-	did := ""
-	_, pair := n.Labels[v1alpha1.LabelSurgeFor]
-	if pair || n.Annotations[v1alpha1.AnnotationDoNotDisruptOwned] == "true" {
-		did = "unfroze"
-		delete(n.Labels, v1alpha1.LabelSurgeFor)
-		if n.Annotations[v1alpha1.AnnotationDoNotDisruptOwned] == "true" {
-			delete(n.Annotations, v1alpha1.KarpenterDoNotDisrupt)
-			delete(n.Annotations, v1alpha1.AnnotationDoNotDisruptOwned)
-		}
-	}
-	if n.Annotations[v1alpha1.AnnotationCordoned] == "true" {
-		if did == "" {
-			did = "uncordoned"
-		} else {
-			did += " and uncordoned"
-		}
-		n.Spec.Unschedulable = false
-		delete(n.Annotations, v1alpha1.AnnotationCordoned)
-	}
-	return did
 }
 
 func (s *Sweeper) claimsByNode(ctx context.Context) (map[string]string, error) {
@@ -200,12 +171,7 @@ func (s *Sweeper) claims(ctx context.Context, anchored map[string]bool) {
 			}
 			// A real failure write, as the rollback's: the claim waits out its
 			// escalated backoff, then becomes a candidate again.
-			a := nc.Annotations
-			a[v1alpha1.AnnotationState] = v1alpha1.StateFailed
-			a[v1alpha1.AnnotationFailedAt] = s.now().UTC().Format(time.RFC3339)
-			a[v1alpha1.AnnotationRetryCount] = v1alpha1.NextRetryCount(a[v1alpha1.AnnotationRetryCount])
-			delete(a, v1alpha1.AnnotationStartedAt)
-			delete(a, v1alpha1.AnnotationSurgeClaim)
+			markers.RecordFailure(nc, s.now())
 			return true, nil
 		})
 		if err != nil {

@@ -1,0 +1,124 @@
+package actions
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
+	"github.com/noderotation/node-rotation-controller/engine"
+	"github.com/noderotation/node-rotation-controller/internal/markers"
+)
+
+var repairStrandedAction = action{
+	spec: engine.ActionSpec{Name: "repair-stranded",
+		Description: "repair the pool's rotation artefacts no anchor names, as the startup sweep does, each re-checked against a fresh read of the pool's anchor: a stranded pending or draining claim is failed with a failure record, its placeholder deleted, its nodes unfrozen and uncordoned"},
+	run: repairStranded,
+}
+
+// repairStranded repairs what a lost or overwritten anchor left live. The
+// pool is read fresh first: an artefact the fresh anchor names is the live
+// rotation's, never touched, whatever the cache showed.
+func repairStranded(ctx context.Context, p *Pass, _ map[string]any) (Result, error) {
+	np := p.freshPool()
+	if err := p.Fresh.Get(ctx, client.ObjectKeyFromObject(np), np); err != nil {
+		return Result{}, fmt.Errorf("reading NodePool %s: %w", np.Name, err)
+	}
+	anchor := np.Annotations[v1alpha1.AnnotationActiveRotation]
+	var did []string
+	claims, err := p.failStranded(ctx, anchor)
+	if err != nil {
+		return Result{}, err
+	}
+	did = append(did, claims...)
+	for _, pod := range p.Targets.Stranded.Placeholders {
+		if pod.Labels[v1alpha1.LabelSurgeFor] == anchor {
+			continue
+		}
+		err := p.Client.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}, client.GracePeriodSeconds(0))
+		switch {
+		case err == nil:
+			did = append(did, "deleted placeholder "+pod.Name)
+		case !apierrors.IsNotFound(err) && !apierrors.IsConflict(err):
+			return Result{}, fmt.Errorf("deleting stranded placeholder %s: %w", pod.Name, err)
+		}
+	}
+	nodes, err := p.reverseStranded(ctx, anchor)
+	if err != nil {
+		return Result{}, err
+	}
+	did = append(did, nodes...)
+	if len(did) == 0 {
+		return Result{Outcome: Done, Did: "nothing stranded on a fresh read"}, nil
+	}
+	return Result{Outcome: Done, Changed: true, Did: strings.Join(did, "; "),
+		Values: map[string]string{"repaired": strings.Join(did, "; "), "claims": strings.Join(claimNames(p.Targets.Stranded.Claims, anchor), ", ")}}, nil
+}
+
+// failStranded writes a failure record on each stranded claim still in
+// flight and not named by the fresh anchor.
+func (p *Pass) failStranded(ctx context.Context, anchor string) ([]string, error) {
+	var did []string
+	for _, sc := range p.Targets.Stranded.Claims {
+		if sc.Name == anchor {
+			continue
+		}
+		c := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: sc.Name}}
+		from := ""
+		out, err := p.write(ctx, c, func() (bool, error) {
+			if !markers.InFlight(c) {
+				return false, nil
+			}
+			from = c.Annotations[v1alpha1.AnnotationState]
+			markers.RecordFailure(c, p.Targets.Now)
+			return true, nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("failing stranded NodeClaim %s: %w", sc.Name, err)
+		}
+		if out == Claimed {
+			did = append(did, "failed NodeClaim "+sc.Name+" (was "+from+")")
+		}
+	}
+	return did, nil
+}
+
+// reverseStranded takes our markers off each stranded node the fresh read
+// still shows marked and not paired with the anchor.
+func (p *Pass) reverseStranded(ctx context.Context, anchor string) ([]string, error) {
+	var did []string
+	for _, sn := range p.Targets.Stranded.Nodes {
+		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: sn.Name}}
+		what := ""
+		out, err := p.write(ctx, n, func() (bool, error) {
+			if !markers.Marked(n) || (anchor != "" && n.Labels[v1alpha1.LabelSurgeFor] == anchor) {
+				return false, nil
+			}
+			what = markers.Reverse(n)
+			return true, nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("reversing markers on stranded Node %s: %w", sn.Name, err)
+		}
+		if out == Claimed && what != "" {
+			did = append(did, what+" Node "+sn.Name)
+		}
+	}
+	return did, nil
+}
+
+func claimNames(claims []*karpv1.NodeClaim, anchor string) []string {
+	var out []string
+	for _, c := range claims {
+		if c.Name != anchor {
+			out = append(out, c.Name)
+		}
+	}
+	return out
+}

@@ -1,0 +1,116 @@
+package actions
+
+import (
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+)
+
+// repairStrandedWorld: the pool's anchor names claim-a; claim-b was left
+// pending by an overwritten anchor, with its placeholder and a frozen,
+// cordoned old node; claim-a's own node must not be touched.
+func repairStrandedWorld(t *testing.T, anchor string) (*env, Targets) {
+	e := newEnv(t,
+		mkPool(poolName, ann(keyAnchor, anchor)),
+		mkClaim("claim-b", ann(keyState, "pending", keyStarted, "2026-11-30T09:00:00Z", keyRetry, "1")),
+		mkPod(phNS, "nrc-surge-claim-b", "", map[string]string{labelPair: "claim-b"}),
+		mkNode("node-b", map[string]string{labelPair: "claim-b"}, ann(keyDND, "true", keyOwned, "true", keyCordoned, "true"), true),
+		mkNode("node-a", map[string]string{labelPair: claimA}, ann(keyDND, "true", keyOwned, "true"), false),
+	)
+	targets := e.targets()
+	targets.Stranded = Stranded{
+		Claims:       []*karpv1.NodeClaim{e.claim("claim-b")},
+		Placeholders: []*corev1.Pod{getPod(t, e, phNS, "nrc-surge-claim-b")},
+		Nodes:        []*corev1.Node{e.node("node-b"), e.node("node-a")},
+	}
+	return e, targets
+}
+
+func TestRepairStranded(t *testing.T) {
+	e, targets := repairStrandedWorld(t, claimA)
+	res, err := step(e.pass(targets), "repair-stranded", nil)
+	if err != nil || !res.Changed {
+		t.Fatalf("changed %v, %v", res.Changed, err)
+	}
+	wantAnn(t, "claim-b", e.claim("claim-b").Annotations, ann(keyState, "failed", keyFailed, nowStamp, keyRetry, "2", keyStarted, ""))
+	if e.exists(mkPod(phNS, "nrc-surge-claim-b", "", nil)) {
+		t.Error("the stranded placeholder survived")
+	}
+	b := e.node("node-b")
+	wantAnn(t, "node-b", b.Annotations, ann(keyDND, "", keyOwned, "", keyCordoned, ""))
+	if b.Spec.Unschedulable || b.Labels[labelPair] != "" {
+		t.Error("node-b is still cordoned or paired")
+	}
+	a := e.node("node-a")
+	if a.Labels[labelPair] != claimA || a.Annotations[keyOwned] != "true" {
+		t.Error("the anchored rotation's node was touched")
+	}
+	if !strings.Contains(res.Values["claims"], "claim-b") {
+		t.Errorf("claims %q", res.Values["claims"])
+	}
+	// twice: nothing left to do, nothing to announce
+	e.resetLog()
+	again, err := step(e.pass(targets), "repair-stranded", nil)
+	if err != nil || again.Changed {
+		t.Fatalf("second run: changed %v (%s), %v", again.Changed, again.Did, err)
+	}
+}
+
+// The fresh anchor wins over the cache: a claim the pool's anchor names by
+// now is the live rotation's, never repaired.
+func TestRepairStrandedRespectsTheFreshAnchor(t *testing.T) {
+	e, targets := repairStrandedWorld(t, "claim-b")     // the store already names claim-b
+	targets.Stranded.Nodes = targets.Stranded.Nodes[:1] // claim-b's node only
+	res, err := step(e.pass(targets), "repair-stranded", nil)
+	if err != nil || res.Changed {
+		t.Fatalf("changed %v (%s), %v", res.Changed, res.Did, err)
+	}
+	if got := e.claim("claim-b").Annotations[keyState]; got != "pending" {
+		t.Errorf("the live rotation's claim was failed: state %q", got)
+	}
+	if !e.exists(mkPod(phNS, "nrc-surge-claim-b", "", nil)) {
+		t.Error("the live rotation's placeholder was deleted")
+	}
+	if e.node("node-b").Labels[labelPair] != "claim-b" {
+		t.Error("the live rotation's node was unfrozen")
+	}
+}
+
+func TestReadopt(t *testing.T) {
+	for _, tc := range []struct {
+		state, wantMirror string
+		won               bool
+	}{
+		{"pending", "", true},
+		{"draining", "draining", true},
+		{"failed", "", false}, // a rollback the cache had not seen: never re-adopted
+	} {
+		e := newEnv(t, mkPool(poolName, nil), mkClaim(claimA, ann(keyState, tc.state)))
+		res, err := step(e.pass(e.targets()), "anchor-write", map[string]any{"mode": "readopt"})
+		if err != nil || res.Won() != tc.won {
+			t.Fatalf("%s: %s %v, want won %v", tc.state, res.Outcome, err, tc.won)
+		}
+		want := ann(keyAnchor, "", keyMirror, "")
+		if tc.won {
+			want = ann(keyAnchor, claimA, keyMirror, tc.wantMirror)
+		}
+		wantAnn(t, tc.state, e.pool(poolName).Annotations, want)
+	}
+	// an anchor written meanwhile wins
+	e := newEnv(t, mkPool(poolName, ann(keyAnchor, "other")), mkClaim(claimA, ann(keyState, "pending")))
+	if res, _ := step(e.pass(e.targets()), "anchor-write", map[string]any{"mode": "readopt"}); res.Won() {
+		t.Error("re-adopted over another anchor")
+	}
+}
+
+func getPod(t *testing.T, e *env, ns, name string) *corev1.Pod {
+	t.Helper()
+	p := &corev1.Pod{}
+	if err := e.base.Get(ctxb, client.ObjectKey{Namespace: ns, Name: name}, p); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}

@@ -1,0 +1,101 @@
+package observe
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
+	"github.com/noderotation/node-rotation-controller/internal/markers"
+)
+
+// Stranded are a pool's rotation artefacts that its anchor does not name:
+// left live by a lost or overwritten anchor (a hand edit, a replace of an
+// older copy, a restore). The pool is idle only when there are none
+// (docs/design.md#hardening).
+type Stranded struct {
+	// Claims are pending or draining claims of the pool other than the
+	// anchored one; the one furthest along first (draining, then the
+	// earliest started).
+	Claims []*karpv1.NodeClaim
+	// Placeholders are ours for this pool and another claim.
+	Placeholders []*corev1.Pod
+	// Nodes are the pool's nodes carrying our markers for another claim.
+	Nodes []*corev1.Node
+}
+
+// Kind is the table's stranded fact: none, claim (a stranded claim, which
+// an anchorless pool re-adopts) or artefacts (only placeholders or node
+// markers, which are repaired).
+func (s Stranded) Kind() string {
+	switch {
+	case len(s.Claims) > 0:
+		return "claim"
+	case len(s.Placeholders) > 0 || len(s.Nodes) > 0:
+		return "artefacts"
+	}
+	return "none"
+}
+
+// stranded finds what no anchor of this pool names. Every repair re-checks
+// it on fresh reads: a cache that lags the pool's anchor only costs a read.
+func (o *Observer) stranded(ctx context.Context, obs *Observation) error {
+	anchor := obs.Pool.Annotations[v1alpha1.AnnotationActiveRotation]
+	var s Stranded
+	anchoredNode := ""
+	for i := range obs.Claims {
+		c := &obs.Claims[i]
+		if c.Name == anchor {
+			anchoredNode = c.Status.NodeName
+			continue
+		}
+		if markers.InFlight(c) {
+			s.Claims = append(s.Claims, c)
+		}
+	}
+	sort.SliceStable(s.Claims, func(i, j int) bool { return furtherAlong(s.Claims[i], s.Claims[j]) })
+	pods := &corev1.PodList{}
+	if err := o.Cache.List(ctx, pods, client.InNamespace(o.Namespace), client.MatchingLabels{v1alpha1.LabelNodePool: obs.Pool.Name}); err != nil {
+		return fmt.Errorf("listing the placeholders of %s: %w", obs.Pool.Name, err)
+	}
+	for i := range pods.Items {
+		if p := &pods.Items[i]; p.Labels[v1alpha1.LabelSurgeFor] != "" && p.Labels[v1alpha1.LabelSurgeFor] != anchor {
+			s.Placeholders = append(s.Placeholders, p)
+		}
+	}
+	nodes := &corev1.NodeList{}
+	if err := o.Cache.List(ctx, nodes, client.MatchingLabels{karpv1.NodePoolLabelKey: obs.Pool.Name}); err != nil {
+		return fmt.Errorf("listing the nodes of %s: %w", obs.Pool.Name, err)
+	}
+	for i := range nodes.Items {
+		n := &nodes.Items[i]
+		pair := n.Labels[v1alpha1.LabelSurgeFor]
+		if anchor != "" && pair == anchor {
+			obs.AnchorPaired = true
+		}
+		if !markers.Marked(n) || (anchor != "" && pair == anchor) || (pair == "" && anchor != "" && n.Name == anchoredNode) {
+			continue
+		}
+		s.Nodes = append(s.Nodes, n)
+	}
+	obs.Stranded = s
+	return nil
+}
+
+// furtherAlong orders stranded claims: draining before pending, then the
+// earlier started-at, then the name.
+func furtherAlong(a, b *karpv1.NodeClaim) bool {
+	sa, sb := a.Annotations[v1alpha1.AnnotationState], b.Annotations[v1alpha1.AnnotationState]
+	if sa != sb {
+		return sa == v1alpha1.StateDraining
+	}
+	ta, tb := a.Annotations[v1alpha1.AnnotationStartedAt], b.Annotations[v1alpha1.AnnotationStartedAt]
+	if ta != tb {
+		return ta < tb
+	}
+	return a.Name < b.Name
+}
