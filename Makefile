@@ -17,6 +17,40 @@ build: ## compile every package and binary
 	@echo "==> go build ./..."
 	$(GO) build ./...
 
+# The container image (build/image/README.md): the chart's default image,
+# $(IMAGE_REPOSITORY):$(IMAGE_TAG) (values.yaml image.repository, the chart's
+# appVersion), built from Go modules without Docker or network as an OCI
+# archive for `docker load -i` / `podman load -i`; the same sources give the
+# same digest. The Containerfile builds it with Docker, with the same flags.
+IMAGE_CHART := charts/node-rotation-controller
+VERSION ?= $(shell sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\} *$$/\1/p' $(IMAGE_CHART)/Chart.yaml)
+IMAGE_REPOSITORY ?= $(shell awk '/^image:/ {in_image=1; next} /^[^ #]/ {in_image=0} in_image && $$1 == "repository:" {print $$2; exit}' $(IMAGE_CHART)/values.yaml)
+IMAGE_TAG ?= $(VERSION)
+IMAGE_ARCH ?= $(shell $(GO) env GOARCH)
+IMAGE_GOBUILD_FLAGS := -trimpath -buildvcs=false -ldflags "-s -w"
+IMAGE_DIR := dist/image
+IMAGE_ARCHIVE ?= dist/node-rotation-controller_$(IMAGE_TAG)_linux_$(IMAGE_ARCH).oci.tar
+
+.PHONY: image
+image: ## build the controller's image as an OCI archive in dist/ (no Docker, no network), print its digest, run its binary with -h
+	@echo "==> [$$(date +%T)] static controller binary for linux/$(IMAGE_ARCH)"
+	@mkdir -p $(IMAGE_DIR)
+	CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) $(GO) build $(IMAGE_GOBUILD_FLAGS) -o $(IMAGE_DIR)/node-rotation-controller ./cmd/node-rotation-controller
+	@echo "==> [$$(date +%T)] image $(IMAGE_REPOSITORY):$(IMAGE_TAG) (module build/image)"
+	cd build/image && $(GO) run . -binary $(CURDIR)/$(IMAGE_DIR)/node-rotation-controller \
+	  -out $(CURDIR)/$(IMAGE_ARCHIVE) -repository $(IMAGE_REPOSITORY) -tag $(IMAGE_TAG) -version $(VERSION) \
+	  -arch $(IMAGE_ARCH) -extract $(CURDIR)/$(IMAGE_DIR)/extracted/node-rotation-controller | tee $(CURDIR)/$(IMAGE_DIR)/build.txt
+	@echo "==> [$$(date +%T)] the binary read back from the archive: node-rotation-controller -h"
+	@if [ "linux/$(IMAGE_ARCH)" != "$$($(GO) env GOHOSTOS)/$$($(GO) env GOHOSTARCH)" ]; then \
+	  echo "skipped: a linux/$(IMAGE_ARCH) binary does not run on this host"; \
+	else \
+	  out=$$($(IMAGE_DIR)/extracted/node-rotation-controller -h 2>&1) || { echo "node-rotation-controller -h failed:"; echo "$$out"; exit 1; }; \
+	  grep -q '^Usage: node-rotation-controller' <<<"$$out" || { echo "node-rotation-controller -h printed no usage:"; echo "$$out"; exit 1; }; \
+	  echo "ok: $$(head -n1 <<<"$$out") ($$(wc -l <<<"$$out") lines, exit 0)"; \
+	fi
+	@echo "==> [$$(date +%T)] make image done"
+	@grep -E '^(image digest|archive):' $(IMAGE_DIR)/build.txt
+
 lint: ## gofmt + go vet + go mod tidy leaves no diff
 	@echo "==> [$$(date +%T)] gofmt"
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -25,8 +59,10 @@ lint: ## gofmt + go vet + go mod tidy leaves no diff
 	$(GO) vet ./...
 	$(GO) vet -tags e2e ./test/e2e/...
 	cd test/promql && $(GO) vet ./...
+	cd build/image && $(GO) vet ./...
 	@echo "==> [$$(date +%T)] go mod tidy -diff"
 	$(GO) mod tidy -diff
+	cd build/image && $(GO) mod tidy -diff
 
 testbin: ## build etcd + kube-apiserver for envtest (cached)
 	@echo "==> [$$(date +%T)] test binaries for envtest"
@@ -43,6 +79,8 @@ test: lint testbin ## unit + envtest + a short run of every fuzz target (the com
 	KUBEBUILDER_ASSETS=$$($(TESTBIN) path) $(GO) test -count=1 ./test/...
 	@echo "==> [$$(date +%T)] PromQL of the chart's alerts and dashboard (module test/promql)"
 	cd test/promql && $(GO) test -count=1 ./...
+	@echo "==> [$$(date +%T)] the image builder (module build/image)"
+	cd build/image && $(GO) test -count=1 ./...
 	@$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME)
 	@echo "==> [$$(date +%T)] make test done"
 

@@ -1,0 +1,15 @@
+// A module of its own: the image builder of `make image` (README.md here).
+// It keeps go-containerregistry out of the controller's module graph.
+module github.com/noderotation/node-rotation-controller/build/image
+
+go 1.26.4
+
+require github.com/google/go-containerregistry v0.22.1
+
+require (
+	github.com/google/go-cmp v0.7.0 // indirect
+	github.com/klauspost/compress v1.19.2 // indirect
+	github.com/opencontainers/go-digest v1.0.0 // indirect
+	github.com/opencontainers/image-spec v1.1.1 // indirect
+	golang.org/x/sync v0.22.0 // indirect
+)
