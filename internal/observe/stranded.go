@@ -43,7 +43,13 @@ func (s Stranded) Kind() string {
 
 // stranded finds what no anchor of this pool names. Every repair re-checks
 // it on fresh reads: a cache that lags the pool's anchor only costs a read.
+// Only a governed pool is looked at: an ungoverned one starts nothing, so
+// nothing can overtake its stranded rotation, and what it left is the
+// startup sweep's (docs/design.md#hardening).
 func (o *Observer) stranded(ctx context.Context, obs *Observation) error {
+	if !obs.Governed() {
+		return nil
+	}
 	anchor := obs.Pool.Annotations[v1alpha1.AnnotationActiveRotation]
 	var s Stranded
 	anchoredNode := ""

@@ -84,3 +84,14 @@ func names(cs []*karpv1.NodeClaim) []string {
 	}
 	return out
 }
+
+// An ungoverned pool starts nothing, so nothing can overtake its stranded
+// rotation: what it left is the startup sweep's, not a pass's.
+func TestStrandedIsLookedForInGovernedPoolsOnly(t *testing.T) {
+	obs := observeNow(t, nodePool(),
+		nodeClaim("general-p", 20*time.Minute, "", inState("pending")),
+		node("node-x", marked("general-gone")))
+	if obs.Snapshot.Stranded != "none" || obs.Stranded.Kind() != "none" {
+		t.Errorf("ungoverned pool: stranded %q", obs.Snapshot.Stranded)
+	}
+}
