@@ -143,7 +143,7 @@ func histogram(t *testing.T, pool, phase string) (uint64, float64) {
 	return m.GetHistogram().GetSampleCount(), m.GetHistogram().GetSampleSum()
 }
 
-// The §4.2 state-machine lines, each with its exact message and key fields.
+// The state-machine lines of docs/observability.md, each with its exact message and key fields.
 func TestLogLinesHaveTheExactTexts(t *testing.T) {
 	cases := []struct {
 		what    actions.Announcement

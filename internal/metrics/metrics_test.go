@@ -46,11 +46,11 @@ func registered(t *testing.T) []string {
 	return names
 }
 
-// The 19 metrics of §4.2 plus rules_info, and the docs table lists exactly them.
+// The 19 metrics of docs/observability.md plus rules_info, and the docs table lists exactly them.
 func TestMetricsMatchTheDocs(t *testing.T) {
 	names := registered(t)
 	if len(names) != 20 {
-		t.Errorf("%d metrics registered, want 19 of §4.2 + rules_info: %v", len(names), names)
+		t.Errorf("%d metrics registered, want the 19 of docs/observability.md + rules_info: %v", len(names), names)
 	}
 	doc, err := os.ReadFile("../../docs/observability.md")
 	if err != nil {
