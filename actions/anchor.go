@@ -32,7 +32,7 @@ var (
 	anchorClearAction = action{
 		spec: engine.ActionSpec{Name: "anchor-clear", Role: engine.RoleAnchorEnd, Reports: true,
 			Description: "clear the rotation-scoped set (active-rotation, active-rotation-state, draining-at, surge-wait, rotation-mode) only while the anchor names this rotation; optionally stamp last-failure-at (now, or max with the claim's failed-at)",
-			Args:        map[string]engine.ArgSpec{"lastFailureAt": str("now", "max")}},
+			Args:        map[string]engine.ArgSpec{"lastFailureAt": str("now", "max"), "ifNoMirror": flag}},
 		run: anchorClear,
 	}
 	poolMirrorAction = action{
@@ -67,6 +67,9 @@ func anchorWrite(ctx context.Context, p *Pass, args map[string]any) (Result, err
 		}
 		conditional.DeleteAnnotations(np, v1alpha1.RotationScoped...)
 		conditional.SetAnnotation(np, v1alpha1.AnnotationActiveRotation, p.Targets.Claim)
+		// the start marker: an anchor this controller wrote always has a
+		// mirror, so one without is never a live rotation's (orphanedAnchor)
+		conditional.SetAnnotation(np, v1alpha1.AnnotationActiveRotationState, v1alpha1.StatePending)
 		if args["mode"] == "forcefulFallback" {
 			conditional.SetAnnotation(np, v1alpha1.AnnotationRotationMode, v1alpha1.RotationModeFallback)
 			conditional.SetAnnotation(np, v1alpha1.AnnotationActiveRotationState, v1alpha1.StateDraining)
@@ -90,7 +93,12 @@ func anchorRelease(ctx context.Context, p *Pass, _ map[string]any) (Result, erro
 			return false, nil
 		}
 		vals["outcome"] = "expired"
-		if a[v1alpha1.AnnotationActiveRotationState] == v1alpha1.StateDraining {
+		switch a[v1alpha1.AnnotationActiveRotationState] {
+		case v1alpha1.StateExpired:
+			// the pass that recorded the expiry announced it; a pass on a
+			// cache that missed the record releases without a word
+			vals["outcome"] = "recorded"
+		case v1alpha1.StateDraining:
 			vals["outcome"] = "success"
 			conditional.SetAnnotation(np, v1alpha1.AnnotationLastRotationAt, p.stamp())
 		}
@@ -113,6 +121,9 @@ func anchorClear(ctx context.Context, p *Pass, args map[string]any) (Result, err
 	out, err := p.write(ctx, np, func() (bool, error) {
 		if np.Annotations[v1alpha1.AnnotationActiveRotation] != p.Targets.Claim {
 			return false, nil
+		}
+		if args["ifNoMirror"] == true && np.Annotations[v1alpha1.AnnotationActiveRotationState] != "" {
+			return false, nil // a fresh copy with a mirror is a live rotation's, whatever the cache showed
 		}
 		conditional.DeleteAnnotations(np, v1alpha1.RotationScoped...)
 		switch args["lastFailureAt"] {
@@ -165,8 +176,8 @@ func poolMirror(ctx context.Context, p *Pass, args map[string]any) (Result, erro
 	}
 	out, err := p.write(ctx, np, func() (bool, error) {
 		a := np.Annotations
-		if a[v1alpha1.AnnotationActiveRotation] != p.Targets.Claim {
-			return false, nil
+		if a[v1alpha1.AnnotationActiveRotation] != p.Targets.Claim || a[v1alpha1.AnnotationActiveRotationState] == v1alpha1.StateExpired {
+			return false, nil // an expiry recorded meanwhile is never turned back into a drain
 		}
 		conditional.SetAnnotation(np, v1alpha1.AnnotationActiveRotationState, v1alpha1.StateDraining)
 		if args["surgeNode"] == true && a[v1alpha1.AnnotationSurgeNode] == "" && p.Targets.SurgeHost != nil {
@@ -207,11 +218,14 @@ func readopt(ctx context.Context, p *Pass) (Result, error) {
 		if np.Annotations[v1alpha1.AnnotationActiveRotation] != "" {
 			return false, nil
 		}
-		conditional.DeleteAnnotations(np, v1alpha1.RotationScoped...)
+		// the rotation's own figures (draining-at, surge-wait, surge-node,
+		// mode), if the anchor alone was removed, are kept
 		conditional.SetAnnotation(np, v1alpha1.AnnotationActiveRotation, c.Name)
+		mirror := v1alpha1.StatePending
 		if state == v1alpha1.StateDraining {
-			conditional.SetAnnotation(np, v1alpha1.AnnotationActiveRotationState, v1alpha1.StateDraining)
+			mirror = v1alpha1.StateDraining
 		}
+		conditional.SetAnnotation(np, v1alpha1.AnnotationActiveRotationState, mirror)
 		return true, nil
 	})
 	return Result{Outcome: out, Did: "re-adopt " + c.Name + " (" + state + "): " + string(out), Values: map[string]string{"state": state}}, err

@@ -22,7 +22,7 @@ func TestAnchorWriteModes(t *testing.T) {
 		mode string
 		want map[string]string
 	}{
-		{"surge", ann(keyAnchor, claimA, keyMode, "", keyMirror, "", keyDraining, "")},
+		{"surge", ann(keyAnchor, claimA, keyMode, "", keyMirror, "pending", keyDraining, "")}, // the start marker
 		{"forcefulFallback", ann(keyAnchor, claimA, keyMode, "forceful-fallback", keyMirror, "draining", keyDraining, nowStamp)},
 	} {
 		t.Run(tc.mode, func(t *testing.T) {

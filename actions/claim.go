@@ -24,11 +24,11 @@ var ClaimStates = []string{"none", "pending", "draining", "failed", "expired"}
 var (
 	claimStateAction = action{
 		spec: engine.ActionSpec{Name: "claim-state", Reports: true,
-			Description: "write the old NodeClaim's noderotation.io/state (to none removes it), accepting only the listed pre-states (from absent: unconditional); reports claimed, raced or gone",
+			Description: "write the old NodeClaim's noderotation.io/state (to none removes it), accepting only the listed pre-states (from absent: unconditional) and, with notDeleting, only a claim whose delete was not issued; reports claimed, raced or gone",
 			Args: map[string]engine.ArgSpec{
 				"from": list(ClaimStates...), "to": required(str(ClaimStates...)),
 				"stampStartedAtOnce": flag, "stampFailedAt": flag, "incrementRetry": flag,
-				"clear": list("startedAt", "surgeClaim"),
+				"clear": list("startedAt", "surgeClaim"), "notDeleting": flag,
 			}},
 		run: claimState,
 	}
@@ -63,6 +63,9 @@ func claimState(ctx context.Context, p *Pass, args map[string]any) (Result, erro
 		}
 		if from, ok := args["from"].([]any); ok && !slices.Contains(from, any(cur)) {
 			return false, nil
+		}
+		if args["notDeleting"] == true && c.DeletionTimestamp != nil {
+			return false, nil // its delete was issued: nothing can be rolled back
 		}
 		if to == "none" {
 			conditional.DeleteAnnotations(c, v1alpha1.AnnotationState)

@@ -97,3 +97,53 @@ func TestDrainingMirrorRecordsTheSurgeNode(t *testing.T) {
 		t.Errorf("surge-node rewritten to %q: it is write-once", got)
 	}
 }
+
+// A release that finds the expiry recorded on the fresh pool clears the
+// anchor as "recorded": the pass that recorded it announced it.
+func TestAnchorReleaseOfARecordedExpiry(t *testing.T) {
+	e := newEnv(t, mkPool(poolName, ann(keyAnchor, claimA, keyMirror, "expired")))
+	res, err := step(e.pass(e.targets()), "anchor-release", nil)
+	if err != nil || res.Outcome != Claimed || res.Values["outcome"] != "recorded" {
+		t.Fatalf("%s %v outcome %q, want claimed and recorded", res.Outcome, err, res.Values["outcome"])
+	}
+	wantAnn(t, "pool", e.pool(poolName).Annotations, ann(keyAnchor, "", keyMirror, "", keyLastRot, ""))
+}
+
+// The draining mirror never turns a recorded expiry back into a drain.
+func TestDrainingMirrorRefusesARecordedExpiry(t *testing.T) {
+	e := newEnv(t, mkPool(poolName, ann(keyAnchor, claimA, keyMirror, "expired")))
+	res, err := step(e.pass(e.targets()), "pool-mirror", map[string]any{"drainingAt": true})
+	if err != nil || res.Won() {
+		t.Fatalf("%s %v, want raced", res.Outcome, err)
+	}
+	wantAnn(t, "pool", e.pool(poolName).Annotations, ann(keyMirror, "expired", keyDraining, ""))
+}
+
+// With notDeleting, a claim whose delete was issued is never rolled back.
+func TestClaimStateNotDeleting(t *testing.T) {
+	c := mkClaim(claimA, ann(keyState, "draining"))
+	c.Finalizers = []string{"karpenter.sh/termination"}
+	e := newEnv(t, c)
+	if err := e.base.Delete(ctxb, c); err != nil {
+		t.Fatal(err)
+	}
+	res, err := step(e.pass(e.targets()), "claim-state", map[string]any{"from": []any{"none", "draining"}, "to": "none", "notDeleting": true})
+	if err != nil || res.Won() {
+		t.Fatalf("%s %v, want raced", res.Outcome, err)
+	}
+	if got := e.claim(claimA).Annotations[keyState]; got != "draining" {
+		t.Errorf("state %q", got)
+	}
+}
+
+// An orphan release refuses a fresh pool with a mirror: the cache missed a
+// live rotation's record.
+func TestAnchorClearIfNoMirror(t *testing.T) {
+	for mirror, won := range map[string]bool{"": true, "pending": false, "expired": false} {
+		e := newEnv(t, mkPool(poolName, ann(keyAnchor, claimA, keyMirror, mirror)))
+		res, err := step(e.pass(e.targets()), "anchor-clear", map[string]any{"ifNoMirror": true})
+		if err != nil || res.Won() != won {
+			t.Errorf("mirror %q: %s %v, want won %v", mirror, res.Outcome, err, won)
+		}
+	}
+}

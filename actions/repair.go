@@ -32,7 +32,7 @@ func repairStranded(ctx context.Context, p *Pass, _ map[string]any) (Result, err
 	}
 	anchor := np.Annotations[v1alpha1.AnnotationActiveRotation]
 	var did []string
-	claims, err := p.failStranded(ctx, anchor)
+	claims, failed, err := p.failStranded(ctx, anchor)
 	if err != nil {
 		return Result{}, err
 	}
@@ -58,13 +58,13 @@ func repairStranded(ctx context.Context, p *Pass, _ map[string]any) (Result, err
 		return Result{Outcome: Done, Did: "nothing stranded on a fresh read"}, nil
 	}
 	return Result{Outcome: Done, Changed: true, Did: strings.Join(did, "; "),
-		Values: map[string]string{"repaired": strings.Join(did, "; "), "claims": strings.Join(claimNames(p.Targets.Stranded.Claims, anchor), ", ")}}, nil
+		Values: map[string]string{"repaired": strings.Join(did, "; "), "failed": strings.Join(failed, " ")}}, nil
 }
 
 // failStranded writes a failure record on each stranded claim still in
-// flight and not named by the fresh anchor.
-func (p *Pass) failStranded(ctx context.Context, anchor string) ([]string, error) {
-	var did []string
+// flight, not deleting and not named by the fresh anchor; it returns what it
+// did and the claims it failed.
+func (p *Pass) failStranded(ctx context.Context, anchor string) (did, failed []string, err error) {
 	for _, sc := range p.Targets.Stranded.Claims {
 		if sc.Name == anchor {
 			continue
@@ -72,7 +72,9 @@ func (p *Pass) failStranded(ctx context.Context, anchor string) ([]string, error
 		c := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: sc.Name}}
 		from := ""
 		out, err := p.write(ctx, c, func() (bool, error) {
-			if !markers.InFlight(c) {
+			if !markers.InFlight(c) || c.DeletionTimestamp != nil {
+				// a claim whose delete was issued is draining: failing it would
+				// open the gate mid-drain, so it holds the pool until it is gone
 				return false, nil
 			}
 			from = c.Annotations[v1alpha1.AnnotationState]
@@ -80,13 +82,14 @@ func (p *Pass) failStranded(ctx context.Context, anchor string) ([]string, error
 			return true, nil
 		})
 		if err != nil {
-			return nil, fmt.Errorf("failing stranded NodeClaim %s: %w", sc.Name, err)
+			return nil, nil, fmt.Errorf("failing stranded NodeClaim %s: %w", sc.Name, err)
 		}
 		if out == Claimed {
 			did = append(did, "failed NodeClaim "+sc.Name+" (was "+from+")")
+			failed = append(failed, sc.Name)
 		}
 	}
-	return did, nil
+	return did, failed, nil
 }
 
 // reverseStranded takes our markers off each stranded node the fresh read
@@ -111,14 +114,4 @@ func (p *Pass) reverseStranded(ctx context.Context, anchor string) ([]string, er
 		}
 	}
 	return did, nil
-}
-
-func claimNames(claims []*karpv1.NodeClaim, anchor string) []string {
-	var out []string
-	for _, c := range claims {
-		if c.Name != anchor {
-			out = append(out, c.Name)
-		}
-	}
-	return out
 }

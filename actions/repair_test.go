@@ -1,7 +1,6 @@
 package actions
 
 import (
-	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -48,8 +47,8 @@ func TestRepairStranded(t *testing.T) {
 	if a.Labels[labelPair] != claimA || a.Annotations[keyOwned] != "true" {
 		t.Error("the anchored rotation's node was touched")
 	}
-	if !strings.Contains(res.Values["claims"], "claim-b") {
-		t.Errorf("claims %q", res.Values["claims"])
+	if res.Values["failed"] != "claim-b" {
+		t.Errorf("failed %q, want claim-b", res.Values["failed"])
 	}
 	// twice: nothing left to do, nothing to announce
 	e.resetLog()
@@ -84,7 +83,7 @@ func TestReadopt(t *testing.T) {
 		state, wantMirror string
 		won               bool
 	}{
-		{"pending", "", true},
+		{"pending", "pending", true},
 		{"draining", "draining", true},
 		{"failed", "", false}, // a rollback the cache had not seen: never re-adopted
 	} {
@@ -113,4 +112,24 @@ func getPod(t *testing.T, e *env, ns, name string) *corev1.Pod {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// A stranded claim whose delete was issued is draining: never failed (the
+// gate would open mid-drain), it holds the pool until it is gone.
+func TestRepairStrandedHoldsADeletingClaim(t *testing.T) {
+	c := mkClaim("claim-b", ann(keyState, "draining"))
+	c.Finalizers = []string{"karpenter.sh/termination"}
+	e := newEnv(t, mkPool(poolName, ann(keyAnchor, claimA)), c)
+	if err := e.base.Delete(ctxb, c); err != nil {
+		t.Fatal(err)
+	}
+	targets := e.targets()
+	targets.Stranded = Stranded{Claims: []*karpv1.NodeClaim{e.claim("claim-b")}}
+	res, err := step(e.pass(targets), "repair-stranded", nil)
+	if err != nil || res.Changed {
+		t.Fatalf("changed %v (%s), %v", res.Changed, res.Did, err)
+	}
+	if got := e.claim("claim-b").Annotations[keyState]; got != "draining" {
+		t.Errorf("a draining claim was failed: state %q", got)
+	}
 }

@@ -62,7 +62,7 @@ var condCases = []condCase{
 		// a stale mirror of an earlier rotation must not survive into this one
 		claimed: []client.Object{mkPool(poolName, ann(keyMirror, "draining", keyDraining, "2026-11-01T00:00:00Z", keySurgeWait, "3m0s", keyMode, "forceful-fallback", keyLastRot, "2026-11-01T01:00:00Z"))},
 		check: func(t *testing.T, e *env) {
-			wantAnn(t, "pool", e.pool(poolName).Annotations, ann(keyAnchor, claimA, keyMirror, "", keyDraining, "", keySurgeWait, "", keyMode, "", keyLastRot, "2026-11-01T01:00:00Z"))
+			wantAnn(t, "pool", e.pool(poolName).Annotations, ann(keyAnchor, claimA, keyMirror, "pending", keyDraining, "", keySurgeWait, "", keyMode, "", keyLastRot, "2026-11-01T01:00:00Z"))
 		},
 		raced: []client.Object{mkPool(poolName, ann(keyAnchor, "claim-other"))},
 		steal: setPoolAnn(keyAnchor, "claim-other"),

@@ -21,6 +21,9 @@ func (an *Announcer) rotationCompleted(s step) {
 	res, _ := s.last("anchor-release")
 	v := res.Values
 	pool, now := s.pool(), s.obs.Now
+	if v["outcome"] == "recorded" {
+		return // the expiry was announced by the pass that recorded it
+	}
 	if v["outcome"] != "success" {
 		metrics.Completed.WithLabelValues(pool, "expired").Inc()
 		s.log.Info("rotation complete", "outcome", "expired", "mode", mode(v["mode"]))

@@ -142,7 +142,9 @@ func (an *Announcer) surgeWaiting(s step) {
 	}
 	for _, c := range ph.Status.Conditions {
 		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
-			if an.seen.enter(s.pool(), "SurgeUnschedulable", c.Reason+c.Message) {
+			// keyed by the reason alone: the scheduler's message carries
+			// node counts that change from pass to pass
+			if an.seen.enter(s.pool(), "SurgeUnschedulable", c.Reason) {
 				s.log.Info("surge placeholder is not schedulable", "placeholder", ph.Name, "reason", c.Reason, "detail", c.Message)
 				an.event(s.obs.Subject, corev1.EventTypeWarning, "SurgeUnschedulable", fmt.Sprintf("placeholder %s: %s: %s", ph.Name, c.Reason, c.Message))
 			}
@@ -248,12 +250,19 @@ func (an *Announcer) anchorRestored(s step) {
 	an.event(s.obs.Pool, corev1.EventTypeWarning, string(a.AnchorRestored), msg)
 }
 
-// strandedRepaired: rotation artefacts no anchor named were repaired.
+// strandedRepaired: rotation artefacts no anchor named were repaired; a
+// stranded claim this pass failed counts as a failed attempt, as the
+// startup sweep counts it.
 func (an *Announcer) strandedRepaired(s step) {
 	res, _ := s.last("repair-stranded")
-	s.log.Info("stranded rotation artefacts repaired", "nodeclaims", res.Values["claims"], "repaired", res.Values["repaired"])
+	failed := strings.Fields(res.Values["failed"])
+	s.log.Info("stranded rotation artefacts repaired", "failed", failed, "repaired", res.Values["repaired"])
 	an.event(s.obs.Pool, corev1.EventTypeWarning, string(a.StrandedRepaired),
-		fmt.Sprintf("rotation artefacts no %s names were repaired (NodeClaims %s): %s", v1alpha1.AnnotationActiveRotation, orNone(res.Values["claims"]), res.Values["repaired"]))
+		fmt.Sprintf("rotation artefacts no %s names were repaired (NodeClaims failed: %s): %s", v1alpha1.AnnotationActiveRotation, orNone(strings.Join(failed, ", ")), res.Values["repaired"]))
+	for _, c := range failed {
+		metrics.Completed.WithLabelValues(s.pool(), "failure").Inc()
+		s.log.Info("rotation attempt failed", "reason", "stranded", "nodeclaim", c)
+	}
 }
 
 // orphanedAnchor: the anchor named a claim that left no trace of a

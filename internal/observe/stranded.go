@@ -47,10 +47,19 @@ func (s Stranded) Kind() string {
 // nothing can overtake its stranded rotation, and what it left is the
 // startup sweep's (docs/design.md#hardening).
 func (o *Observer) stranded(ctx context.Context, obs *Observation) error {
+	anchor := obs.Pool.Annotations[v1alpha1.AnnotationActiveRotation]
+	nodes := &corev1.NodeList{}
+	if err := o.Cache.List(ctx, nodes, client.MatchingLabels{karpv1.NodePoolLabelKey: obs.Pool.Name}); err != nil {
+		return fmt.Errorf("listing the nodes of %s: %w", obs.Pool.Name, err)
+	}
+	for i := range nodes.Items {
+		if anchor != "" && nodes.Items[i].Labels[v1alpha1.LabelSurgeFor] == anchor {
+			obs.AnchorPaired = true // a trace of the anchored rotation, governed or not
+		}
+	}
 	if !obs.Governed() {
 		return nil
 	}
-	anchor := obs.Pool.Annotations[v1alpha1.AnnotationActiveRotation]
 	var s Stranded
 	anchoredNode := ""
 	for i := range obs.Claims {
@@ -73,16 +82,9 @@ func (o *Observer) stranded(ctx context.Context, obs *Observation) error {
 			s.Placeholders = append(s.Placeholders, p)
 		}
 	}
-	nodes := &corev1.NodeList{}
-	if err := o.Cache.List(ctx, nodes, client.MatchingLabels{karpv1.NodePoolLabelKey: obs.Pool.Name}); err != nil {
-		return fmt.Errorf("listing the nodes of %s: %w", obs.Pool.Name, err)
-	}
 	for i := range nodes.Items {
 		n := &nodes.Items[i]
 		pair := n.Labels[v1alpha1.LabelSurgeFor]
-		if anchor != "" && pair == anchor {
-			obs.AnchorPaired = true
-		}
 		if !markers.Marked(n) || (anchor != "" && pair == anchor) || (pair == "" && anchor != "" && n.Name == anchoredNode) {
 			continue
 		}

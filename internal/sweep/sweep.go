@@ -84,7 +84,7 @@ func (s *Sweeper) placeholders(ctx context.Context, anchored map[string]bool) {
 	for i := range pods.Items {
 		p := &pods.Items[i]
 		claim := p.Labels[v1alpha1.LabelSurgeFor]
-		if anchored[claim] {
+		if anchored[claim] || s.anchoredNow(ctx, p.Labels[v1alpha1.LabelNodePool], claim) {
 			continue
 		}
 		err := s.Client.Delete(ctx, p, client.Preconditions{UID: &p.UID}, client.GracePeriodSeconds(0))
@@ -119,7 +119,11 @@ func (s *Sweeper) nodes(ctx context.Context, anchored map[string]bool) {
 		var did string
 		out, err := conditional.Write(ctx, s.Fresh, s.Client, n, func() (bool, error) {
 			pair := n.Labels[v1alpha1.LabelSurgeFor]
-			if !markers.Marked(n) || anchored[pair] || (pair == "" && anchored[claimOfNode[n.Name]]) {
+			owner := pair
+			if owner == "" {
+				owner = claimOfNode[n.Name]
+			}
+			if !markers.Marked(n) || anchored[owner] || s.anchoredNow(ctx, n.Labels[karpv1.NodePoolLabelKey], owner) {
 				return false, nil // current markers of an anchored rotation, or already reversed
 			}
 			did = markers.Reverse(n)
@@ -132,6 +136,21 @@ func (s *Sweeper) nodes(ctx context.Context, anchored map[string]bool) {
 			s.Log.Info("startup sweep "+did+" a node no anchor references", "node", n.Name)
 		}
 	}
+}
+
+// anchoredNow re-reads pool fresh and reports whether its anchor names
+// claim: the anchors the sweep started from are a snapshot, and with two
+// instances another may have started this very rotation since. A failed
+// read counts as anchored: the sweep never acts on what it cannot check.
+func (s *Sweeper) anchoredNow(ctx context.Context, pool, claim string) bool {
+	if pool == "" || claim == "" {
+		return false
+	}
+	np := &karpv1.NodePool{}
+	if err := s.Fresh.Get(ctx, client.ObjectKey{Name: pool}, np); err != nil {
+		return !apierrors.IsNotFound(err)
+	}
+	return np.Annotations[v1alpha1.AnnotationActiveRotation] == claim
 }
 
 func (s *Sweeper) claimsByNode(ctx context.Context) (map[string]string, error) {
@@ -166,7 +185,7 @@ func (s *Sweeper) claims(ctx context.Context, anchored map[string]bool) {
 		var from string
 		out, err := conditional.Write(ctx, s.Fresh, s.Client, nc, func() (bool, error) {
 			from = nc.Annotations[v1alpha1.AnnotationState]
-			if from != v1alpha1.StatePending && from != v1alpha1.StateDraining {
+			if from != v1alpha1.StatePending && from != v1alpha1.StateDraining || s.anchoredNow(ctx, nc.Labels[karpv1.NodePoolLabelKey], nc.Name) {
 				return false, nil
 			}
 			// A real failure write, as the rollback's: the claim waits out its

@@ -11,6 +11,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
 )
 
 const (
@@ -565,5 +568,43 @@ func TestSweepFailureWriteIsARealFailureRecord(t *testing.T) {
 		"claim-g": ann(keyState, "failed", keyFailed, "2026-11-30T12:00:00Z", "noderotation.io/retry-count", "1"),
 	} {
 		wantAnn(t, name, w.claim(name).Annotations, want)
+	}
+}
+
+// Another instance may start a rotation right after this sweep captured
+// the anchors: every write re-reads the owning pool's anchor, so the new
+// rotation's claim, placeholder and node are left alone.
+func TestSweepLeavesARotationStartedAfterItsSnapshot(t *testing.T) {
+	pool := func(name string) map[string]string { return map[string]string{"karpenter.sh/nodepool": name} }
+	claim := mkClaim("claim-x", "node-x", ann(keyState, "pending"))
+	claim.Labels = pool("pool-x")
+	ph := mkPod(ns, "ph-x", "claim-x")
+	ph.Labels[v1alpha1.LabelNodePool] = "pool-x"
+	node := mkNode("node-x", map[string]string{v1alpha1.LabelSurgeFor: "claim-x", "karpenter.sh/nodepool": "pool-x"}, ann(keyDND, "true", keyOwned, "true"), false)
+	w := newWorld(t, mkPool("pool-x", nil), claim, ph, node)
+	started := false
+	w.onList = func(kind string) error {
+		if kind == "PodList" && !started { // the anchors are captured: now the other instance starts
+			started = true
+			np := &karpv1.NodePool{}
+			if err := w.base.Get(ctx, client.ObjectKey{Name: "pool-x"}, np); err != nil {
+				t.Fatal(err)
+			}
+			np.Annotations = ann(keyAnchor, "claim-x")
+			if err := w.base.Update(ctx, np); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return nil
+	}
+	w.run()
+	if !started {
+		t.Fatal("the sweep listed no Pods")
+	}
+	if !w.podExists(ns, "ph-x") || w.claim("claim-x").Annotations[keyState] != "pending" || w.node("node-x").Labels[labelPair] != "claim-x" {
+		t.Errorf("the rotation started after the snapshot was swept: writes %v", w.writes)
+	}
+	if len(w.alerts.calls) != 0 {
+		t.Errorf("alerts %v", w.alerts.calls)
 	}
 }

@@ -127,3 +127,26 @@ func TestBinariesCarryNoTestDependency(t *testing.T) {
 		}
 	}
 }
+
+// engineModules are the only modules package engine may link: cel-go (with
+// what it brings) and a YAML parser — nothing of Kubernetes, Karpenter or
+// this project's domain.
+var engineModules = []string{
+	"cel.dev/expr", "github.com/google/cel-go", "github.com/antlr4-go/antlr", "github.com/stoewer/go-strcase",
+	"golang.org/x/exp", "golang.org/x/text", "google.golang.org/protobuf", "google.golang.org/genproto", "go.yaml.in/yaml",
+}
+
+func TestEngineLinksOnlyCelAndYAML(t *testing.T) {
+	for _, dep := range goList(t, "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}", "./engine") {
+		if _, ok := local(dep); ok {
+			continue
+		}
+		known := false
+		for _, m := range engineModules {
+			known = known || strings.HasPrefix(dep, m)
+		}
+		if !known {
+			t.Errorf("engine links %s: the engine knows nothing of this domain (cel-go and yaml only)", dep)
+		}
+	}
+}
