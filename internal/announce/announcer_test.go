@@ -527,7 +527,7 @@ func TestDeduplicatedAnnouncements(t *testing.T) {
 			o.Placeholder = &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "nrc-surge-general-a", CreationTimestamp: metav1.NewTime(o.Now.Add(-time.Hour))}}
 			o.Placeholder.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: "Unschedulable", Message: "no room"}}
 			o.InducedClaim = nil
-		}, func(o *observe.Observation) { o.Placeholder.Status.Conditions[0].Message = "still no room" }},
+		}, func(o *observe.Observation) { o.Placeholder.Status.Conditions[0].Reason = "SchedulerError" }}, // a new reason re-fires; a new message alone does not
 	} {
 		t.Run(string(c.what), func(t *testing.T) {
 			h := newHarness(t)
@@ -662,5 +662,23 @@ func TestSweptClaim(t *testing.T) {
 	want := []event{{claim, "Warning", "RotationFailed", "startup sweep: the claim was draining with no anchor owning it; marked failed"}}
 	if !reflect.DeepEqual(h.rec.events, want) {
 		t.Errorf("events %+v", h.rec.events)
+	}
+}
+
+// The scheduler's message carries node counts that change from pass to
+// pass: SurgeUnschedulable is deduplicated by its reason alone.
+func TestSurgeUnschedulableIgnoresMessageChurn(t *testing.T) {
+	h := newHarness(t)
+	obs := observation(t)
+	obs.Placeholder = &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "nrc-surge-general-a", CreationTimestamp: metav1.NewTime(obs.Now.Add(-time.Hour))}}
+	obs.InducedClaim = nil
+	for i := 0; i < 3; i++ {
+		obs.Placeholder.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: "Unschedulable",
+			Message: fmt.Sprintf("0/%d nodes are available", 10+i)}}
+		h.announce(t, actions.SurgeWaiting, obs)
+		h.a.EndPass("general")
+	}
+	if len(h.rec.events) != 1 {
+		t.Errorf("%d Events, want 1", len(h.rec.events))
 	}
 }

@@ -17,8 +17,11 @@ func node(labels, ann map[string]string, cordoned bool) *corev1.Node {
 }
 
 func TestMarkedAndReverse(t *testing.T) {
-	pair := map[string]string{v1alpha1.LabelSurgeFor: "c"}
-	ours := map[string]string{v1alpha1.KarpenterDoNotDisrupt: "true", v1alpha1.AnnotationDoNotDisruptOwned: "true"}
+	// fresh maps per case: Reverse changes the node's own maps
+	pair := func() map[string]string { return map[string]string{v1alpha1.LabelSurgeFor: "c"} }
+	ours := func() map[string]string {
+		return map[string]string{v1alpha1.KarpenterDoNotDisrupt: "true", v1alpha1.AnnotationDoNotDisruptOwned: "true"}
+	}
 	cases := []struct {
 		name          string
 		n             *corev1.Node
@@ -29,11 +32,11 @@ func TestMarkedAndReverse(t *testing.T) {
 	}{
 		{"nothing of ours", node(nil, nil, false), false, "", "", false},
 		{"an operator's own do-not-disrupt and cordon", node(nil, map[string]string{v1alpha1.KarpenterDoNotDisrupt: "true"}, true), false, "", "true", true},
-		{"paired only", node(pair, nil, false), true, "unfroze", "", false},
-		{"frozen by us", node(pair, ours, false), true, "unfroze", "", false},
-		{"paired, the operator's do-not-disrupt", node(pair, map[string]string{v1alpha1.KarpenterDoNotDisrupt: "true"}, false), true, "unfroze", "true", false},
+		{"paired only", node(pair(), nil, false), true, "unfroze", "", false},
+		{"frozen by us", node(pair(), ours(), false), true, "unfroze", "", false},
+		{"paired, the operator's do-not-disrupt", node(pair(), map[string]string{v1alpha1.KarpenterDoNotDisrupt: "true"}, false), true, "unfroze", "true", false},
 		{"cordoned by us", node(nil, map[string]string{v1alpha1.AnnotationCordoned: "true"}, true), true, "uncordoned", "", false},
-		{"both", node(pair, map[string]string{v1alpha1.KarpenterDoNotDisrupt: "true", v1alpha1.AnnotationDoNotDisruptOwned: "true", v1alpha1.AnnotationCordoned: "true"}, true), true, "unfroze and uncordoned", "", false},
+		{"both", node(pair(), map[string]string{v1alpha1.KarpenterDoNotDisrupt: "true", v1alpha1.AnnotationDoNotDisruptOwned: "true", v1alpha1.AnnotationCordoned: "true"}, true), true, "unfroze and uncordoned", "", false},
 	}
 	for _, c := range cases {
 		if got := Marked(c.n); got != c.marked {
