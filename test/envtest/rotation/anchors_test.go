@@ -26,8 +26,12 @@ type anchorWatch struct {
 	anchor  map[string]string // the last anchor seen per pool
 	deleted map[string]bool   // pools whose deletion the watch delivered
 	moves   []string
-	cancel  context.CancelFunc
-	done    chan struct{}
+	// overwrites are anchor changes a spec makes itself (pool → the claim
+	// it writes): the one move the watch does not hold against the
+	// controller.
+	overwrites map[string]string
+	cancel     context.CancelFunc
+	done       chan struct{}
 }
 
 func watchAnchors(c client.WithWatch) (*anchorWatch, error) {
@@ -108,10 +112,23 @@ func (a *anchorWatch) see(typ watch.EventType, np *karpv1.NodePool) {
 	}
 	delete(a.deleted, np.Name)
 	prev, cur := a.anchor[np.Name], np.Annotations[v1alpha1.AnnotationActiveRotation]
-	if prev != "" && cur != "" && prev != cur {
+	if prev != "" && cur != "" && prev != cur && a.overwrites[np.Name] == cur {
+		delete(a.overwrites, np.Name)
+	} else if prev != "" && cur != "" && prev != cur {
 		a.moves = append(a.moves, fmt.Sprintf("NodePool %s: the anchor moved from %s to %s (resourceVersion %s)", np.Name, prev, cur, np.ResourceVersion))
 	}
 	a.anchor[np.Name] = cur
+}
+
+// expectOverwrite tells the watch that the spec itself is about to move
+// pool's anchor to claim (as an operator's replace of an older copy would).
+func (a *anchorWatch) expectOverwrite(pool, claim string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.overwrites == nil {
+		a.overwrites = map[string]string{}
+	}
+	a.overwrites[pool] = claim
 }
 
 func (a *anchorWatch) fail(msg string) {

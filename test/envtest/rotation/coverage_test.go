@@ -25,12 +25,13 @@ type transitionCoverage struct {
 	// governance: pool → instance → the governance facts its decisions read.
 	governance map[string]map[string]map[string]bool
 	byInstance map[string]int // instance → decisions made
+	passes     map[string]int // pool → passes (rotation-machine decisions) of every instance
 }
 
 func newCoverage() *transitionCoverage {
 	return &transitionCoverage{
 		hits: map[string]map[string]bool{}, asserted: map[string]map[string]bool{},
-		governance: map[string]map[string]map[string]bool{}, byInstance: map[string]int{},
+		governance: map[string]map[string]map[string]bool{}, byInstance: map[string]int{}, passes: map[string]int{},
 	}
 }
 
@@ -42,6 +43,9 @@ func (c *transitionCoverage) record(instance, pool string, d engine.Decision) {
 	}
 	c.hits[d.Transition][pool] = true
 	c.byInstance[instance]++
+	if d.Machine == "rotation" {
+		c.passes[pool]++
+	}
 	if c.governance[pool] == nil {
 		c.governance[pool] = map[string]map[string]bool{}
 	}
@@ -61,6 +65,15 @@ func (c *transitionCoverage) decisions(instance string) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.byInstance[instance]
+}
+
+// passCount is how many passes the instances have made over pool.
+func (c *transitionCoverage) passCount(pool string) func() int {
+	return func() int {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.passes[pool]
+	}
 }
 
 // passed counts the instances that have decided on pool reading the

@@ -14,7 +14,9 @@ import (
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
+	"github.com/noderotation/node-rotation-controller/internal/surge"
 	fk "github.com/noderotation/node-rotation-controller/test/fakekarpenter"
+	"github.com/noderotation/node-rotation-controller/test/recorder"
 )
 
 func createClaim(c fk.Claim) {
@@ -42,7 +44,8 @@ func tieSpec(pool string) {
 	createClaim(fk.Claim{Pool: pool, Name: pool + "-old", Zone: "zone-a"})
 	createPoolWith(pool, poolOptions{})
 	rival := &v1alpha1.RotationPolicy{ObjectMeta: metav1.ObjectMeta{Name: pool + "-rival"}, Spec: v1alpha1.RotationPolicySpec{
-		NodePoolSelector: metav1.LabelSelector{MatchLabels: map[string]string{"test": pool}},
+		NodePoolSelector:   metav1.LabelSelector{MatchLabels: map[string]string{"test": pool}},
+		MaintenanceWindows: []v1alpha1.MaintenanceWindow{{Timezone: "UTC", Days: []v1alpha1.Weekday{"Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"}, Start: "00:00", End: "24:00"}},
 	}}
 	// The first policy may already have started a rotation: the tie then
 	// rolls it back as a loss of governance; either way none remains.
@@ -115,10 +118,11 @@ var _ = Describe("start-path gates", func() {
 	})
 
 	It("blocks starts on a fatal finding under an open window and reports it in Feasible", func() {
-		createClaim(fk.Claim{Pool: "infeasible", Name: "infeasible-old", Zone: "zone-a"})
+		createClaim(fk.Claim{Pool: "infeasible", Name: "infeasible-old", Zone: "zone-a", ExpireAfter: "1h"})
 		// Derived age threshold A = expireAfter − (K·P + t_rot) = 1h − (2·1m
 		// + 15m + 1h + 2m) < 0: AgeThresholdNotPositive is fatal. The window
-		// is open around the clock and the claim is due, so only the
+		// is open around the clock and the claim (its own expireAfter 1h) is
+		// due — its trigger, deadline − lead, is already past — so only the
 		// feasibility gate stands between the pool and a start.
 		createPoolWith("infeasible", poolOptions{
 			policy: func(p *v1alpha1.RotationPolicy) { p.Spec.AgeThreshold = "auto" },
@@ -127,6 +131,7 @@ var _ = Describe("start-path gates", func() {
 		Eventually(policyCondition("infeasible", "Feasible"), timeout).Should(And(reason("FatalFindings"), HaveField("Message", ContainSubstring("AgeThresholdNotPositive"))))
 		Eventually(policyCondition("infeasible", "Ready"), timeout).Should(reason("Accepted"))
 		Eventually(scrape("noderotation_window_active", series("infeasible")), timeout).Should(Equal(1.0), "the window is open")
+		Eventually(scrape("noderotation_candidates", series("infeasible")), timeout).Should(Equal(1.0), "the claim is due")
 		Consistently(poolAnnotations("infeasible"), 3*time.Second).ShouldNot(HaveKey(v1alpha1.AnnotationActiveRotation))
 		Expect(placeholder("infeasible-old")).To(BeNil())
 		assertsTransition("infeasible", "idle.infeasible")
@@ -161,6 +166,7 @@ var _ = Describe("start-path gates", func() {
 		Expect(placeholder("fallback-old")).To(BeNil(), "surge-less: no placeholder")
 		Eventually(eventCount("fallback", "ForcefulFallback"), timeout).Should(BeNumerically("==", 1))
 		Eventually(scrape("noderotation_forceful_fallback_total", series("fallback")), timeout).Should(Equal(1.0))
+		assertsTransition("fallback", "idle.start-forceful-fallback")
 		Expect(karpenter.Finalize(ctx, "fallback-old")).To(Succeed())
 		Eventually(noRotationKeys("fallback"), timeout).Should(BeEmpty())
 		Expect(getPool("fallback").Annotations).To(HaveKey(v1alpha1.AnnotationLastRotationAt))
@@ -173,6 +179,7 @@ var _ = Describe("start-path gates", func() {
 		now := clock()
 		createPoolWith("gates", poolOptions{surge: v1alpha1.SurgeSpec{CooldownAfter: "1h"}, createdWith: map[string]string{v1alpha1.AnnotationLastRotationAt: rfc3339(now)}})
 		Consistently(poolAnnotations("gates"), 2*time.Second).ShouldNot(HaveKey(v1alpha1.AnnotationActiveRotation))
+		assertsTransition("gates", "idle.gated")
 		annotatePool("gates", map[string]string{v1alpha1.AnnotationLastRotationAt: "", v1alpha1.AnnotationLastFailureAt: rfc3339(now)})
 		Consistently(poolAnnotations("gates"), 2*time.Second).ShouldNot(HaveKey(v1alpha1.AnnotationActiveRotation))
 		annotatePool("gates", map[string]string{v1alpha1.AnnotationLastFailureAt: rfc3339(now.Add(-2 * time.Hour))})
@@ -195,6 +202,7 @@ var _ = Describe("in-flight edges", func() {
 		Eventually(eventCount("lost", "GovernanceLost"), timeout).Should(BeNumerically("==", 1))
 		Eventually(scrape("noderotation_candidates", series("lost")), timeout).Should(Equal(-1.0), "a pool that lost its policy has its series removed")
 		Consistently(eventCount("lost", "GovernanceLost"), 2*time.Second).Should(BeNumerically("==", 1))
+		assertsTransition("lost", "pending.governance-lost")
 	})
 
 	It("rolls back an anchored draining or failed claim of an ungoverned pool", func() {
@@ -209,13 +217,26 @@ var _ = Describe("in-flight edges", func() {
 		}
 		Expect(claimExists("lost-draining-old")()).To(BeTrue(), "an ungoverned pool's claim is never deleted")
 		Expect(claimDeleting("lost-draining-old")()).To(BeFalse())
+		Eventually(claimAnnotations("lost-draining-old"), timeout).ShouldNot(HaveKey(v1alpha1.AnnotationState), "draining → none: the claim is not stranded in draining")
 		Expect(claimAnnotations("lost-failed-old")()).To(HaveKeyWithValue(v1alpha1.AnnotationState, "failed"), "backoff annotations kept")
+		Expect(claimAnnotations("lost-failed-old")()).To(And(HaveKey(v1alpha1.AnnotationFailedAt), HaveKeyWithValue(v1alpha1.AnnotationRetryCount, "1")))
+		Consistently(func() []int32 {
+			return []int32{eventCount("lost-draining", "GovernanceLost")(), eventCount("lost-failed", "GovernanceLost")()}
+		},
+			2*time.Second).Should(Equal([]int32{1, 1}), "announced once across instances")
+		assertsTransition("lost-draining", "draining.governance-lost")
+		assertsTransition("lost-failed", "failed.governance-lost")
 	})
 
 	It("re-issues the delete of a draining claim after a crash between the state write and the delete", func() {
 		createClaim(fk.Claim{Pool: "crash", Name: "crash-old", Zone: "zone-a", Annotations: map[string]string{v1alpha1.AnnotationState: "draining"}})
 		createPool("crash", v1alpha1.SurgeSpec{}, map[string]string{v1alpha1.AnnotationActiveRotation: "crash-old", v1alpha1.AnnotationActiveRotationState: "draining"})
 		Eventually(claimDeleting("crash-old"), timeout).Should(BeTrue())
+		assertsTransition("crash", "draining.delete-claim")
+		By("holding the anchor and the mirror while Karpenter drains")
+		assertsTransition("crash", "draining.wait")
+		Consistently(poolAnnotations("crash"), 2*time.Second).Should(And(HaveKeyWithValue(v1alpha1.AnnotationActiveRotation, "crash-old"),
+			HaveKeyWithValue(v1alpha1.AnnotationActiveRotationState, "draining"), Not(HaveKey(v1alpha1.AnnotationLastRotationAt))))
 		Expect(karpenter.Finalize(ctx, "crash-old")).To(Succeed())
 		Eventually(noRotationKeys("crash"), timeout).Should(BeEmpty())
 		Expect(getPool("crash").Annotations).To(HaveKey(v1alpha1.AnnotationLastRotationAt), "the mirror says draining: success")
@@ -226,9 +247,17 @@ var _ = Describe("in-flight edges", func() {
 		createClaim(fk.Claim{Pool: "stuck", Name: "stuck-next", Zone: "zone-a"})
 		Expect(env.Client.Delete(ctx, &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "stuck-old"}})).To(Succeed())
 		createPool("stuck", v1alpha1.SurgeSpec{}, map[string]string{v1alpha1.AnnotationActiveRotation: "stuck-old", v1alpha1.AnnotationActiveRotationState: "draining"})
+		// The skew moves every instance's clock: it may drive only this
+		// spec's pool. Every spec deletes its pools when it ends, so no
+		// other governed pool exists while it is in force.
+		pools := &karpv1.NodePoolList{}
+		Expect(env.Client.List(ctx, pools)).To(Succeed())
+		for _, p := range pools.Items {
+			Expect(p.Name).To(BeElementOf("stuck", warmupPool), "no other spec's pool is left for the skew to drive")
+		}
 		advanceClock(time.Hour + 3*time.Minute) // past tGP (1h) + buffer (2m)
 		DeferCleanup(func() { skew.Store(0) })  // other specs compare stamps with server timestamps
-		Eventually(coverage.took("draining.stuck", "stuck"), timeout).Should(BeTrue())
+		assertsTransition("stuck", "draining.stuck")
 		Eventually(scrape("noderotation_drain_stuck", series("stuck")), timeout).Should(Equal(1.0))
 		Consistently(poolAnnotations("stuck"), 2*time.Second).Should(HaveKeyWithValue(v1alpha1.AnnotationActiveRotation, "stuck-old"))
 		Expect(placeholder("stuck-next")).To(BeNil(), "the serial gate is never released by a stuck drain")
@@ -242,6 +271,7 @@ var _ = Describe("in-flight edges", func() {
 			v1alpha1.AnnotationState: "failed", v1alpha1.AnnotationFailedAt: old, v1alpha1.AnnotationRetryCount: "1"}})
 		createPool("retry", v1alpha1.SurgeSpec{ReadyTimeout: "5m", FailurePause: "0s"}, map[string]string{v1alpha1.AnnotationActiveRotation: "retry-old"})
 		Eventually(claimAnnotations("retry-old"), timeout).Should(And(HaveKeyWithValue(v1alpha1.AnnotationState, "pending"), HaveKey(v1alpha1.AnnotationStartedAt)))
+		assertsTransition("retry", "failed.retry")
 
 		By("a claim failed a minute ago with retry-count 3: escalated backoff 4h, so the anchor is released")
 		createClaim(fk.Claim{Pool: "backoff", Name: "backoff-old", Zone: "zone-a", Annotations: map[string]string{
@@ -250,6 +280,7 @@ var _ = Describe("in-flight edges", func() {
 		Eventually(noRotationKeys("backoff"), timeout).Should(BeEmpty())
 		Expect(getPool("backoff").Annotations[v1alpha1.AnnotationLastFailureAt]).To(Equal(claimAnnotations("backoff-old")()[v1alpha1.AnnotationFailedAt]), "max(pool, claim failed-at)")
 		Expect(claimAnnotations("backoff-old")()).To(HaveKeyWithValue(v1alpha1.AnnotationState, "failed"))
+		assertsTransition("backoff", "failed.release")
 	})
 
 	It("marks an anchored failed claim expired when it is deleted, and cleans up an anchored expired one", func() {
@@ -259,11 +290,56 @@ var _ = Describe("in-flight edges", func() {
 		createPool("failed-exp", v1alpha1.SurgeSpec{}, map[string]string{v1alpha1.AnnotationActiveRotation: "failed-exp-old"})
 		Eventually(claimAnnotations("failed-exp-old"), timeout).Should(HaveKeyWithValue(v1alpha1.AnnotationState, "expired"))
 		Eventually(noRotationKeys("failed-exp"), timeout).Should(BeEmpty())
+		Eventually(scrape("noderotation_completed_total", series("failed-exp", "outcome", "expired")), timeout).Should(Equal(1.0))
+		assertsTransition("failed-exp", "failed.force-expiry")
 
+		By("an anchored expired claim whose placeholder and frozen nodes a crash left behind")
+		rec, err := recorder.Start(watcher)
+		Expect(err).NotTo(HaveOccurred())
+		defer rec.Stop()
 		createClaim(fk.Claim{Pool: "expired", Name: "expired-old", Zone: "zone-a", Annotations: map[string]string{v1alpha1.AnnotationState: "expired"}})
-		createPool("expired", v1alpha1.SurgeSpec{}, map[string]string{v1alpha1.AnnotationActiveRotation: "expired-old"})
+		oldNode, surgeNode := fk.NodeName("expired-old"), "node-expired-surge-host"
+		Expect(env.Client.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: surgeNode, Labels: map[string]string{karpv1.NodePoolLabelKey: "expired"}}})).To(Succeed())
+		for _, n := range []string{oldNode, surgeNode} {
+			mark(n, func(n *corev1.Node) {
+				if n.Labels == nil {
+					n.Labels = map[string]string{}
+				}
+				n.Labels[v1alpha1.LabelSurgeFor] = "expired-old"
+				n.Annotations = map[string]string{v1alpha1.KarpenterDoNotDisrupt: "true", v1alpha1.AnnotationDoNotDisruptOwned: "true"}
+			})
+		}
+		Expect(env.Client.Create(ctx, surge.Placeholder{Namespace: controllerNS, PriorityClass: priorityClass,
+			Pool:  &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "expired"}},
+			Claim: &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "expired-old"}}}.Build())).To(Succeed())
+		// Anchored from its creation, so the debris is the anchored
+		// rotation's (never another claim's stranded artefacts, which
+		// idle.repair-stranded would repair instead); the expired state is
+		// decided without the policy, so no pass can see it ungoverned. The
+		// cooldown holds any later start.
+		seeded := rfc3339(time.Now())
+		createPoolWith("expired", poolOptions{surge: v1alpha1.SurgeSpec{CooldownAfter: "1h"},
+			createdWith: map[string]string{v1alpha1.AnnotationLastRotationAt: seeded, v1alpha1.AnnotationActiveRotation: "expired-old"}})
 		Eventually(noRotationKeys("expired"), timeout).Should(BeEmpty())
-		Expect(getPool("expired").Annotations).NotTo(HaveKey(v1alpha1.AnnotationLastRotationAt))
+		Eventually(placeholderExists("expired-old"), timeout).Should(BeFalse(), "the placeholder is deleted")
+		Eventually(unfrozen(oldNode), timeout).Should(BeTrue(), "the old node is unfrozen")
+		Eventually(unfrozen(surgeNode), timeout).Should(BeTrue(), "the surge host is unfrozen")
+		By("having cleaned up before the anchor was cleared (after it, the debris would be another rotation's to repair)")
+		clearedRV := rec.FirstRV("NodePool", "expired", func(r recorder.Record) bool {
+			_, anchored := r.Obj.GetAnnotations()[v1alpha1.AnnotationActiveRotation]
+			return !anchored && !recorder.Deleted(r)
+		})
+		Expect(clearedRV).NotTo(BeZero())
+		Expect(rec.FirstRV("Pod", surge.PlaceholderName("expired-old"), recorder.Deleting)).To(And(Not(BeZero()), BeNumerically("<", clearedRV)),
+			"the placeholder is deleted before the anchor is cleared")
+		for _, n := range []string{oldNode, surgeNode} {
+			Expect(rec.FirstRV("Node", n, func(r recorder.Record) bool { return r.Obj.GetLabels()[v1alpha1.LabelSurgeFor] == "" })).
+				To(And(Not(BeZero()), BeNumerically("<", clearedRV)), "%s is unfrozen before the anchor is cleared", n)
+		}
+		assertsTransition("expired", "expired.cleanup")
+		Expect(claimAnnotations("expired-old")()).To(HaveKeyWithValue(v1alpha1.AnnotationState, "expired"), "the terminal marker is kept")
+		Expect(getPool("expired").Annotations).To(HaveKeyWithValue(v1alpha1.AnnotationLastRotationAt, seeded), "an expiry is no success: last-rotation-at is not rewritten")
+		Consistently(scrape("noderotation_completed_total", series("expired", "outcome", "expired")), 2*time.Second).Should(Equal(-1.0), "the metric is not re-emitted")
 	})
 })
 
@@ -283,7 +359,7 @@ var _ = Describe("the placeholder before the old claim (docs/design.md#deviation
 		Eventually(claimAnnotations(old), timeout).Should(HaveKeyWithValue(v1alpha1.AnnotationState, "draining"))
 		Eventually(func() bool { p := placeholder(old); return p != nil && p.DeletionTimestamp != nil }, timeout).Should(BeTrue())
 		Consistently(claimDeleting(old), 3*time.Second).Should(BeFalse(), "the placeholder is still there")
-		Expect(coverage.took("draining.await-placeholder-gone", pool)()).To(BeTrue())
+		assertsTransition(pool, "draining.await-placeholder-gone")
 
 		ph = placeholder(old)
 		orig = ph.DeepCopy()
@@ -299,26 +375,57 @@ var _ = Describe("the window-missed evaluation", func() {
 	It("announces a closed occurrence with work outstanding and no success exactly once", func() {
 		createClaim(fk.Claim{Pool: "missed", Name: "missed-old", Zone: "zone-a"})
 		opened := rfc3339(time.Now().Add(-time.Hour))
-		createPoolWith("missed", poolOptions{closedWindow: true, annotations: map[string]string{v1alpha1.AnnotationWindowOpenedAt: opened}})
+		createPoolWith("missed", poolOptions{closedWindow: true, outstanding: true, annotations: map[string]string{v1alpha1.AnnotationWindowOpenedAt: opened}})
 		Eventually(poolAnnotations("missed"), timeout).ShouldNot(HaveKey(v1alpha1.AnnotationWindowOpenedAt))
 		Eventually(eventCount("missed", "WindowMissed"), timeout).Should(BeNumerically("==", 1))
 		Eventually(scrape("noderotation_window_missed_total", series("missed")), timeout).Should(Equal(1.0))
 		Expect(scrape("noderotation_window_active", series("missed"))()).To(Equal(0.0))
-		Consistently(eventCount("missed", "WindowMissed"), 2*time.Second).Should(BeNumerically("==", 1), "the clear elects one announcer across instances")
+		assertsTransition("missed", "window.closed.missed")
+		By("then, unstamped and closed, staying quiet: no stamp, no second announcement")
+		assertsTransition("missed", "window.closed.quiet")
+		Consistently(func() []any {
+			return []any{eventCount("missed", "WindowMissed")(), getPool("missed").Annotations[v1alpha1.AnnotationWindowOpenedAt]}
+		}, 2*time.Second).Should(Equal([]any{int32(1), ""}), "the clear elects one announcer across instances")
 	})
 
 	It("clears the stamp silently after a success in the occurrence, or under a freeze", func() {
 		createClaim(fk.Claim{Pool: "settled", Name: "settled-old", Zone: "zone-a"})
 		opened := time.Now().Add(-time.Hour)
-		createPoolWith("settled", poolOptions{closedWindow: true, annotations: map[string]string{
+		createPoolWith("settled", poolOptions{closedWindow: true, outstanding: true, annotations: map[string]string{
 			v1alpha1.AnnotationWindowOpenedAt: rfc3339(opened), v1alpha1.AnnotationLastRotationAt: rfc3339(opened.Add(time.Minute))}})
 		createClaim(fk.Claim{Pool: "declined", Name: "declined-old", Zone: "zone-a"})
-		createPoolWith("declined", poolOptions{closedWindow: true, annotations: map[string]string{
+		createPoolWith("declined", poolOptions{closedWindow: true, outstanding: true, annotations: map[string]string{
 			v1alpha1.AnnotationWindowOpenedAt: rfc3339(opened), v1alpha1.AnnotationFreeze: rfc3339(time.Now().Add(time.Hour))}})
 		for _, pool := range []string{"settled", "declined"} {
 			Eventually(poolAnnotations(pool), timeout).ShouldNot(HaveKey(v1alpha1.AnnotationWindowOpenedAt))
 			Consistently(eventCount(pool, "WindowMissed"), 2*time.Second).Should(BeZero())
+			Expect(scrape("noderotation_window_missed_total", series(pool))()).To(BeNumerically("<=", 0), "not counted as missed")
+			assertsTransition(pool, "window.closed.settled")
 		}
+	})
+
+	It("keeps the stamp while an attempt is in flight after the window closed, and settles the occurrence when it ends", func() {
+		const pool, old = "in-flight", "in-flight-old"
+		opened := time.Now().Add(-time.Hour)
+		createClaim(fk.Claim{Pool: pool, Name: old, Zone: "zone-a", Annotations: map[string]string{v1alpha1.AnnotationState: "draining"}})
+		createClaim(fk.Claim{Pool: pool, Name: pool + "-due", Zone: "zone-a"}) // outstanding work: a missed window if the stamp were judged now
+		Expect(env.Client.Delete(ctx, &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: old}})).To(Succeed())
+		createPoolWith(pool, poolOptions{closedWindow: true, outstanding: true, annotations: map[string]string{
+			v1alpha1.AnnotationActiveRotation: old, v1alpha1.AnnotationActiveRotationState: "draining",
+			v1alpha1.AnnotationWindowOpenedAt: rfc3339(opened)}})
+
+		By("holding the stamp, unjudged, while the drain is in flight")
+		Consistently(func() []any {
+			return []any{getPool(pool).Annotations[v1alpha1.AnnotationWindowOpenedAt], eventCount(pool, "WindowMissed")()}
+		}, 3*time.Second).Should(Equal([]any{rfc3339(opened), int32(0)}))
+		assertsTransition(pool, "window.closed.in-flight")
+		Expect(scrape("noderotation_candidates", series(pool))()).To(BeNumerically(">=", 1), "work is outstanding")
+
+		By("settling the occurrence once the attempt ends in a success: the stamp is cleared silently")
+		Expect(karpenter.Finalize(ctx, old)).To(Succeed())
+		Eventually(poolAnnotations(pool), timeout).Should(And(HaveKey(v1alpha1.AnnotationLastRotationAt), Not(HaveKey(v1alpha1.AnnotationActiveRotation))))
+		Eventually(poolAnnotations(pool), timeout).ShouldNot(HaveKey(v1alpha1.AnnotationWindowOpenedAt))
+		Consistently(eventCount(pool, "WindowMissed"), 2*time.Second).Should(BeZero(), "a success in the occurrence: not missed")
 	})
 })
 
@@ -337,6 +444,7 @@ var _ = Describe("a static NodePool with a rotation anchored before the gate", f
 		createPoolWith("static-drain", poolOptions{pool: static, annotations: map[string]string{
 			v1alpha1.AnnotationActiveRotation: "static-drain-old", v1alpha1.AnnotationActiveRotationState: "draining"}})
 		Eventually(claimDeleting("static-drain-old"), timeout).Should(BeTrue(), "advance() runs above the static gate")
+		assertsTransition("static-drain", "draining.delete-claim")
 		Expect(karpenter.Finalize(ctx, "static-drain-old")).To(Succeed())
 		Eventually(noRotationKeys("static-drain"), timeout).Should(BeEmpty())
 		Expect(getPool("static-drain").Annotations).To(HaveKey(v1alpha1.AnnotationLastRotationAt))

@@ -2,6 +2,7 @@ package rotation_test
 
 import (
 	"context"
+	"fmt"
 	"sort"
 	"strings"
 	"time"
@@ -49,6 +50,10 @@ type poolOptions struct {
 	// annotations: waitPass (every acting instance has decided on the pool,
 	// whatever it saw) or waitNone (return once the objects exist).
 	wait waitFor
+	// outstanding: wait until the candidates gauge counts a claim of the
+	// pool (the claims are past the age threshold: work is outstanding)
+	// before the annotations are added.
+	outstanding bool
 }
 
 type waitFor int
@@ -132,6 +137,9 @@ func createPoolWith(name string, o poolOptions) *karpv1.NodePool {
 	if o.wait == waitGoverned {
 		// Every acting instance's cache has the policy and the pool.
 		Eventually(coverage.passed(name, "governed"), timeout).Should(BeNumerically(">=", acting), "every acting instance has seen %s governed", name)
+	}
+	if o.outstanding {
+		Eventually(scrape("noderotation_candidates", series(name)), timeout).Should(BeNumerically(">=", 1), "work is outstanding on %s", name)
 	}
 	if len(o.annotations) > 0 {
 		annotatePool(name, o.annotations)
@@ -306,6 +314,12 @@ func eventCounts(name, reason string) func() []int32 {
 func expectAnnouncedOncePerActor(name, reason string) {
 	GinkgoHelper()
 	Eventually(eventCounts(name, reason), timeout).Should(HaveLen(acting), "one %s Event per acting instance", reason)
+	By("making every acting instance pass over the pool again while the condition holds: no repeat")
+	for i := 0; i < 3; i++ {
+		before := coverage.passCount(name)()
+		annotatePool(name, map[string]string{"test.noderotation.io/poke": fmt.Sprint(i)})
+		Eventually(coverage.passCount(name), timeout).Should(BeNumerically(">=", before+acting))
+	}
 	Consistently(eventCounts(name, reason), 3*time.Second).Should(And(HaveLen(acting), HaveEach(BeNumerically("==", 1))),
 		"%s announced exactly once by each of the %d acting instance(s)", reason, acting)
 }

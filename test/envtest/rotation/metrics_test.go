@@ -2,15 +2,32 @@ package rotation_test
 
 import (
 	"fmt"
+	"net"
 	"net/http"
+	"strconv"
+
+	. "github.com/onsi/gomega"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/noderotation/node-rotation-controller/internal/table"
 )
 
-// metricsListen is the metrics endpoint of the suite's first instance.
-const metricsListen = "127.0.0.1:18490"
+// metricsListen is the metrics endpoint of the suite's first instance: a
+// free loopback port, so two runs of the suite on one machine do not
+// collide.
+var metricsListen = freePort()
+
+func freePort() string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		panic(fmt.Sprintf("finding a free port for /metrics: %v", err))
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
 
 // scrape GETs /metrics and returns the value of the series of name whose
 // labels include want: a counter's or gauge's value, a histogram's sample
@@ -66,4 +83,11 @@ func series(name string, kv ...string) map[string]string {
 		m[kv[i]] = kv[i+1]
 	}
 	return m
+}
+
+// rulesVersion is the shipped table's version, as rules_info labels it.
+func rulesVersion() string {
+	e, err := table.Load()
+	Expect(err).NotTo(HaveOccurred())
+	return strconv.Itoa(e.Version())
 }

@@ -2,6 +2,7 @@ package rotation_test
 
 import (
 	"context"
+	"fmt"
 	"reflect"
 	"strings"
 	"time"
@@ -9,6 +10,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -21,7 +23,6 @@ import (
 	"github.com/noderotation/node-rotation-controller/internal/controller"
 	"github.com/noderotation/node-rotation-controller/internal/observe"
 	"github.com/noderotation/node-rotation-controller/internal/surge"
-	"github.com/noderotation/node-rotation-controller/internal/sweep"
 	"github.com/noderotation/node-rotation-controller/internal/table"
 	fk "github.com/noderotation/node-rotation-controller/test/fakekarpenter"
 )
@@ -42,23 +43,47 @@ var _ = Describe("bad state on objects", func() {
 		}
 		for _, c := range cases {
 			createClaim(fk.Claim{Pool: c.pool, Name: c.pool + "-old", Zone: "zone-a", Annotations: c.claim})
-			ann := map[string]string{}
-			if c.anchor {
-				ann[v1alpha1.AnnotationActiveRotation] = c.pool + "-old"
-			} else {
-				ann[c.key] = c.value
+			if !c.anchor {
+				// On the pool from its creation, with no gate but the malformed
+				// freeze between the due claim and a start: the window is open,
+				// no cooldown, no failure pause. A pass that ignored the value
+				// would start at once.
+				createPoolWith(c.pool, poolOptions{createdWith: map[string]string{c.key: c.value}, wait: waitNone})
+				continue
 			}
-			createPoolWith(c.pool, poolOptions{createdWith: map[string]string{v1alpha1.AnnotationLastRotationAt: rfc3339(time.Now())}, annotations: ann,
-				surge: v1alpha1.SurgeSpec{CooldownAfter: "1h"}})
+			// The cooldown only holds a start until the anchor is written;
+			// an anchored pass does not consult it.
+			createPoolWith(c.pool, poolOptions{createdWith: map[string]string{v1alpha1.AnnotationLastRotationAt: rfc3339(time.Now())},
+				annotations: map[string]string{v1alpha1.AnnotationActiveRotation: c.pool + "-old"}, surge: v1alpha1.SurgeSpec{CooldownAfter: "1h"}})
 		}
+		By("waiting for a pass over each pool: its Warning, or a decision on the pool seen governed")
+		for _, c := range cases {
+			Eventually(func() bool {
+				return warningAbout(c.pool, c.key, c.value)() || coverage.passed(c.pool, "governed")() > 0 && !c.anchor
+			}, timeout).Should(BeTrue(), "%s: reconciled", c.pool)
+		}
+		By("seeing no step taken on any of them")
+		Consistently(func() []string {
+			var acted []string
+			for _, c := range cases {
+				anchor, hasAnchor := getPool(c.pool).Annotations[v1alpha1.AnnotationActiveRotation]
+				switch {
+				case placeholder(c.pool+"-old") != nil:
+					acted = append(acted, c.pool+": a placeholder")
+				case claimDeleting(c.pool + "-old")():
+					acted = append(acted, c.pool+": the claim is deleted")
+				case !equality.Semantic.DeepEqual(claimAnnotations(c.pool+"-old")(), c.claim):
+					acted = append(acted, fmt.Sprintf("%s: the claim's annotations became %v", c.pool, claimAnnotations(c.pool+"-old")()))
+				case c.anchor && anchor != c.pool+"-old":
+					acted = append(acted, c.pool+": the anchor was not kept for an operator to inspect")
+				case !c.anchor && hasAnchor:
+					acted = append(acted, c.pool+": a rotation started")
+				}
+			}
+			return acted
+		}, 3*time.Second).Should(BeEmpty())
 		for _, c := range cases {
 			Eventually(warningAbout(c.pool, c.key, c.value), timeout).Should(BeTrue(), "%s: a Warning naming %s=%q", c.pool, c.key, c.value)
-			Expect(placeholder(c.pool+"-old")).To(BeNil(), "%s: no placeholder", c.pool)
-			Expect(claimDeleting(c.pool + "-old")()).To(BeFalse())
-			Expect(claimAnnotations(c.pool+"-old")()).To(Equal(c.claim), "%s: the claim is untouched", c.pool)
-			if c.anchor {
-				Expect(getPool(c.pool).Annotations).To(HaveKeyWithValue(v1alpha1.AnnotationActiveRotation, c.pool+"-old"), "%s: the anchor is kept for an operator to inspect", c.pool)
-			}
 		}
 	})
 
@@ -99,16 +124,39 @@ func containsAll(s string, parts ...string) bool {
 
 var _ = Describe("the startup sweep", func() {
 	It("removes what no anchor references and leaves an anchored rotation alone", func() {
-		// An anchored rotation in flight: its markers must survive.
-		createClaim(fk.Claim{Pool: "sweep-live", Name: "sweep-live-old", Zone: "zone-a"})
-		createPool("sweep-live", v1alpha1.SurgeSpec{ReadyTimeout: "5m"}, nil)
-		Eventually(placeholderExists("sweep-live-old"), timeout).Should(BeTrue())
-		Eventually(frozen(fk.NodeName("sweep-live-old"), "sweep-live-old"), timeout).Should(BeTrue())
+		// A world of its own, laid out before any controller runs: what a
+		// crash leaves behind is found by the startup sweep of the first
+		// instance (in a running world, a governed pool's stranded rotation
+		// is re-adopted or repaired by the next pass: hardening_test.go).
+		sw := startWorldOf("sweep", false, 0)
+		sw.use()
+		DeferCleanup(func() {
+			mainWorld.use()
+			sw.stop()
+		})
 
-		// Debris of rotations no anchor references.
-		createClaim(fk.Claim{Pool: "sweep-dead", Name: "sweep-ghost", Zone: "zone-a", Annotations: map[string]string{v1alpha1.AnnotationState: "pending"}})
+		// An anchored rotation in flight: its markers must survive.
+		createClaim(fk.Claim{Pool: "sweep-live", Name: "sweep-live-old", Zone: "zone-a", Annotations: map[string]string{
+			v1alpha1.AnnotationState: "pending", v1alpha1.AnnotationStartedAt: rfc3339(time.Now())}})
+		livePool := createPoolWith("sweep-live", poolOptions{surge: v1alpha1.SurgeSpec{ReadyTimeout: "5m"}, wait: waitNone,
+			createdWith: map[string]string{v1alpha1.AnnotationActiveRotation: "sweep-live-old"}})
+		live := surge.Placeholder{Namespace: controllerNS, PriorityClass: priorityClass, Pool: livePool,
+			Claim: &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "sweep-live-old"}}}.Build()
+		Expect(env.Client.Create(ctx, live)).To(Succeed())
+		mark(fk.NodeName("sweep-live-old"), func(n *corev1.Node) {
+			n.Labels[v1alpha1.LabelSurgeFor] = "sweep-live-old"
+			n.Spec.Unschedulable = true
+			n.Annotations = map[string]string{v1alpha1.KarpenterDoNotDisrupt: "true", v1alpha1.AnnotationDoNotDisruptOwned: "true", v1alpha1.AnnotationCordoned: "true"}
+		})
+
+		// Debris of rotations no anchor references: an orphaned mirror on an
+		// ungoverned pool, a node we cordoned, and in a governed pool (closed
+		// window: nothing starts) a pending claim no anchor owns, its
+		// frozen node and its placeholder.
 		createClaim(fk.Claim{Pool: "sweep-dead", Name: "sweep-cordoned", Zone: "zone-a"})
 		createPoolWith("sweep-dead", poolOptions{noPolicy: true, annotations: map[string]string{v1alpha1.AnnotationActiveRotationState: "draining"}})
+		createClaim(fk.Claim{Pool: "sweep-failed", Name: "sweep-ghost", Zone: "zone-a", Annotations: map[string]string{v1alpha1.AnnotationState: "pending"}})
+		gonePool := createPoolWith("sweep-failed", poolOptions{closedWindow: true, wait: waitNone})
 		ghostNode, cordonNode := fk.NodeName("sweep-ghost"), fk.NodeName("sweep-cordoned")
 		mark(ghostNode, func(n *corev1.Node) {
 			n.Labels[v1alpha1.LabelSurgeFor] = "sweep-ghost"
@@ -118,12 +166,12 @@ var _ = Describe("the startup sweep", func() {
 			n.Spec.Unschedulable = true
 			n.Annotations = map[string]string{v1alpha1.AnnotationCordoned: "true"}
 		})
-		ghost := surge.Placeholder{Namespace: controllerNS, PriorityClass: priorityClass, Pool: getPool("sweep-dead"),
+		ghost := surge.Placeholder{Namespace: controllerNS, PriorityClass: priorityClass, Pool: gonePool,
 			Claim: &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "sweep-ghost"}}}.Build()
 		Expect(env.Client.Create(ctx, ghost)).To(Succeed())
 
-		s := &sweep.Sweeper{Client: env.Client, Fresh: env.Client, Namespace: controllerNS, Log: zap.New(zap.WriteTo(GinkgoWriter))}
-		s.Run(context.Background())
+		By("starting a controller instance, wired as the binary wires it: its sweep runs before its first decision")
+		startSweeper()
 
 		Expect(placeholderExists("sweep-ghost")()).To(BeFalse())
 		Expect(unfrozen(ghostNode)()).To(BeTrue())
@@ -134,12 +182,47 @@ var _ = Describe("the startup sweep", func() {
 		Expect(frozen(fk.NodeName("sweep-live-old"), "sweep-live-old")()).To(BeTrue())
 		Expect(cordoned(fk.NodeName("sweep-live-old"))()).To(BeTrue())
 
-		By("a second sweep finds nothing left to do and writes nothing")
-		before := getNode(ghostNode).ResourceVersion
-		s.Run(context.Background())
-		Expect(getNode(ghostNode).ResourceVersion).To(Equal(before))
+		By("alerting on the claim it failed: a RotationFailed Warning and completed_total{outcome=\"failure\"}, once")
+		Eventually(sweptWarnings("sweep-ghost"), timeout).Should(Equal(1))
+		Eventually(scrape("noderotation_completed_total", series("sweep-failed", "outcome", "failure")), timeout).Should(Equal(1.0))
+		Expect(claimAnnotations("sweep-live-old")()).To(HaveKeyWithValue(v1alpha1.AnnotationState, "pending"), "the anchored claim is not swept")
+		Expect(sweptWarnings("sweep-live-old")()).To(BeZero())
+
+		By("a second instance's sweep finds nothing left to do, writes nothing and alerts nothing")
+		before := []string{getNode(ghostNode).ResourceVersion, getNode(cordonNode).ResourceVersion, getPool("sweep-dead").ResourceVersion}
+		startSweeper()
+		Expect([]string{getNode(ghostNode).ResourceVersion, getNode(cordonNode).ResourceVersion, getPool("sweep-dead").ResourceVersion}).To(Equal(before))
+		Consistently(sweptWarnings("sweep-ghost"), 2*time.Second).Should(Equal(1))
+		Expect(scrape("noderotation_completed_total", series("sweep-failed", "outcome", "failure"))()).To(Equal(1.0))
 	})
 })
+
+// startSweeper starts one more controller instance against the current
+// world, as controller.Setup wires it, waits for its first decision — its
+// startup sweep is over by then — then stops it.
+func startSweeper() {
+	GinkgoHelper()
+	set := startInstances(env, "sweeper", 1, false, "")
+	defer set.stop()
+	Eventually(set.deciding, timeout).Should(Equal(1), "the new instance made its first decision")
+}
+
+// sweptWarnings counts the startup sweep's RotationFailed Warnings on a
+// claim.
+func sweptWarnings(claim string) func() int {
+	return func() int {
+		list := &corev1.EventList{}
+		Expect(env.Client.List(ctx, list)).To(Succeed())
+		n := 0
+		for _, e := range list.Items {
+			if e.InvolvedObject.Kind == "NodeClaim" && e.InvolvedObject.Name == claim && e.Type == corev1.EventTypeWarning &&
+				e.Reason == "RotationFailed" && strings.Contains(e.Message, "startup sweep") {
+				n += int(max(e.Count, 1))
+			}
+		}
+		return n
+	}
+}
 
 func mark(node string, mutate func(*corev1.Node)) {
 	n := getNode(node)

@@ -37,9 +37,14 @@ var _ = Describe("the rotation of one NodePool", func() {
 		})
 		Expect(err).NotTo(HaveOccurred())
 		createPool(pool, v1alpha1.SurgeSpec{ReadyTimeout: "5m", CooldownAfter: "1h"}, nil)
+		By("stamping the open window's occurrence once")
+		stamp := getPool(pool).Annotations[v1alpha1.AnnotationWindowOpenedAt]
+		Expect(time.Parse(time.RFC3339, stamp)).To(BeTemporally("~", time.Now(), time.Minute))
+		assertsTransition(pool, "window.open.stamp")
 
 		By("writing the anchor, then claiming the claim pending, freezing and cordoning the old node")
 		Eventually(poolAnnotations(pool), timeout).Should(HaveKeyWithValue(v1alpha1.AnnotationActiveRotation, old))
+		assertsTransition(pool, "idle.start")
 		Eventually(claimAnnotations(old), timeout).Should(And(HaveKeyWithValue(v1alpha1.AnnotationState, "pending"), HaveKey(v1alpha1.AnnotationStartedAt)))
 		Eventually(frozen(oldNode, old), timeout).Should(BeTrue())
 		Eventually(cordoned(oldNode), timeout).Should(BeTrue())
@@ -56,6 +61,14 @@ var _ = Describe("the rotation of one NodePool", func() {
 		Expect(ph.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms[0].MatchExpressions).To(ContainElement(
 			corev1.NodeSelectorRequirement{Key: corev1.LabelTopologyZone, Operator: corev1.NodeSelectorOpIn, Values: []string{"zone-a"}}))
 		Expect(ph.OwnerReferences).To(BeEmpty())
+		assertsTransition(pool, "pending.create-placeholder")
+
+		By("waiting for the surge: the claim stays pending and undeleted, the old node frozen and cordoned, no drain announced")
+		assertsTransition(pool, "pending.await-surge")
+		Consistently(func() []any {
+			return []any{claimAnnotations(old)()[v1alpha1.AnnotationState], claimDeleting(old)(), frozen(oldNode, old)(), cordoned(oldNode)(),
+				getPool(pool).Annotations[v1alpha1.AnnotationActiveRotationState] == "draining"}
+		}, 2*time.Second).Should(Equal([]any{"pending", false, true, true, false}), "state, deleting, frozen, cordoned, draining mirror")
 
 		By("Karpenter provisioning a surge node on which the placeholder runs")
 		_, err = karpenter.CreateClaim(ctx, fk.Claim{Pool: pool, Name: surgeClaim, Zone: "zone-a", CPU: "4"})
@@ -71,12 +84,22 @@ var _ = Describe("the rotation of one NodePool", func() {
 		Expect(claimAnnotations(old)()).To(HaveKeyWithValue(v1alpha1.AnnotationState, "draining"))
 		Expect(claimAnnotations(old)()).To(HaveKeyWithValue(v1alpha1.AnnotationSurgeClaim, surgeClaim))
 		Expect(placeholder(old)).To(BeNil())
+		assertsTransition(pool, "pending.surge-ready", "draining.delete-claim")
+
+		By("holding the anchor and the mirror while Karpenter drains")
+		assertsTransition(pool, "draining.wait")
+		Expect(getPool(pool).Annotations).To(And(HaveKeyWithValue(v1alpha1.AnnotationActiveRotation, old),
+			HaveKeyWithValue(v1alpha1.AnnotationActiveRotationState, "draining"), Not(HaveKey(v1alpha1.AnnotationLastRotationAt))))
 
 		By("completing once Karpenter finalizes the old NodeClaim")
 		Expect(karpenter.Finalize(ctx, old)).To(Succeed())
 		Eventually(noRotationKeys(pool), timeout).Should(BeEmpty())
 		Expect(getPool(pool).Annotations).To(HaveKey(v1alpha1.AnnotationLastRotationAt))
 		Eventually(unfrozen(surgeNode), timeout).Should(BeTrue())
+		assertsTransition(pool, "gone.complete")
+		By("keeping the occurrence's stamp: written once, never rewritten while the window is open")
+		assertsTransition(pool, "window.open.stamped")
+		Expect(getPool(pool).Annotations).To(HaveKeyWithValue(v1alpha1.AnnotationWindowOpenedAt, stamp))
 
 		By("having written everything in the order docs/design.md#anchor-protocol and docs/design.md#deviation-placeholder-first demand (resourceVersion order)")
 		Eventually(func() int64 {
@@ -106,7 +129,7 @@ var _ = Describe("the rotation of one NodePool", func() {
 		Expect(scrape("noderotation_duration_seconds", series(pool, "phase", "surge_wait"))()).To(Equal(1.0))
 		Expect(scrape("noderotation_completed_total", series(pool, "outcome", "failure"))()).To(Equal(-1.0))
 		Eventually(scrape("noderotation_in_progress", series(pool)), timeout).Should(Equal(0.0))
-		Expect(scrape("noderotation_rules_info", map[string]string{"version": "2"})()).To(Equal(1.0))
+		Expect(scrape("noderotation_rules_info", map[string]string{"version": rulesVersion()})()).To(Equal(1.0))
 
 		By("announcing the start and the completion once, across both controller instances")
 		Eventually(eventCount(pool, "RotationCompleted"), timeout).Should(BeNumerically("==", 1))
@@ -151,6 +174,8 @@ var _ = Describe("the rotation of one NodePool", func() {
 		Eventually(scrape("noderotation_completed_total", map[string]string{"nodepool": pool, "outcome": "failure"}), timeout).Should(Equal(1.0))
 		Consistently(scrape("noderotation_completed_total", map[string]string{"nodepool": pool, "outcome": "failure"}), 2*time.Second).Should(Equal(1.0), "counted once across two racing instances")
 		Expect(scrape("noderotation_retry_count", map[string]string{"nodepool": pool})()).To(Equal(1.0))
+		Eventually(eventCount(old, "RotationFailed"), timeout).Should(BeNumerically("==", 1))
+		assertsTransition(pool, "pending.ready-timeout")
 	})
 
 	It("never reaps a surge host that absorbed real Pods", func() {
@@ -193,26 +218,45 @@ var _ = Describe("the rotation of one NodePool", func() {
 		Expect(a).NotTo(Or(HaveKey(v1alpha1.AnnotationLastRotationAt), HaveKey(v1alpha1.AnnotationLastFailureAt)), "expired: no cooldown, no failure pause")
 		Eventually(scrape("noderotation_completed_total", map[string]string{"nodepool": pool, "outcome": "expired"}), timeout).Should(Equal(1.0))
 		Consistently(scrape("noderotation_completed_total", map[string]string{"nodepool": pool, "outcome": "expired"}), 2*time.Second).Should(Equal(1.0))
+		assertsTransition(pool, "pending.force-expiry")
 		Expect(karpenter.Finalize(ctx, old)).To(Succeed())
 	})
 
 	It("records a late force-expiry: the claim vanished without a draining mirror", func() {
-		const pool = "late"
-		createPool(pool, v1alpha1.SurgeSpec{}, map[string]string{v1alpha1.AnnotationActiveRotation: "late-vanished"})
+		const pool, old = "late", "late-vanished"
+		createClaim(fk.Claim{Pool: pool, Name: old, Zone: "zone-a"})
+		createPool(pool, v1alpha1.SurgeSpec{ReadyTimeout: "1h"}, nil)
+		Eventually(placeholderExists(old), timeout).Should(BeTrue(), "a pending rotation")
+		By("the claim vanishing between two passes: its finalizer dropped, then deleted — no pass can see it deleting")
+		nc := &karpv1.NodeClaim{}
+		Expect(env.Client.Get(ctx, client.ObjectKey{Name: old}, nc)).To(Succeed())
+		release(nc)
 		Eventually(noRotationKeys(pool), timeout).Should(BeEmpty())
-		Expect(getPool(pool).Annotations).NotTo(HaveKey(v1alpha1.AnnotationLastRotationAt), "no mirror: expired, not success")
+		a := getPool(pool).Annotations
+		Expect(a).NotTo(HaveKey(v1alpha1.AnnotationLastRotationAt), "no mirror: expired, not success")
+		Expect(a).NotTo(HaveKey(v1alpha1.AnnotationLastFailureAt), "expired: no failure pause")
+		By("recording it as an expiry, once across both instances, and not as a success")
+		Eventually(scrape("noderotation_completed_total", series(pool, "outcome", "expired")), timeout).Should(Equal(1.0))
+		Consistently(scrape("noderotation_completed_total", series(pool, "outcome", "expired")), 2*time.Second).Should(Equal(1.0))
+		Expect(scrape("noderotation_completed_total", series(pool, "outcome", "success"))()).To(Equal(-1.0))
+		Expect(scrape("noderotation_duration_seconds", series(pool, "phase", "drain"))()).To(Equal(-1.0), "no drain duration: not a success")
+		Expect(eventCount(pool, "RotationCompleted")()).To(BeZero(), "RotationCompleted announces successes only")
+		Eventually(placeholderExists(old), timeout).Should(BeFalse(), "its placeholder cleaned up")
+		assertsTransition(pool, "gone.complete")
+		Expect(coverage.took("pending.force-expiry", pool)()).To(BeFalse(), "late: no pass saw the claim deleting")
 	})
 
 	It("holds a pending rotation's escalation under a freeze and resumes when it lifts", func() {
 		const pool, old = "freeze", "freeze-old"
-		_, err := karpenter.CreateClaim(ctx, fk.Claim{Pool: pool, Name: old, Zone: "zone-a", Annotations: map[string]string{
-			v1alpha1.AnnotationState: "pending", v1alpha1.AnnotationStartedAt: time.Now().UTC().Format(time.RFC3339),
-		}})
+		// The claim is anchored before it is pending (a pending claim no
+		// anchor names would be re-adopted at once, before the freeze is in
+		// place: hardening_test.go); the frozen pending handler claims it.
+		_, err := karpenter.CreateClaim(ctx, fk.Claim{Pool: pool, Name: old, Zone: "zone-a"})
 		Expect(err).NotTo(HaveOccurred())
-		createPool(pool, v1alpha1.SurgeSpec{ReadyTimeout: "5m"}, map[string]string{
-			v1alpha1.AnnotationActiveRotation: old,
-			v1alpha1.AnnotationFreeze:         time.Now().Add(time.Hour).UTC().Format(time.RFC3339),
-		})
+		createPoolWith(pool, poolOptions{surge: v1alpha1.SurgeSpec{ReadyTimeout: "5m"},
+			createdWith: map[string]string{v1alpha1.AnnotationFreeze: time.Now().Add(time.Hour).UTC().Format(time.RFC3339)},
+			annotations: map[string]string{v1alpha1.AnnotationActiveRotation: old}})
+		Eventually(claimAnnotations(old), timeout).Should(And(HaveKeyWithValue(v1alpha1.AnnotationState, "pending"), HaveKey(v1alpha1.AnnotationStartedAt)))
 		By("keeping up the bookkeeping: freeze and cordon")
 		Eventually(frozen(fk.NodeName(old), old), timeout).Should(BeTrue())
 		Eventually(cordoned(fk.NodeName(old)), timeout).Should(BeTrue())
@@ -227,6 +271,7 @@ var _ = Describe("the rotation of one NodePool", func() {
 
 		By("holding the escalation: no placeholder")
 		Consistently(placeholderExists(old), 3*time.Second).Should(BeFalse())
+		assertsTransition(pool, "pending.freeze-hold")
 
 		By("resuming once the freeze lifts")
 		annotatePool(pool, map[string]string{v1alpha1.AnnotationFreeze: ""})

@@ -44,9 +44,27 @@ type world struct {
 // controller needs, an anchor watch, and two controller instances; it
 // returns once every acting instance has run its startup sweep.
 func startWorld(name string, leaderElection bool) *world {
+	return startWorldOf(name, leaderElection, instances)
+}
+
+// startWorldOf is startWorld with n instances; with none, the world's
+// objects can be laid out before any controller runs (the startup sweep).
+func startWorldOf(name string, leaderElection bool, n int) *world {
 	e, err := testenv.Start("config/crd")
 	Expect(err).NotTo(HaveOccurred())
 	w := &world{name: name, env: e, karpenter: &fakekarpenter.Karpenter{Client: e.Client}, acting: instances}
+	started := false
+	defer func() { // a failure below must not leave etcd and kube-apiserver running
+		if !started {
+			if w.instances != nil {
+				w.instances.stop()
+			}
+			if w.anchors != nil {
+				w.anchors.stop()
+			}
+			_ = e.Stop()
+		}
+	}()
 	if leaderElection {
 		w.acting = 1
 	}
@@ -64,10 +82,37 @@ func startWorld(name string, leaderElection bool) *world {
 	if name == "main" {
 		metricsAddr = metricsListen // one process, one registry: one endpoint serves every instance's metrics
 	}
-	w.instances = startInstances(e, name, instances, leaderElection, metricsAddr)
-	w.warmup()
+	if n > 0 {
+		w.instances = startInstances(e, name, n, leaderElection, metricsAddr)
+		w.warmup()
+	} else {
+		w.createWarmupPool() // what every world has; its instances come later
+	}
+	started = true
 	return w
 }
+
+// The level-triggered Warnings fire once per controller process; with
+// leader election on (the chart's default) only the leader acts, so they
+// fire once (docs/operations.md). These specs run the main world's "once
+// per instance" refusals in a world of two instances with leader election
+// on, and assert exactly one Warning in total.
+var _ = Describe("with leader election on, as the chart runs two replicas", Ordered, func() {
+	BeforeAll(func() {
+		le := startWorld("leader-election", true)
+		le.use()
+		DeferCleanup(func() {
+			mainWorld.use()
+			le.stop()
+		})
+	})
+
+	It("refuses to rotate a pool two policies tie for, and says so once", func() { tieSpec("le-tie") })
+
+	It("warns once and never starts on a static NodePool", func() { staticSpec("le-static") })
+
+	It("does not start without spec.limits headroom for the placeholder, and warns once", func() { headroomSpec("le-headroom") })
+})
 
 // use makes w the current world of the helpers.
 func (w *world) use() {
@@ -76,7 +121,9 @@ func (w *world) use() {
 
 // stop stops the instances, then the API server.
 func (w *world) stop() {
-	w.instances.stop()
+	if w.instances != nil {
+		w.instances.stop()
+	}
 	w.anchors.stop()
 	Expect(w.env.Stop()).To(Succeed())
 }
@@ -88,6 +135,11 @@ const warmupPool = "warmup"
 // warmup waits until every acting instance has made its first decision
 // (the sweep runs before a reconciler's first decision).
 func (w *world) warmup() {
+	w.createWarmupPool()
+	Eventually(w.instances.deciding, timeout).Should(BeNumerically(">=", w.acting))
+}
+
+func (w *world) createWarmupPool() {
 	Expect(w.env.Client.Create(ctx, &karpv1.NodePool{
 		ObjectMeta: metav1.ObjectMeta{Name: warmupPool},
 		Spec: karpv1.NodePoolSpec{Template: karpv1.NodeClaimTemplate{Spec: karpv1.NodeClaimTemplateSpec{
@@ -95,7 +147,6 @@ func (w *world) warmup() {
 			Requirements: []karpv1.NodeSelectorRequirementWithMinValues{{Key: corev1.LabelTopologyZone, Operator: corev1.NodeSelectorOpIn, Values: []string{"zone-a"}}},
 		}}},
 	})).To(Succeed())
-	Eventually(w.instances.deciding, timeout).Should(BeNumerically(">=", w.acting))
 }
 
 // instanceSet is controller instances started together.
@@ -124,6 +175,8 @@ func startInstances(e *testenv.Env, prefix string, n int, leaderElection bool, m
 		opts := ctrl.Options{
 			Scheme: e.Scheme, Metrics: metricsserver.Options{BindAddress: addr}, HealthProbeBindAddress: "0",
 			Cache: controller.CacheOptions(controllerNS),
+			// as cmd/node-rotation-controller sets it up: an Event budget per reason
+			EventBroadcaster: controller.EventBroadcaster(), //nolint:staticcheck
 		}
 		if leaderElection { // as cmd/node-rotation-controller sets it up
 			opts.LeaderElection = true
@@ -168,13 +221,10 @@ func (s *instanceSet) stop() {
 // deleteAll deletes what the spec left in the current world — policies,
 // NodePools (but the warm-up pool), NodeClaims, Nodes and the Pods of the
 // controller's and the workloads' namespaces — and returns the names of the
-// pools it deleted. Pools go first, so no pass acts on what follows.
+// pools it deleted. Pools go first, so no pass acts on what follows (a
+// policy deleted first would make its pool ungoverned: a last pass would
+// roll back its rotation).
 func deleteAll() []string {
-	policies := &v1alpha1.RotationPolicyList{}
-	Expect(env.Client.List(ctx, policies)).To(Succeed())
-	for i := range policies.Items {
-		Expect(client.IgnoreNotFound(env.Client.Delete(ctx, &policies.Items[i]))).To(Succeed())
-	}
 	pools := &karpv1.NodePoolList{}
 	Expect(env.Client.List(ctx, pools)).To(Succeed())
 	var names []string
@@ -185,11 +235,22 @@ func deleteAll() []string {
 		names = append(names, pools.Items[i].Name)
 		Expect(client.IgnoreNotFound(env.Client.Delete(ctx, &pools.Items[i]))).To(Succeed())
 	}
-	Eventually(func() int {
+	Eventually(func() []string {
 		l := &karpv1.NodePoolList{}
 		Expect(env.Client.List(ctx, l)).To(Succeed())
-		return len(l.Items)
-	}, timeout).Should(Equal(1), "only the warm-up pool is left")
+		var left []string
+		for _, p := range l.Items {
+			if p.Name != warmupPool {
+				left = append(left, p.Name)
+			}
+		}
+		return left
+	}, timeout).Should(BeEmpty(), "only the warm-up pool (if the world has one) is left")
+	policies := &v1alpha1.RotationPolicyList{}
+	Expect(env.Client.List(ctx, policies)).To(Succeed())
+	for i := range policies.Items {
+		Expect(client.IgnoreNotFound(env.Client.Delete(ctx, &policies.Items[i]))).To(Succeed())
+	}
 
 	claims := &karpv1.NodeClaimList{}
 	Expect(env.Client.List(ctx, claims)).To(Succeed())
