@@ -2,8 +2,8 @@ package engine
 
 import (
 	"fmt"
+	"maps"
 	"slices"
-	"sort"
 	"strings"
 )
 
@@ -137,11 +137,5 @@ func (a ArgSpec) check(name string, v any) error {
 
 func (c Catalog) names() []string { return sortedKeys(c) }
 
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
+// sortedKeys lists a map's keys in order (deterministic messages).
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }

@@ -5,10 +5,11 @@ import (
 	"errors"
 	"flag"
 	"io"
+	"maps"
 	"os"
 	"reflect"
 	"regexp"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -246,11 +247,5 @@ func normalize(v any) any {
 	return v
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
+// sortedKeys lists a map's keys in order (deterministic messages).
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
