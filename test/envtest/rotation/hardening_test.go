@@ -256,3 +256,38 @@ var _ = Describe("Warnings under a flood of malformed annotations", func() {
 		Eventually(eventCount(pool, "GovernanceLost"), timeout).Should(BeNumerically("==", 1))
 	})
 })
+
+var _ = Describe("what the startup sweep and a healthy surge leave", func() {
+	It("rotates a swept claim again once its backoff is over", func() {
+		const pool, swept = "swept-retry", "swept-retry-claim"
+		// the record the startup sweep writes (failed-at, retry-count 1),
+		// an hour old: the pool's 1h retryBackoff is over
+		createClaim(fk.Claim{Pool: pool, Name: swept, Zone: "zone-a", Annotations: map[string]string{
+			v1alpha1.AnnotationState: "failed", v1alpha1.AnnotationFailedAt: rfc3339(time.Now().Add(-61 * time.Minute)), v1alpha1.AnnotationRetryCount: "1"}})
+		createPool(pool, v1alpha1.SurgeSpec{ReadyTimeout: "1h"}, nil)
+		By("starting its rotation: a candidate again, not skipped for its record")
+		Eventually(poolAnnotations(pool), timeout).Should(HaveKeyWithValue(v1alpha1.AnnotationActiveRotation, swept))
+		assertsTransition(pool, "idle.start")
+		Eventually(claimAnnotations(swept), timeout).Should(HaveKeyWithValue(v1alpha1.AnnotationState, "pending"))
+		Expect(eventCount(pool, "InvalidAnnotation")()).To(BeZero(), "a well-formed failure record is no malformed annotation")
+	})
+
+	It("says nothing of a placeholder that waits unscheduled while Karpenter launches its node", func() {
+		const pool, old, surgeClaim = "quiet-surge", "quiet-surge-old", "quiet-surge-new"
+		startPending(pool, old)
+		By("the scheduler marking the placeholder unschedulable, as it does until the new node is Ready")
+		ph := placeholder(old)
+		ph.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: "Unschedulable",
+			Message: "0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector"}}
+		Expect(env.Client.Status().Update(ctx, ph)).To(Succeed())
+		By("Karpenter launching the surge NodeClaim for it")
+		_, err := karpenter.CreateClaim(ctx, fk.Claim{Pool: pool, Name: surgeClaim, Zone: "zone-a"})
+		Expect(err).NotTo(HaveOccurred())
+		assertsTransition(pool, "pending.await-surge")
+		Consistently(eventCount(old, "SurgeUnschedulable"), 3*time.Second).Should(BeZero(), "a healthy rotation is not a Warning")
+		Expect(karpenter.BindAndRun(ctx, placeholder(old), fk.NodeName(surgeClaim))).To(Succeed())
+		Eventually(claimDeleting(old), timeout).Should(BeTrue())
+		Expect(eventCount(old, "SurgeUnschedulable")()).To(BeZero())
+		Expect(karpenter.Finalize(ctx, old)).To(Succeed())
+	})
+})

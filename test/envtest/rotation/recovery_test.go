@@ -176,7 +176,8 @@ var _ = Describe("the startup sweep", func() {
 		Expect(placeholderExists("sweep-ghost")()).To(BeFalse())
 		Expect(unfrozen(ghostNode)()).To(BeTrue())
 		Expect(uncordoned(cordonNode)()).To(BeTrue())
-		Expect(claimAnnotations("sweep-ghost")()).To(HaveKeyWithValue(v1alpha1.AnnotationState, "failed"))
+		Expect(claimAnnotations("sweep-ghost")()).To(And(HaveKeyWithValue(v1alpha1.AnnotationState, "failed"), HaveKey(v1alpha1.AnnotationFailedAt),
+			HaveKeyWithValue(v1alpha1.AnnotationRetryCount, "1")), "a real failure record: retried after its backoff (hardening_test.go)")
 		Expect(noRotationKeys("sweep-dead")()).To(BeEmpty())
 		Expect(placeholderExists("sweep-live-old")()).To(BeTrue(), "an anchored rotation's placeholder is not stale")
 		Expect(frozen(fk.NodeName("sweep-live-old"), "sweep-live-old")()).To(BeTrue())
