@@ -1,17 +1,31 @@
 package rotation_test
 
 import (
+	"context"
 	"fmt"
+	"reflect"
+	"strings"
+	"sync"
 	"time"
+
+	"github.com/go-logr/logr/funcr"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
+	"github.com/noderotation/node-rotation-controller/internal/announce"
+	"github.com/noderotation/node-rotation-controller/internal/controller"
+	"github.com/noderotation/node-rotation-controller/internal/observe"
+	"github.com/noderotation/node-rotation-controller/internal/table"
 	fk "github.com/noderotation/node-rotation-controller/test/fakekarpenter"
 )
 
@@ -289,5 +303,135 @@ var _ = Describe("what the startup sweep and a healthy surge leave", func() {
 		Eventually(claimDeleting(old), timeout).Should(BeTrue())
 		Expect(eventCount(old, "SurgeUnschedulable")()).To(BeZero())
 		Expect(karpenter.Finalize(ctx, old)).To(Succeed())
+	})
+})
+
+// lagReader is a cache that has not caught up: it serves the stale copies
+// it was given, and has not seen the objects in missing at all.
+type lagReader struct {
+	client.Reader
+	stale   map[client.ObjectKey]client.Object
+	missing map[client.ObjectKey]bool
+}
+
+func (l lagReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if l.missing[key] {
+		return apierrors.NewNotFound(schema.GroupResource{}, key.Name)
+	}
+	if o, ok := l.stale[key]; ok && reflect.TypeOf(o) == reflect.TypeOf(obj) {
+		reflect.ValueOf(obj).Elem().Set(reflect.ValueOf(o.DeepCopyObject()).Elem())
+		return nil
+	}
+	return l.Reader.Get(ctx, key, obj, opts...)
+}
+
+func (l lagReader) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	if err := l.Reader.List(ctx, list, opts...); err != nil {
+		return err
+	}
+	if cl, ok := list.(*karpv1.NodeClaimList); ok {
+		for i := range cl.Items {
+			if o, ok := l.stale[client.ObjectKeyFromObject(&cl.Items[i])]; ok {
+				cl.Items[i] = *o.(*karpv1.NodeClaim).DeepCopy()
+			}
+		}
+	}
+	if pl, ok := list.(*corev1.PodList); ok {
+		kept := pl.Items[:0]
+		for _, p := range pl.Items {
+			if !l.missing[client.ObjectKeyFromObject(&p)] {
+				kept = append(kept, p)
+			}
+		}
+		pl.Items = kept
+	}
+	return nil
+}
+
+// lagging is one more pass — a second instance — on a lagging cache, with
+// its log lines captured.
+func lagging(cache lagReader) (*controller.NodePoolReconciler, *[]string) {
+	GinkgoHelper()
+	eng, err := table.Load()
+	Expect(err).NotTo(HaveOccurred())
+	var lines []string
+	var mu sync.Mutex
+	log := funcr.New(func(_, args string) {
+		mu.Lock()
+		defer mu.Unlock()
+		lines = append(lines, args)
+	}, funcr.Options{})
+	return &controller.NodePoolReconciler{
+		Client: env.Client, Fresh: env.Client, Engine: eng, Log: log,
+		Observer:    &observe.Observer{Cache: cache, API: env.Client, Namespace: controllerNS, Clock: clock},
+		Announcer:   announce.New(log, record.NewFakeRecorder(100)),
+		Placeholder: controller.PlaceholderConfig{Namespace: controllerNS, PriorityClass: priorityClass},
+	}, &lines
+}
+
+func said(lines *[]string, msg string) int {
+	n := 0
+	for _, l := range *lines {
+		if strings.Contains(l, `"msg"="`+msg+`"`) {
+			n++
+		}
+	}
+	return n
+}
+
+var _ = Describe("announcements under cache lag", func() {
+	It("says 'surge placeholder created' and 'drain started' only for a create or delete that changed something", func() {
+		const pool, old, surgeClaim = "lagged", "lagged-old", "lagged-new"
+		startPending(pool, old)
+		stale := &karpv1.NodeClaim{}
+		Expect(env.Client.Get(ctx, client.ObjectKey{Name: old}, stale)).To(Succeed())
+		phKey := client.ObjectKeyFromObject(placeholder(old))
+
+		By("a pass whose cache has not seen the placeholder: its create finds it there")
+		r, lines := lagging(lagReader{Reader: env.Client, missing: map[client.ObjectKey]bool{phKey: true}})
+		_, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKey{Name: pool}})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(said(lines, "surge placeholder created")).To(BeZero(), "created by an earlier pass, not this one")
+
+		By("the drain issued; then a pass whose cache still shows the claim draining but not deleted")
+		_, err = karpenter.CreateClaim(ctx, fk.Claim{Pool: pool, Name: surgeClaim, Zone: "zone-a"})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(karpenter.BindAndRun(ctx, placeholder(old), fk.NodeName(surgeClaim))).To(Succeed())
+		Eventually(claimDeleting(old), timeout).Should(BeTrue())
+		stale.Annotations[v1alpha1.AnnotationState] = v1alpha1.StateDraining // as it was between the state write and the delete
+		r, lines = lagging(lagReader{Reader: env.Client, stale: map[client.ObjectKey]client.Object{client.ObjectKeyFromObject(stale): stale}})
+		_, err = r.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKey{Name: pool}})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(said(lines, "drain started")).To(BeZero(), "the delete was issued by an earlier pass")
+		Expect(karpenter.Finalize(ctx, old)).To(Succeed())
+	})
+
+	It("keeps a completion's figures when it is retried after its unfreeze landed", func() {
+		const pool, old, surgeClaim = "retried-completion", "retried-completion-old", "retried-completion-new"
+		startPending(pool, old)
+		_, err := karpenter.CreateClaim(ctx, fk.Claim{Pool: pool, Name: surgeClaim, Zone: "zone-a"})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(karpenter.BindAndRun(ctx, placeholder(old), fk.NodeName(surgeClaim))).To(Succeed())
+		Eventually(claimDeleting(old), timeout).Should(BeTrue())
+		Expect(poolAnnotations(pool)()).To(HaveKeyWithValue(v1alpha1.AnnotationSurgeNode, fk.NodeName(surgeClaim)), "recorded at surge-ready")
+		By("the completion's unfreeze landing, then the pass stopping before the release")
+		mark(fk.NodeName(surgeClaim), func(n *corev1.Node) {
+			delete(n.Labels, v1alpha1.LabelSurgeFor)
+			n.Annotations = map[string]string{}
+		})
+		Expect(karpenter.Finalize(ctx, old)).To(Succeed())
+		Eventually(noRotationKeys(pool), timeout).Should(BeEmpty())
+		By("the retried completion still naming the surge node and its path")
+		Eventually(func() []string {
+			list := &corev1.EventList{}
+			Expect(env.Client.List(ctx, list)).To(Succeed())
+			var msgs []string
+			for _, e := range list.Items {
+				if e.InvolvedObject.Name == pool && e.Reason == "RotationCompleted" {
+					msgs = append(msgs, e.Message)
+				}
+			}
+			return msgs
+		}, timeout).Should(ConsistOf(ContainSubstring("surgePath provisioned")))
 	})
 })
