@@ -1,9 +1,7 @@
 package rotation_test
 
 import (
-	"context"
 	"fmt"
-	"reflect"
 	"strings"
 	"sync"
 	"time"
@@ -13,9 +11,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -306,51 +302,9 @@ var _ = Describe("what the startup sweep and a healthy surge leave", func() {
 	})
 })
 
-// lagReader is a cache that has not caught up: it serves the stale copies
-// it was given, and has not seen the objects in missing at all.
-type lagReader struct {
-	client.Reader
-	stale   map[client.ObjectKey]client.Object
-	missing map[client.ObjectKey]bool
-}
-
-func (l lagReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-	if l.missing[key] {
-		return apierrors.NewNotFound(schema.GroupResource{}, key.Name)
-	}
-	if o, ok := l.stale[key]; ok && reflect.TypeOf(o) == reflect.TypeOf(obj) {
-		reflect.ValueOf(obj).Elem().Set(reflect.ValueOf(o.DeepCopyObject()).Elem())
-		return nil
-	}
-	return l.Reader.Get(ctx, key, obj, opts...)
-}
-
-func (l lagReader) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
-	if err := l.Reader.List(ctx, list, opts...); err != nil {
-		return err
-	}
-	if cl, ok := list.(*karpv1.NodeClaimList); ok {
-		for i := range cl.Items {
-			if o, ok := l.stale[client.ObjectKeyFromObject(&cl.Items[i])]; ok {
-				cl.Items[i] = *o.(*karpv1.NodeClaim).DeepCopy()
-			}
-		}
-	}
-	if pl, ok := list.(*corev1.PodList); ok {
-		kept := pl.Items[:0]
-		for _, p := range pl.Items {
-			if !l.missing[client.ObjectKeyFromObject(&p)] {
-				kept = append(kept, p)
-			}
-		}
-		pl.Items = kept
-	}
-	return nil
-}
-
 // lagging is one more pass — a second instance — on a lagging cache, with
 // its log lines captured.
-func lagging(cache lagReader) (*controller.NodePoolReconciler, *[]string) {
+func lagging(cache staleReader) (*controller.NodePoolReconciler, *[]string) {
 	GinkgoHelper()
 	eng, err := table.Load()
 	Expect(err).NotTo(HaveOccurred())
@@ -388,7 +342,7 @@ var _ = Describe("announcements under cache lag", func() {
 		phKey := client.ObjectKeyFromObject(placeholder(old))
 
 		By("a pass whose cache has not seen the placeholder: its create finds it there")
-		r, lines := lagging(lagReader{Reader: env.Client, missing: map[client.ObjectKey]bool{phKey: true}})
+		r, lines := lagging(staleReader{Reader: env.Client, missing: map[client.ObjectKey]bool{phKey: true}})
 		_, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKey{Name: pool}})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(said(lines, "surge placeholder created")).To(BeZero(), "created by an earlier pass, not this one")
@@ -399,7 +353,7 @@ var _ = Describe("announcements under cache lag", func() {
 		Expect(karpenter.BindAndRun(ctx, placeholder(old), fk.NodeName(surgeClaim))).To(Succeed())
 		Eventually(claimDeleting(old), timeout).Should(BeTrue())
 		stale.Annotations[v1alpha1.AnnotationState] = v1alpha1.StateDraining // as it was between the state write and the delete
-		r, lines = lagging(lagReader{Reader: env.Client, stale: map[client.ObjectKey]client.Object{client.ObjectKeyFromObject(stale): stale}})
+		r, lines = lagging(staleReader{Reader: env.Client, stale: map[client.ObjectKey]client.Object{client.ObjectKeyFromObject(stale): stale}})
 		_, err = r.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKey{Name: pool}})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(said(lines, "drain started")).To(BeZero(), "the delete was issued by an earlier pass")

@@ -11,7 +11,9 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -234,12 +236,18 @@ func mark(node string, mutate func(*corev1.Node)) {
 
 // staleReader serves the cached copy of one object as it was when captured,
 // like an informer lagging the writes that followed.
+// staleReader is a cache that has not caught up: it serves the stale copies
+// it was given, and has not seen the objects in missing at all.
 type staleReader struct {
 	client.Reader
-	stale map[client.ObjectKey]client.Object
+	stale   map[client.ObjectKey]client.Object
+	missing map[client.ObjectKey]bool
 }
 
 func (s staleReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if s.missing[key] {
+		return apierrors.NewNotFound(schema.GroupResource{}, key.Name)
+	}
 	if o, ok := s.stale[key]; ok && reflect.TypeOf(o) == reflect.TypeOf(obj) {
 		reflect.ValueOf(obj).Elem().Set(reflect.ValueOf(o.DeepCopyObject()).Elem())
 		return nil
@@ -257,6 +265,15 @@ func (s staleReader) List(ctx context.Context, list client.ObjectList, opts ...c
 				l.Items[i] = *o.(*karpv1.NodeClaim).DeepCopy()
 			}
 		}
+	}
+	if l, ok := list.(*corev1.PodList); ok {
+		kept := l.Items[:0]
+		for _, p := range l.Items {
+			if !s.missing[client.ObjectKeyFromObject(&p)] {
+				kept = append(kept, p)
+			}
+		}
+		l.Items = kept
 	}
 	return nil
 }
