@@ -5,7 +5,7 @@
 # from the binaries test/world/testbin.sh builds, records its PID in the run
 # directory, and is stopped by that PID.
 #
-# Usage: test/world/cluster.sh up|down|status|kubeconfig
+# Usage: test/world/cluster.sh up|down|status|kubeconfig|audit-log
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -107,6 +107,23 @@ current-context: nrc
 KC
 }
 
+# write_audit_policy: the API server records, one JSON line each, every
+# request made by a ServiceAccount (metadata only, once answered), so a suite
+# that runs the controller under a ServiceAccount's token can read back each
+# verb it used and each answer, 403s included. Other users are not recorded:
+# the kubelets of kwok and the admin would only make the log large.
+write_audit_policy() {
+  cat >"$run/audit-policy.yaml" <<'AP'
+apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+- level: Metadata
+  userGroups: ["system:serviceaccounts"]
+- level: None
+AP
+}
+
 apiserver_ready() {
   curl -sf --cacert "$pki/ca.crt" --cert "$pki/admin.crt" --key "$pki/admin.key" \
     "https://127.0.0.1:$APISERVER_PORT/readyz" | grep -q ok
@@ -146,6 +163,7 @@ up() {
   if alive kube-apiserver; then log "already running; kubeconfig: $kubeconfig"; echo "$kubeconfig"; return; fi
   local t0=$SECONDS
   mkdir -p "$pids" "$logs"
+  rm -f "$logs/audit.log"
   make_pki
   write_kubeconfig
 
@@ -155,6 +173,7 @@ up() {
     --initial-cluster="nrc=http://127.0.0.1:$ETCD_PEER_PORT"
   wait_for etcd 60 curl -sf "http://127.0.0.1:$ETCD_PORT/health"
 
+  write_audit_policy
   # --endpoint-reconciler-type=none: a 127.0.0.1 advertise address is
   # rejected for the kubernetes Endpoints object.
   start kube-apiserver "$bin/kube-apiserver" --etcd-servers="http://127.0.0.1:$ETCD_PORT" \
@@ -162,7 +181,8 @@ up() {
     --tls-cert-file="$pki/serving.crt" --tls-private-key-file="$pki/serving.key" --client-ca-file="$pki/ca.crt" \
     --service-account-key-file="$pki/sa.pub" --service-account-signing-key-file="$pki/sa.key" \
     --service-account-issuer=https://kubernetes.default.svc --service-cluster-ip-range=10.96.0.0/24 \
-    --authorization-mode=Node,RBAC --endpoint-reconciler-type=none --allow-privileged=true
+    --authorization-mode=Node,RBAC --endpoint-reconciler-type=none --allow-privileged=true \
+    --audit-policy-file="$run/audit-policy.yaml" --audit-log-path="$logs/audit.log" --audit-log-format=json
   wait_for kube-apiserver 120 apiserver_ready
 
   local common=(--kubeconfig="$kubeconfig" --authentication-kubeconfig="$kubeconfig"
@@ -220,5 +240,6 @@ case "${1:-}" in
   down) down ;;
   status) status ;;
   kubeconfig) echo "$kubeconfig" ;;
-  *) echo "usage: $0 up|down|status|kubeconfig" >&2; exit 2 ;;
+  audit-log) echo "$logs/audit.log" ;;
+  *) echo "usage: $0 up|down|status|kubeconfig|audit-log" >&2; exit 2 ;;
 esac
