@@ -29,18 +29,18 @@ import (
 
 // The invariants, as they name a violation.
 const (
-	InFlight         = "rotation-in-flight"     // the pool still anchors a rotation after quiescence
-	PoolKeyLeft      = "pool-key-left"          // a rotation-scoped key outlived its rotation
-	PlaceholderLeft  = "placeholder-left"       // a placeholder Pod outlived its rotation
-	NodeMarked       = "node-marked"            // surge-for, our do-not-disrupt or our cordon left on a node
-	ClaimInFlight    = "claim-in-flight"        // a claim left pending or draining
-	NotRotated       = "original-not-rotated"   // an original claim still exists
-	ExtraNodeClaims  = "nodeclaims-over-budget" // more NodeClaims created than rotation attempts
-	AnnouncedTwice   = "announced-twice"        // one completion or failure announced more than once
-	NeverAnnounced   = "never-announced"        // a completion lost with no interrupted write to explain it
-	PendingTooLong   = "pod-pending-too-long"   // a workload Pod waited longer than the bound
-	BelowMinHealthy  = "pdb-violated"           // fewer healthy workload Pods than the PDB allows
-	LogUnreadable    = "log-unreadable"         // a log file the checker was given cannot be read
+	InFlight        = "rotation-in-flight"     // the pool still anchors a rotation after quiescence
+	PoolKeyLeft     = "pool-key-left"          // a rotation-scoped key outlived its rotation
+	PlaceholderLeft = "placeholder-left"       // a placeholder Pod outlived its rotation
+	NodeMarked      = "node-marked"            // surge-for, our do-not-disrupt or our cordon left on a node
+	ClaimInFlight   = "claim-in-flight"        // a claim left pending or draining
+	NotRotated      = "original-not-rotated"   // an original claim still exists
+	ExtraNodeClaims = "nodeclaims-over-budget" // more NodeClaims created than rotation attempts
+	AnnouncedTwice  = "announced-twice"        // one completion or failure announced more than once
+	NeverAnnounced  = "never-announced"        // a completion lost with no interrupted write to explain it
+	PendingTooLong  = "pod-pending-too-long"   // a workload Pod waited longer than the bound
+	BelowMinHealthy = "pdb-violated"           // fewer healthy workload Pods than the PDB allows
+	LogUnreadable   = "log-unreadable"         // a log file the checker was given cannot be read
 )
 
 // Input is what the checker needs to know about a run.

@@ -360,7 +360,7 @@ func TestAttemptsAndCreatedFromTheRecord(t *testing.T) {
 	other := claim("other-x", "")
 	other.Labels[karpv1.NodePoolLabelKey] = "other"
 	r := recorder.Of(
-		rec(1, watch.Added, claim("chaos-pool-old", ""), 0), // before sinceRV
+		rec(1, watch.Added, claim("chaos-pool-old", ""), 0),                // before sinceRV
 		started("chaos-pool-a", "t1", 6), started("chaos-pool-a", "t1", 7), // one attempt, written twice
 		rec(8, watch.Added, claim("chaos-pool-s1", ""), 0),
 		started("chaos-pool-a", "t2", 9), // its retry
