@@ -3,11 +3,14 @@
 package e2e_test
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -19,6 +22,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/noderotation/node-rotation-controller/test/process"
 	"github.com/noderotation/node-rotation-controller/test/testenv"
 )
 
@@ -27,16 +31,12 @@ const (
 	priorityClass = "node-rotation-placeholder"
 )
 
-// controllerProcess is the real controller binary, run as a local process
-// against the local cluster, its listeners on 127.0.0.1.
-type controllerProcess struct {
-	cmd *exec.Cmd
-	log string
-}
+// logDir keeps every controller run's log; a failing spec prints the tail.
+var logDir = filepath.Join(os.TempDir(), "node-rotation-controller-e2e")
 
-// installController applies our CRD, namespace and PriorityClass, builds the
-// controller and starts it.
-func installController(ctx context.Context) *controllerProcess {
+// installPrerequisites applies our CRD, the controller's namespace and the
+// placeholder PriorityClass, as the chart does.
+func installPrerequisites(ctx context.Context) {
 	root, err := testenv.RepoRoot()
 	Expect(err).NotTo(HaveOccurred())
 	_, err = envtest.InstallCRDs(restConfig, envtest.CRDInstallOptions{Paths: []string{filepath.Join(root, "config/crd")}})
@@ -48,48 +48,84 @@ func installController(ctx context.Context) *controllerProcess {
 	if err := kube.Create(ctx, pc); err != nil && !apierrors.IsAlreadyExists(err) {
 		Expect(err).NotTo(HaveOccurred())
 	}
-	dir := GinkgoT().TempDir()
-	bin := filepath.Join(dir, "node-rotation-controller")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/node-rotation-controller")
-	build.Dir = root
-	out, err := build.CombinedOutput()
-	Expect(err).NotTo(HaveOccurred(), string(out))
-
-	p := &controllerProcess{log: filepath.Join(os.TempDir(), fmt.Sprintf("node-rotation-controller-e2e-%d.log", time.Now().Unix()))}
-	f, err := os.Create(p.log)
-	Expect(err).NotTo(HaveOccurred())
-	p.cmd = exec.Command(bin, "-kubeconfig", os.Getenv("KUBECONFIG"), "-namespace", controllerNS,
-		"-placeholder-priority-class", priorityClass, "-leader-elect=false", "-log-format=text",
-		"-metrics-bind-address=127.0.0.1:18443", "-health-probe-bind-address=127.0.0.1:18444")
-	p.cmd.Stdout, p.cmd.Stderr = f, f
-	Expect(p.cmd.Start()).To(Succeed())
-	GinkgoWriter.Printf("controller pid %d, log %s\n", p.cmd.Process.Pid, p.log)
-	return p
 }
 
-func (p *controllerProcess) stop() {
-	if p == nil || p.cmd == nil || p.cmd.Process == nil {
-		return
-	}
-	_ = p.cmd.Process.Signal(os.Interrupt)
-	done := make(chan struct{})
-	go func() { _ = p.cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(15 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-done
-	}
+// controller is one run of the real controller binary ($NRC_CONTROLLER_BIN,
+// the binary taken out of the image, or one built from this checkout)
+// against the local cluster, its listeners on free loopback ports, metrics
+// over plain HTTP so the spec can read them.
+type controller struct {
+	*process.Controller
+	metricsPort int
+}
+
+// startController runs the controller named name (its log file) with the
+// flags every e2e run shares plus extra (later flags win).
+func startController(name string, extra ...string) *controller {
+	root, err := testenv.RepoRoot()
+	Expect(err).NotTo(HaveOccurred())
+	bin, err := process.Binary(root, logDir)
+	Expect(err).NotTo(HaveOccurred())
+	ports, err := process.FreePorts(2)
+	Expect(err).NotTo(HaveOccurred())
+	args := append([]string{"-kubeconfig", os.Getenv("KUBECONFIG"), "-namespace", controllerNS,
+		"-placeholder-priority-class", priorityClass, "-leader-elect=false", "-log-format=json",
+		fmt.Sprintf("-metrics-bind-address=127.0.0.1:%d", ports[0]), "-metrics-secure=false",
+		fmt.Sprintf("-health-probe-bind-address=127.0.0.1:%d", ports[1])}, extra...)
+	p, err := process.Start(bin, logDir, name, args...)
+	Expect(err).NotTo(HaveOccurred())
+	GinkgoWriter.Printf("controller %s: %s pid %d, log %s\n", name, bin, p.Pid(), p.Log)
+	c := &controller{Controller: p, metricsPort: ports[0]}
+	DeferCleanup(c.stop)
+	return c
+}
+
+// stop ends the run with SIGTERM (SIGKILL after 15 s) and, when the spec
+// failed, prints the log's tail.
+func (c *controller) stop() {
+	c.Stop(15 * time.Second)
 	if CurrentSpecReport().Failed() {
-		if b, err := os.ReadFile(p.log); err == nil {
-			GinkgoWriter.Printf("--- controller log (%s) ---\n%s\n", p.log, tail(string(b), 12000))
+		GinkgoWriter.Printf("--- controller log (%s) ---\n%s\n", c.Log, c.Tail(12000))
+	}
+}
+
+// metric is the value of the series name{nodepool="pool",...} on the
+// controller's metrics endpoint whose labels include every label in match
+// (`key="value"` strings); -1 when the series is absent.
+func (c *controller) metric(name string, match ...string) float64 {
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", c.metricsPort))
+	if err != nil {
+		return -1
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, name+"{") {
+			continue
+		}
+		ok := true
+		for _, m := range match {
+			ok = ok && strings.Contains(line, m)
+		}
+		if !ok {
+			continue
+		}
+		v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
+		if err == nil {
+			return v
 		}
 	}
+	return -1
 }
 
-func tail(s string, n int) string {
-	if len(s) > n {
-		return s[len(s)-n:]
+// completions counts the run's "rotation complete" log lines for claim.
+func (c *controller) completions(claim string) int {
+	n := 0
+	for _, l := range c.LogLines(`"rotation complete"`) {
+		if strings.Contains(l, claim) {
+			n++
+		}
 	}
-	return s
+	return n
 }

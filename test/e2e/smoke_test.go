@@ -9,17 +9,16 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	"github.com/noderotation/node-rotation-controller/test/fixtures"
 )
 
 // The smoke proves the test world behaves like a cluster running Karpenter:
@@ -35,7 +34,7 @@ var _ = Describe("the local cluster", Label("smoke"), Ordered, func() {
 
 	BeforeAll(func() {
 		Expect(kube.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
-		Expect(kube.Create(ctx, smokeNodePool(pool))).To(Succeed())
+		Expect(kube.Create(ctx, fixtures.NodePool(pool, "8"))).To(Succeed())
 		DeferCleanup(func() {
 			_ = kube.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 			_ = kube.Delete(ctx, &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: pool}})
@@ -47,14 +46,8 @@ var _ = Describe("the local cluster", Label("smoke"), Ordered, func() {
 
 	It("provisions a node for pods that fit no node", func() {
 		start := time.Now()
-		Expect(kube.Create(ctx, &policyv1.PodDisruptionBudget{
-			ObjectMeta: metav1.ObjectMeta{Name: "smoke", Namespace: ns},
-			Spec: policyv1.PodDisruptionBudgetSpec{
-				MaxUnavailable: ptr.To(intstr.FromInt32(1)),
-				Selector:       &metav1.LabelSelector{MatchLabels: app},
-			},
-		})).To(Succeed())
-		Expect(kube.Create(ctx, smokeDeployment(ns, pool, app))).To(Succeed())
+		Expect(kube.Create(ctx, fixtures.PDB(ns, "smoke", 1, app))).To(Succeed())
+		Expect(kube.Create(ctx, fixtures.Workload(ns, "smoke", pool, 3, "1500m", app))).To(Succeed())
 		Eventually(func() int { return len(claimsOf(ctx, pool)) }).WithTimeout(time.Minute).Should(BeNumerically(">=", 1))
 		GinkgoWriter.Printf("first NodeClaim after %s\n", time.Since(start).Round(10*time.Millisecond))
 		Eventually(func() int { return healthyPods(ctx, ns, app) }).WithTimeout(2 * time.Minute).Should(Equal(3))
@@ -128,47 +121,6 @@ var _ = Describe("the local cluster", Label("smoke"), Ordered, func() {
 		Expect(*pod.Spec.Priority).To(BeNumerically("==", -10))
 	})
 })
-
-func smokeNodePool(name string) *karpv1.NodePool {
-	return &karpv1.NodePool{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: karpv1.NodePoolSpec{
-			Template: karpv1.NodeClaimTemplate{Spec: karpv1.NodeClaimTemplateSpec{
-				NodeClassRef: &karpv1.NodeClassReference{Group: "karpenter.kwok.sh", Kind: "KWOKNodeClass", Name: "default"},
-				Requirements: []karpv1.NodeSelectorRequirementWithMinValues{
-					{Key: corev1.LabelOSStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"linux"}},
-					{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64"}},
-					{Key: karpv1.CapacityTypeLabelKey, Operator: corev1.NodeSelectorOpIn, Values: []string{karpv1.CapacityTypeOnDemand}},
-					{Key: "karpenter.kwok.sh/instance-cpu", Operator: corev1.NodeSelectorOpIn, Values: []string{"8"}},
-				},
-				ExpireAfter: karpv1.MustParseNillableDuration("Never"),
-			}},
-			// No consolidation during the smoke: only the test removes nodes.
-			Disruption: karpv1.Disruption{ConsolidateAfter: karpv1.MustParseNillableDuration("Never"), ConsolidationPolicy: karpv1.ConsolidationPolicyWhenEmpty},
-			Limits:     karpv1.Limits{corev1.ResourceCPU: resource.MustParse("64")},
-		},
-	}
-}
-
-func smokeDeployment(ns, pool string, app map[string]string) *appsv1.Deployment {
-	return &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: "smoke", Namespace: ns},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To(int32(3)),
-			Selector: &metav1.LabelSelector{MatchLabels: app},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: app},
-				Spec: corev1.PodSpec{
-					NodeSelector: map[string]string{karpv1.NodePoolLabelKey: pool},
-					Containers: []corev1.Container{{
-						Name: "app", Image: "registry.k8s.io/pause:3.10",
-						Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1500m")}},
-					}},
-				},
-			},
-		},
-	}
-}
 
 func claimsOf(ctx context.Context, pool string) []karpv1.NodeClaim {
 	list := &karpv1.NodeClaimList{}

@@ -1,0 +1,105 @@
+//go:build e2e
+
+package identity_test
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
+)
+
+// expectNoForbidden reads the API server's audit log (cluster.sh records
+// every ServiceAccount request once answered) for the requests of
+// system:serviceaccount:nrc-identity:<sa> since the test began: there must
+// be some, they must include the rotation's writes, and none may have been
+// answered 403.
+func (w *world) expectNoForbidden(t *testing.T, sa string, since time.Time) {
+	t.Helper()
+	user := fmt.Sprintf("system:serviceaccount:%s:%s", namespace, sa)
+	events := readAudit(t, w.auditLog, user, since)
+	used := map[string]int{}
+	var forbidden []string
+	for _, e := range events {
+		key := verbResource(e)
+		used[key]++
+		if e.ResponseStatus != nil && e.ResponseStatus.Code == 403 {
+			forbidden = append(forbidden, fmt.Sprintf("%s %s", key, e.RequestURI))
+		}
+	}
+	keys := slices.Sorted(func(yield func(string) bool) {
+		for k := range used {
+			if !yield(k) {
+				return
+			}
+		}
+	})
+	t.Logf("audit: %d requests of %s, %d answered 403; verbs used: %s", len(events), user, len(forbidden), strings.Join(keys, ", "))
+	if len(forbidden) > 0 {
+		t.Errorf("requests of %s answered 403 (the chart's RBAC is missing a grant):\n  %s", user, strings.Join(forbidden, "\n  "))
+	}
+	// The rotation's own writes, so a run that never acted as the
+	// ServiceAccount (a wrong kubeconfig, an idle controller) cannot pass.
+	for _, want := range []string{
+		"patch karpenter.sh/nodepools", "patch karpenter.sh/nodeclaims", "delete karpenter.sh/nodeclaims",
+		"patch nodes", "create pods", "delete pods", "update coordination.k8s.io/leases",
+	} {
+		if used[want] == 0 {
+			t.Errorf("the audit log shows no %q by %s: the controller did not act under the chart's identity", want, user)
+		}
+	}
+}
+
+// printForbidden prints the ServiceAccount's requests answered 403, the
+// usual cause of a rotation that never completes under the chart's RBAC.
+func (w *world) printForbidden(t *testing.T, sa string, since time.Time) {
+	user := fmt.Sprintf("system:serviceaccount:%s:%s", namespace, sa)
+	for _, e := range readAudit(t, w.auditLog, user, since) {
+		if e.ResponseStatus != nil && e.ResponseStatus.Code == 403 {
+			t.Logf("403: %s %s", verbResource(e), e.RequestURI)
+		}
+	}
+}
+
+// verbResource names a request as RBAC does: verb, API group/resource and
+// subresource.
+func verbResource(e auditv1.Event) string {
+	if e.ObjectRef == nil {
+		return e.Verb + " " + e.RequestURI
+	}
+	r := e.ObjectRef.Resource
+	if e.ObjectRef.Subresource != "" {
+		r += "/" + e.ObjectRef.Subresource
+	}
+	if e.ObjectRef.APIGroup != "" {
+		r = e.ObjectRef.APIGroup + "/" + r
+	}
+	return e.Verb + " " + r
+}
+
+func readAudit(t *testing.T, path, user string, since time.Time) []auditv1.Event {
+	t.Helper()
+	f, err := os.Open(path)
+	must(t, err, "opening the audit log")
+	defer f.Close()
+	var out []auditv1.Event
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for sc.Scan() {
+		var e auditv1.Event
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			t.Fatalf("audit log %s: a line that is no audit event: %v", path, err)
+		}
+		if e.User.Username == user && !e.RequestReceivedTimestamp.Time.Before(since) {
+			out = append(out, e)
+		}
+	}
+	must(t, sc.Err(), "reading the audit log")
+	return out
+}

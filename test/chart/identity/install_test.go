@@ -1,0 +1,116 @@
+//go:build e2e
+
+package identity_test
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chart/loader"
+	appsv1 "k8s.io/api/apps/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// helmConfig is the Helm SDK's view of the local cluster, as `helm
+// --kubeconfig $KUBECONFIG -n nrc-identity` has.
+func (w *world) helmConfig(t *testing.T) *action.Configuration {
+	t.Helper()
+	flags := genericclioptions.NewConfigFlags(false)
+	flags.KubeConfig = ptr.To(w.kubecfg)
+	flags.Namespace = ptr.To(namespace)
+	cfg := new(action.Configuration)
+	must(t, cfg.Init(flags, namespace, "secret", t.Logf), "initialising the Helm SDK")
+	return cfg
+}
+
+// installChart installs the chart as a user would (`helm install
+// nrc-identity charts/node-rotation-controller -n nrc-identity
+// --create-namespace`), with only the placeholder PriorityClass renamed,
+// and uninstalls it at the end. It returns the ServiceAccount the chart's
+// Deployment runs as.
+func (w *world) installChart(t *testing.T) string {
+	t.Helper()
+	chrt, err := loader.Load("../../../charts/node-rotation-controller")
+	must(t, err, "loading the chart")
+	cfg := w.helmConfig(t)
+	install := action.NewInstall(cfg)
+	install.ReleaseName, install.Namespace, install.CreateNamespace = release, namespace, true
+	install.Timeout = 2 * time.Minute
+	vals := map[string]any{"placeholderPriorityClass": map[string]any{"name": priorityClass}}
+	rel, err := install.RunWithContext(w.ctx, chrt, vals)
+	must(t, err, "helm install")
+	t.Logf("helm install: release %s revision %d, status %s", rel.Name, rel.Version, rel.Info.Status)
+	t.Cleanup(func() {
+		if _, err := action.NewUninstall(w.helmConfig(t)).Run(release); err != nil {
+			t.Errorf("helm uninstall: %v", err)
+		}
+	})
+	return w.deployment(t).Spec.Template.Spec.ServiceAccountName
+}
+
+func (w *world) deployment(t *testing.T) *appsv1.Deployment {
+	t.Helper()
+	list := &appsv1.DeploymentList{}
+	must(t, w.admin.List(w.ctx, list, client.InNamespace(namespace), client.MatchingLabels{"app.kubernetes.io/instance": release}), "listing the release's Deployments")
+	if len(list.Items) != 1 {
+		t.Fatalf("want the release's one Deployment, found %d", len(list.Items))
+	}
+	return &list.Items[0]
+}
+
+// deploymentArgs are the controller container's arguments as the chart
+// rendered them into the cluster.
+func (w *world) deploymentArgs(t *testing.T) []string {
+	t.Helper()
+	for _, c := range w.deployment(t).Spec.Template.Spec.Containers {
+		if c.Name == "controller" || len(w.deployment(t).Spec.Template.Spec.Containers) == 1 {
+			return c.Args
+		}
+	}
+	t.Fatalf("the Deployment has no controller container")
+	return nil
+}
+
+// tokenKubeconfig writes a kubeconfig that authenticates as the
+// ServiceAccount sa with a bound token from the TokenRequest API, as a Pod
+// of the Deployment would.
+func (w *world) tokenKubeconfig(t *testing.T, sa string) string {
+	t.Helper()
+	cs, err := kubernetes.NewForConfig(w.config)
+	must(t, err, "clientset")
+	tr, err := cs.CoreV1().ServiceAccounts(namespace).CreateToken(w.ctx, sa, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To(int64(3600))},
+	}, metav1.CreateOptions{})
+	must(t, err, "requesting a token for ServiceAccount "+sa)
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["local"] = &clientcmdapi.Cluster{Server: w.config.Host, CertificateAuthority: w.config.CAFile, CertificateAuthorityData: w.config.CAData}
+	kc.AuthInfos[sa] = &clientcmdapi.AuthInfo{Token: tr.Status.Token}
+	kc.Contexts["sa"] = &clientcmdapi.Context{Cluster: "local", AuthInfo: sa, Namespace: namespace}
+	kc.CurrentContext = "sa"
+	path := filepath.Join(t.TempDir(), "serviceaccount.kubeconfig")
+	must(t, clientcmd.WriteToFile(*kc, path), "writing the ServiceAccount kubeconfig")
+	return path
+}
+
+// expectLeaseReleased: a controller stopped with SIGTERM gives its Lease
+// up (LeaderElectionReleaseOnCancel), so a new replica leads at once
+// instead of waiting out the lease duration.
+func (w *world) expectLeaseReleased(t *testing.T) {
+	t.Helper()
+	l := &coordinationv1.Lease{}
+	must(t, w.admin.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: "node-rotation-controller"}, l), "reading the leader-election Lease")
+	if h := ptr.Deref(l.Spec.HolderIdentity, ""); h != "" {
+		t.Errorf("the Lease is still held by %q after a clean stop", h)
+	}
+}

@@ -1,0 +1,72 @@
+//go:build e2e
+
+package e2e_test
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
+	"github.com/noderotation/node-rotation-controller/test/fixtures"
+)
+
+// An early force-expiry: the old NodeClaim is deleted by someone else (here
+// by hand, as Karpenter's expireAfter or an operator would) while its
+// surge is still pending. The rotation ends as expired, announced once; the
+// placeholder goes and the pool's gate opens.
+var _ = Describe("a claim force-expired while its rotation is pending", Label("expiry"), Ordered, func() {
+	ctx := context.Background()
+	s := newScenario("expiry-e2e", fixtures.RotationPool("expiry-e2e"), 4, 1)
+	var ctrl *controller
+
+	BeforeAll(func() {
+		installPrerequisites(ctx)
+		s.setUp(ctx)
+		ctrl = startController("expiry")
+	})
+
+	It("ends the rotation as expired, once, when the claim is deleted mid-pending", func() {
+		s.govern(ctx, "30s", nil)
+		var claim string
+		Eventually(func() string {
+			claim = poolOf(ctx, s.name).Annotations[v1alpha1.AnnotationActiveRotation]
+			if claim == "" || claimState(ctx, claim)() != v1alpha1.StatePending {
+				return ""
+			}
+			return claim
+		}).WithTimeout(2*time.Minute).WithPolling(100*time.Millisecond).ShouldNot(BeEmpty(), "a rotation is pending")
+		Expect(kube.Delete(ctx, &karpv1.NodeClaim{ObjectMeta: objectMeta(claim)})).To(Succeed())
+		GinkgoWriter.Printf("deleted %s while pending\n", claim)
+
+		Eventually(gone(ctx, claim)).WithTimeout(3*time.Minute).Should(Satisfy(notFound), "Karpenter drains the deleted claim")
+		Eventually(func() int { return expiredCompletions(ctrl, claim) }).WithTimeout(time.Minute).Should(Equal(1))
+		Expect(ctrl.metric("noderotation_completed_total", `nodepool="expiry-e2e"`, `outcome="expired"`)).To(Equal(1.0))
+		Expect(ctrl.metric("noderotation_completed_total", `nodepool="expiry-e2e"`, `outcome="success"`)).To(BeNumerically("<=", 0), "an expiry is no success")
+		Expect(events(ctx, "RotationCompleted", s.name)).To(BeZero())
+		Eventually(func() string { return poolOf(ctx, s.name).Annotations[v1alpha1.AnnotationActiveRotation] }).
+			WithTimeout(time.Minute).ShouldNot(Equal(claim), "the gate opens")
+	})
+
+	It("leaves nothing behind once paused", func() {
+		s.pause(ctx, 3*time.Minute)
+		s.expectSettled(ctx)
+		Expect(expiredCompletions(ctrl, s.originals[0])+expiredCompletions(ctrl, s.originals[1])).To(Equal(1), "one expiry, announced once")
+	})
+})
+
+// expiredCompletions counts the run's "rotation complete" lines with
+// outcome expired for claim.
+func expiredCompletions(c *controller, claim string) int {
+	n := 0
+	for _, l := range c.LogLines(`"rotation complete"`) {
+		if strings.Contains(l, claim) && strings.Contains(l, `"outcome":"expired"`) {
+			n++
+		}
+	}
+	return n
+}

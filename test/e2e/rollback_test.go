@@ -1,0 +1,106 @@
+//go:build e2e
+
+package e2e_test
+
+import (
+	"context"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
+	"github.com/noderotation/node-rotation-controller/test/fixtures"
+	"github.com/noderotation/node-rotation-controller/test/recorder"
+)
+
+// A surge Karpenter cannot serve: once the workload runs, the pool's limits
+// get a memory limit below what any node has. The placeholder requests CPU
+// only, so our headroom check (requests against limits − usage, per
+// requested resource) passes, but Karpenter filters out every instance
+// type whose capacity exceeds a limit: it launches nothing. The placeholder
+// stays Pending, SurgeUnschedulable is said once the grace minute is over,
+// and readyTimeout rolls the attempt back: the old node is restored, the
+// claim carries its failure record, and no NodeClaim was created.
+//
+// A CPU limit between the usage and the usage plus one node does not do it
+// on Karpenter v1.13 with kwok: with limits.cpu 11 over two 4-core nodes,
+// Karpenter launched a 4-core surge for every attempt (measured here).
+var _ = Describe("readyTimeout rollback when Karpenter cannot provision the surge", Label("rollback"), Ordered, func() {
+	ctx := context.Background()
+	s := newScenario("rollback-e2e", fixtures.RotationPool("rollback-e2e"), 4, 1)
+	var ctrl *controller
+
+	BeforeAll(func() {
+		installPrerequisites(ctx)
+		s.setUp(ctx)
+		s.updatePool(ctx, func(np *karpv1.NodePool) {
+			np.Spec.Limits = karpv1.Limits{corev1.ResourceCPU: resource.MustParse("64"), corev1.ResourceMemory: resource.MustParse("1Mi")}
+		})
+		ctrl = startController("rollback")
+	})
+
+	It("starts a rotation, waits out readyTimeout with the placeholder unserved, and rolls back", func() {
+		Expect(s.originals).To(HaveLen(2))
+		s.govern(ctx, "30s", func(p *v1alpha1.RotationPolicy) {
+			p.Spec.Surge.ReadyTimeout = "80s"
+			p.Spec.Surge.RetryBackoff = "1h"
+			p.Spec.Surge.FailurePause = "1h"
+		})
+		var claim string
+		Eventually(func() string {
+			claim = poolOf(ctx, s.name).Annotations[v1alpha1.AnnotationActiveRotation]
+			return claim
+		}).WithTimeout(2*time.Minute).ShouldNot(BeEmpty(), "a rotation starts: the headroom check passes")
+		started := time.Now()
+		Eventually(claimState(ctx, claim)).WithTimeout(3*time.Minute).Should(Equal(v1alpha1.StateFailed), "the attempt is rolled back")
+		GinkgoWriter.Printf("attempt on %s rolled back after %s\n", claim, time.Since(started).Round(time.Second))
+		Eventually(func() map[string]string { return poolOf(ctx, s.name).Annotations }).WithTimeout(time.Minute).
+			ShouldNot(HaveKey(v1alpha1.AnnotationActiveRotation))
+
+		c := &karpv1.NodeClaim{}
+		Expect(kube.Get(ctx, client.ObjectKey{Name: claim}, c)).To(Succeed())
+		Expect(c.DeletionTimestamp).To(BeNil(), "a rolled-back claim is kept")
+		Expect(c.Annotations).To(And(HaveKeyWithValue(v1alpha1.AnnotationRetryCount, "1"), HaveKey(v1alpha1.AnnotationFailedAt)))
+		n := &corev1.Node{}
+		Expect(kube.Get(ctx, client.ObjectKey{Name: c.Status.NodeName}, n)).To(Succeed())
+		Expect(n.Spec.Unschedulable).To(BeFalse(), "the old node is uncordoned")
+		Expect(n.Annotations).NotTo(HaveKey(v1alpha1.KarpenterDoNotDisrupt), "the old node is no longer frozen")
+
+		Expect(events(ctx, "SurgeUnschedulable", claim)).To(Equal(1), "SurgeUnschedulable said once, after the grace minute")
+		Eventually(func() int { return events(ctx, "RotationFailed", claim) }).WithTimeout(30 * time.Second).Should(Equal(1))
+		Expect(ctrl.metric("noderotation_completed_total", `nodepool="rollback-e2e"`, `outcome="failure"`)).To(Equal(1.0))
+		Expect(ctrl.completions(claim)).To(BeZero(), "a failure is no completion")
+		Expect(createdClaims(s.rec, s.name, s.originals)).To(BeEmpty(), "Karpenter launched nothing for the placeholder")
+	})
+
+	It("starts nothing during failurePause and leaves nothing behind", func() {
+		Consistently(func() map[string]string { return poolOf(ctx, s.name).Annotations }).WithTimeout(5 * time.Second).
+			ShouldNot(HaveKey(v1alpha1.AnnotationActiveRotation))
+		s.expectSettled(ctx)
+		Expect(healthyPods(ctx, s.name, s.app)).To(Equal(int(s.replicas)), "no workload Pod was disrupted")
+	})
+})
+
+// createdClaims are the pool's NodeClaims the watch saw created that are
+// not among originals.
+func createdClaims(rec *recorder.Recorder, pool string, originals []string) []string {
+	var out []string
+	for _, r := range rec.Sorted() {
+		if r.Kind == "NodeClaim" && recorder.Added(r) && r.Obj.GetLabels()[karpv1.NodePoolLabelKey] == pool {
+			name := r.Obj.GetName()
+			known := false
+			for _, o := range originals {
+				known = known || o == name
+			}
+			if !known {
+				out = append(out, name)
+			}
+		}
+	}
+	return out
+}

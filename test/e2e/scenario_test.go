@@ -1,0 +1,160 @@
+//go:build e2e
+
+package e2e_test
+
+import (
+	"context"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
+	"github.com/noderotation/node-rotation-controller/test/fixtures"
+	"github.com/noderotation/node-rotation-controller/test/recorder"
+)
+
+// scenario is one e2e case's world: a namespace, NodePool and
+// RotationPolicy all named name, a Deployment of replicas 1.5-core Pods
+// under a PDB, and the watch record of everything that happened.
+type scenario struct {
+	name      string
+	app       map[string]string
+	replicas  int32
+	pool      *karpv1.NodePool
+	pdb       int32 // the PDB's maxUnavailable
+	rec       *recorder.Recorder
+	originals []string
+}
+
+func newScenario(name string, pool *karpv1.NodePool, replicas, pdbMaxUnavailable int32) *scenario {
+	return &scenario{name: name, app: map[string]string{"app": name}, replicas: replicas, pool: pool, pdb: pdbMaxUnavailable}
+}
+
+// setUp creates the workload, waits until every replica is Ready and
+// records the pool's claims as the originals; teardown deletes it all and
+// waits for the pool's nodes to go.
+func (s *scenario) setUp(ctx context.Context) {
+	var err error
+	s.rec, err = recorder.Start(watcher)
+	Expect(err).NotTo(HaveOccurred())
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: s.name}}
+	Expect(kube.Create(ctx, ns)).To(Succeed())
+	Expect(kube.Create(ctx, s.pool)).To(Succeed())
+	Expect(kube.Create(ctx, fixtures.PDB(s.name, "web", s.pdb, s.app))).To(Succeed())
+	Expect(kube.Create(ctx, fixtures.Workload(s.name, "web", s.name, s.replicas, "1500m", s.app))).To(Succeed())
+	DeferCleanup(func() {
+		s.rec.Stop()
+		_ = kube.Delete(ctx, &v1alpha1.RotationPolicy{ObjectMeta: metav1.ObjectMeta{Name: s.name}})
+		_ = kube.Delete(ctx, ns)
+		_ = kube.Delete(ctx, &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: s.name}})
+		Eventually(func() []karpv1.NodeClaim { return claimsOf(ctx, s.name) }).WithTimeout(4 * time.Minute).Should(BeEmpty())
+	})
+	Eventually(func() int { return healthyPods(ctx, s.name, s.app) }).WithTimeout(3*time.Minute).Should(Equal(int(s.replicas)), "every replica Ready")
+	for _, c := range claimsOf(ctx, s.name) {
+		s.originals = append(s.originals, c.Name)
+	}
+	GinkgoWriter.Printf("%s: %d replicas Ready on claims %v\n", s.name, s.replicas, s.originals)
+}
+
+// govern creates the scenario's RotationPolicy, edited by edit.
+func (s *scenario) govern(ctx context.Context, age string, edit func(*v1alpha1.RotationPolicy)) {
+	p := fixtures.Policy(s.name, age)
+	if edit != nil {
+		edit(p)
+	}
+	Expect(kube.Create(ctx, p)).To(Succeed())
+}
+
+// updatePolicy edits the live RotationPolicy, retrying on a conflict.
+func (s *scenario) updatePolicy(ctx context.Context, edit func(*v1alpha1.RotationPolicy)) {
+	Eventually(func() error {
+		p := &v1alpha1.RotationPolicy{}
+		if err := kube.Get(ctx, client.ObjectKey{Name: s.name}, p); err != nil {
+			return err
+		}
+		edit(p)
+		return kube.Update(ctx, p)
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+}
+
+// updatePool edits the live NodePool, retrying on a conflict.
+func (s *scenario) updatePool(ctx context.Context, edit func(*karpv1.NodePool)) {
+	Eventually(func() error {
+		np := poolOf(ctx, s.name)
+		edit(np)
+		return kube.Update(ctx, np)
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+}
+
+// pause stops further starts (every claim is young against 720h) and
+// waits for any rotation in flight to end.
+func (s *scenario) pause(ctx context.Context, within time.Duration) {
+	s.updatePolicy(ctx, func(p *v1alpha1.RotationPolicy) { p.Spec.AgeThreshold = "720h" })
+	Eventually(func() map[string]string { return poolOf(ctx, s.name).Annotations }).WithTimeout(within).
+		ShouldNot(HaveKey(v1alpha1.AnnotationActiveRotation), "the rotation in flight ends")
+}
+
+// gone is a matcher body: the claim is NotFound (any other error says
+// nothing about it).
+func gone(ctx context.Context, claim string) func() error {
+	return func() error { return kube.Get(ctx, client.ObjectKey{Name: claim}, &karpv1.NodeClaim{}) }
+}
+
+// claimState is the claim's state annotation ("" when unset or gone).
+func claimState(ctx context.Context, claim string) func() string {
+	return func() string {
+		c := &karpv1.NodeClaim{}
+		if err := kube.Get(ctx, client.ObjectKey{Name: claim}, c); err != nil {
+			return ""
+		}
+		return c.Annotations[v1alpha1.AnnotationState]
+	}
+}
+
+// events counts the Events with reason about objects named in names.
+func events(ctx context.Context, reason string, names ...string) int {
+	list := &corev1.EventList{}
+	Expect(kube.List(ctx, list)).To(Succeed())
+	n := 0
+	for _, e := range list.Items {
+		for _, name := range names {
+			if e.Reason == reason && e.InvolvedObject.Name == name {
+				n += max(int(e.Count), 1)
+			}
+		}
+	}
+	return n
+}
+
+// expectSettled: nothing of a rotation is left on the pool, its claims,
+// its nodes or in the controller's namespace.
+func (s *scenario) expectSettled(ctx context.Context) {
+	a := poolOf(ctx, s.name).Annotations
+	for _, k := range v1alpha1.RotationScoped {
+		Expect(a).NotTo(HaveKey(k), "rotation key %s left on the pool", k)
+	}
+	for _, c := range claimsOf(ctx, s.name) {
+		Expect(c.Annotations[v1alpha1.AnnotationState]).NotTo(BeElementOf(v1alpha1.StatePending, v1alpha1.StateDraining), "claim %s left in flight", c.Name)
+	}
+	nodes := &corev1.NodeList{}
+	Expect(kube.List(ctx, nodes, client.MatchingLabels{karpv1.NodePoolLabelKey: s.name})).To(Succeed())
+	for _, n := range nodes.Items {
+		Expect(n.Labels).NotTo(HaveKey(v1alpha1.LabelSurgeFor), "node %s still labelled a surge", n.Name)
+		Expect(n.Annotations).NotTo(HaveKey(v1alpha1.AnnotationDoNotDisruptOwned), "node %s still frozen by us", n.Name)
+		Expect(n.Annotations).NotTo(HaveKey(v1alpha1.AnnotationCordoned), "node %s still cordoned by us", n.Name)
+	}
+	pods := &corev1.PodList{}
+	Expect(kube.List(ctx, pods, client.InNamespace(controllerNS), client.HasLabels{v1alpha1.LabelSurgeFor})).To(Succeed())
+	Expect(pods.Items).To(BeEmpty(), "placeholder Pods left")
+}
+
+// notFound wraps apierrors.IsNotFound for Satisfy.
+var notFound = apierrors.IsNotFound
+
+func objectMeta(name string) metav1.ObjectMeta { return metav1.ObjectMeta{Name: name} }

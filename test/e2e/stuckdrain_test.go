@@ -1,0 +1,74 @@
+//go:build e2e
+
+package e2e_test
+
+import (
+	"context"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
+	"github.com/noderotation/node-rotation-controller/test/fixtures"
+)
+
+// A drain held by a PDB that allows no disruption. The claims are created
+// without a terminationGracePeriod, so Karpenter never forces the drain;
+// the pool's template then gets a 1 s one, so the controller's bound (tGP
+// + 2m buffer) passes while the drain is still held. A budget of zero nodes
+// keeps Karpenter from replacing the drifted claims itself. The stuck-drain
+// gauge goes to 1 and the gate stays held; once the PDB is gone the drain
+// ends and the gate opens.
+var _ = Describe("a drain held by a PDB that cannot be satisfied", Label("stuckdrain"), Ordered, func() {
+	ctx := context.Background()
+	np := fixtures.RotationPool("stuck-e2e")
+	np.Spec.Template.Spec.TerminationGracePeriod = nil
+	np.Spec.Disruption.Budgets = []karpv1.Budget{{Nodes: "0"}}
+	s := newScenario("stuck-e2e", np, 4, 0)
+	var ctrl *controller
+
+	BeforeAll(func() {
+		installPrerequisites(ctx)
+		s.setUp(ctx)
+		s.updatePool(ctx, func(np *karpv1.NodePool) {
+			np.Spec.Template.Spec.TerminationGracePeriod = &metav1.Duration{Duration: time.Second}
+		})
+		ctrl = startController("stuckdrain")
+	})
+
+	It("reports the drain stuck after tGP + buffer and keeps the gate held", func() {
+		s.govern(ctx, "30s", nil)
+		var claim string
+		Eventually(func() string {
+			a := poolOf(ctx, s.name).Annotations
+			if a[v1alpha1.AnnotationActiveRotationState] != v1alpha1.StateDraining {
+				return ""
+			}
+			claim = a[v1alpha1.AnnotationActiveRotation]
+			return claim
+		}).WithTimeout(3*time.Minute).ShouldNot(BeEmpty(), "a rotation reaches its drain")
+		drainStart := time.Now()
+		Expect(ctrl.metric("noderotation_drain_stuck", `nodepool="stuck-e2e"`)).To(Equal(0.0), "not stuck yet")
+		Eventually(func() float64 { return ctrl.metric("noderotation_drain_stuck", `nodepool="stuck-e2e"`) }).
+			WithTimeout(4 * time.Minute).WithPolling(2 * time.Second).Should(Equal(1.0))
+		GinkgoWriter.Printf("drain of %s reported stuck after %s\n", claim, time.Since(drainStart).Round(time.Second))
+		Expect(time.Since(drainStart)).To(BeNumerically(">=", time.Minute), "not before the bound (tGP 1s + 2m, less the time to see the draining state)")
+		Expect(ctrl.LogLines("drain exceeds terminationGracePeriod + buffer")).To(HaveLen(1), "logged once")
+		Consistently(func() string { return poolOf(ctx, s.name).Annotations[v1alpha1.AnnotationActiveRotation] }).
+			WithTimeout(5*time.Second).Should(Equal(claim), "the gate stays held: a second node never drains")
+		Expect(claimsOf(ctx, s.name)).To(ContainElement(HaveField("ObjectMeta.Name", claim)), "the claim is still draining")
+
+		By("removing the PDB: the drain ends and the gate opens")
+		Expect(kube.Delete(ctx, &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: s.name}})).To(Succeed())
+		Eventually(gone(ctx, claim)).WithTimeout(3 * time.Minute).Should(Satisfy(notFound))
+		s.pause(ctx, 3*time.Minute)
+		Eventually(func() float64 { return ctrl.metric("noderotation_drain_stuck", `nodepool="stuck-e2e"`) }).
+			WithTimeout(time.Minute).Should(Equal(0.0))
+		Expect(ctrl.completions(claim)).To(Equal(1))
+		s.expectSettled(ctx)
+	})
+})

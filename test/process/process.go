@@ -1,0 +1,173 @@
+// Package process runs the real controller binary as a local process for
+// the suites on the local cluster: the binary taken out of the image when
+// NRC_CONTROLLER_BIN names it (make test-all sets it after make image), or
+// one built from this checkout. Each run logs to its own file, which a
+// failing suite prints.
+package process
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// BinaryEnv names the controller binary to run instead of building one.
+const BinaryEnv = "NRC_CONTROLLER_BIN"
+
+var (
+	buildOnce sync.Once
+	built     string
+	buildErr  error
+)
+
+// Binary is the controller binary the suites run: $NRC_CONTROLLER_BIN, or
+// one built once per test process from the checkout at repoRoot into dir.
+func Binary(repoRoot, dir string) (string, error) {
+	if bin := os.Getenv(BinaryEnv); bin != "" {
+		abs, err := filepath.Abs(bin)
+		if err != nil {
+			return "", fmt.Errorf("%s=%s: %w", BinaryEnv, bin, err)
+		}
+		if _, err := os.Stat(abs); err != nil {
+			return "", fmt.Errorf("%s names no binary: %w", BinaryEnv, err)
+		}
+		return abs, nil
+	}
+	buildOnce.Do(func() {
+		built = filepath.Join(dir, "node-rotation-controller")
+		cmd := exec.Command("go", "build", "-o", built, "./cmd/node-rotation-controller")
+		cmd.Dir = repoRoot
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("go build ./cmd/node-rotation-controller: %w\n%s", err, out)
+		}
+	})
+	return built, buildErr
+}
+
+// Controller is one run of the controller binary.
+type Controller struct {
+	Bin  string
+	Args []string
+	Log  string // the run's combined stdout and stderr
+
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+// Start runs bin with args, logging to a new file under logDir named after
+// name; the process is its own process group, so a kill reaches only it.
+func Start(bin, logDir, name string, args ...string) (*Controller, error) {
+	if err := os.MkdirAll(logDir, 0o755); err != nil {
+		return nil, fmt.Errorf("log directory: %w", err)
+	}
+	c := &Controller{Bin: bin, Args: args, Log: filepath.Join(logDir, fmt.Sprintf("%s-%d.log", name, time.Now().UnixNano()))}
+	f, err := os.Create(c.Log)
+	if err != nil {
+		return nil, fmt.Errorf("controller log: %w", err)
+	}
+	c.cmd = exec.Command(bin, args...)
+	c.cmd.Stdout, c.cmd.Stderr = f, f
+	c.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := c.cmd.Start(); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("starting %s: %w", bin, err)
+	}
+	c.done = make(chan struct{})
+	go func() { _ = c.cmd.Wait(); f.Close(); close(c.done) }()
+	return c, nil
+}
+
+// Pid is the running process's id.
+func (c *Controller) Pid() int { return c.cmd.Process.Pid }
+
+// Exited reports whether the process has ended.
+func (c *Controller) Exited() bool {
+	select {
+	case <-c.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// Stop ends the process as a Deployment's rollout does: SIGTERM, then
+// SIGKILL if it has not exited within grace. It reports whether the process
+// exited on the SIGTERM.
+func (c *Controller) Stop(grace time.Duration) bool {
+	if c == nil || c.cmd == nil || c.Exited() {
+		return true
+	}
+	_ = c.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-c.done:
+		return true
+	case <-time.After(grace):
+		c.Kill()
+		return false
+	}
+}
+
+// Kill ends the process with SIGKILL, as an OOM kill or a node loss does,
+// and waits for it to be gone.
+func (c *Controller) Kill() {
+	if c == nil || c.cmd == nil || c.Exited() {
+		return
+	}
+	_ = c.cmd.Process.Signal(syscall.SIGKILL)
+	<-c.done
+}
+
+// Tail is the last n bytes of the run's log.
+func (c *Controller) Tail(n int) string {
+	b, err := os.ReadFile(c.Log)
+	if err != nil {
+		return fmt.Sprintf("(log %s unreadable: %v)", c.Log, err)
+	}
+	if len(b) > n {
+		b = b[len(b)-n:]
+	}
+	return string(b)
+}
+
+// LogLines are the run's log lines containing substr.
+func (c *Controller) LogLines(substr string) []string {
+	b, err := os.ReadFile(c.Log)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.Contains(l, substr) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// FreePorts are n distinct loopback TCP ports free at the time of the call,
+// for the controller's metrics and probe listeners.
+func FreePorts(n int) ([]int, error) {
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
+	ports := make([]int, 0, n)
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, errors.Join(errors.New("no free loopback port"), err)
+		}
+		ls = append(ls, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
