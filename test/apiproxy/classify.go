@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 
@@ -25,10 +26,12 @@ type Write struct {
 	// Type is the write type: verb, resource[/subresource] and Keys. Two
 	// writes of one type change the same things in the same direction.
 	Type string
-	// Background writes (leases, events, access reviews) are counted and
-	// recorded but never killed after or faulted: they are not steps of a
-	// rotation, and faulting them tests client-go rather than the controller.
+	// Background writes (leases, events, access reviews, server-side dry
+	// runs) are counted and recorded but never killed after or faulted:
+	// they are not steps of a rotation — a dry run changes nothing — and
+	// faulting them tests client-go rather than the controller.
 	Background bool
+	DryRun     bool
 	// Status is the HTTP status the client received — for a kill, the one
 	// the API server answered, which the client never read.
 	Status int
@@ -106,10 +109,11 @@ func ours(key string) bool {
 
 // Classify turns a request and its body into a Write (Seq, Time and the
 // outcome fields are the proxy's to fill).
-func Classify(method, path string, contentType string, body []byte) Write {
+func Classify(method string, u *url.URL, contentType string, body []byte) Write {
 	w := Write{Verb: method}
-	w.Namespace, w.Resource, w.Name, w.Subresource = parsePath(path)
-	w.Background = backgroundResources[w.Resource]
+	w.Namespace, w.Resource, w.Name, w.Subresource = parsePath(u.Path)
+	w.DryRun = u.Query().Has("dryRun")
+	w.Background = backgroundResources[w.Resource] || w.DryRun
 	if method == http.MethodPatch && keyed[w.Resource] && w.Subresource == "" {
 		w.Keys = patchKeys(contentType, body)
 	}
@@ -119,6 +123,9 @@ func Classify(method, path string, contentType string, body []byte) Write {
 	}
 	if len(w.Keys) > 0 {
 		w.Type += " " + strings.Join(w.Keys, " ")
+	}
+	if w.DryRun {
+		w.Type += " (dry run)"
 	}
 	return w
 }

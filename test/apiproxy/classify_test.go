@@ -1,6 +1,7 @@
 package apiproxy
 
 import (
+	"net/url"
 	"slices"
 	"testing"
 )
@@ -52,12 +53,18 @@ func TestClassify(t *testing.T) {
 			wantType: "PUT leases", wantNS: "nrs", wantName: "x", background: true},
 		{name: "the preflight's access reviews are background", method: "POST", path: "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
 			wantType: "POST selfsubjectaccessreviews", background: true},
+		{name: "a server-side dry run changes nothing", method: "POST", path: "/api/v1/namespaces/nrs/pods?dryRun=All",
+			wantType: "POST pods (dry run)", wantNS: "nrs", background: true},
 		{name: "an unparsable body is still a write", method: "PATCH", path: "/api/v1/nodes/n1", ctype: merge, body: `{`,
 			wantType: "PATCH nodes", wantName: "n1"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			w := Classify(c.method, c.path, c.ctype, []byte(c.body))
+			u, err := url.Parse(c.path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w := Classify(c.method, u, c.ctype, []byte(c.body))
 			if w.Type != c.wantType {
 				t.Errorf("type %q\nwant %q", w.Type, c.wantType)
 			}
@@ -73,9 +80,10 @@ func TestClassify(t *testing.T) {
 
 // The write type does not depend on the encoder's key order.
 func TestClassifyIsOrderIndependent(t *testing.T) {
-	a := Classify("PATCH", "/api/v1/nodes/n", "application/merge-patch+json",
+	u := &url.URL{Path: "/api/v1/nodes/n"}
+	a := Classify("PATCH", u, "application/merge-patch+json",
 		[]byte(`{"metadata":{"annotations":{"noderotation.io/b":"1","noderotation.io/a":"2"}}}`))
-	b := Classify("PATCH", "/api/v1/nodes/n", "application/merge-patch+json",
+	b := Classify("PATCH", u, "application/merge-patch+json",
 		[]byte(`{"metadata":{"annotations":{"noderotation.io/a":"2","noderotation.io/b":"1"}}}`))
 	if a.Type != b.Type || !slices.Equal(a.Keys, []string{"+noderotation.io/a", "+noderotation.io/b"}) {
 		t.Errorf("%q vs %q (keys %v)", a.Type, b.Type, a.Keys)

@@ -43,8 +43,10 @@ const (
 	FaultApplyThen500 Fault = "apply-then-500"
 )
 
-// Faults configures injection. Shares are fractions in [0, 1] of the
-// targeted (non-background) mutating requests, and of non-watch GETs.
+// Faults configures injection. Fail500, Throttle429 and ApplyThen500 are
+// shares in [0, 1] of the targeted (non-background) mutating requests,
+// injected exactly (up to one) at seeded-random places; DelayGets is the
+// probability that a non-watch GET waits Delay first.
 type Faults struct {
 	Seed         uint64 // the draws are reproducible for one request order
 	Fail500      float64
@@ -84,13 +86,15 @@ type Proxy struct {
 	srv      *http.Server
 	addr     string
 
-	mu     sync.Mutex
-	writes []Write
-	plan   *killPlan
-	killed *Write
-	faults Faults
-	rng    *rand.Rand
-	counts Counts
+	mu        sync.Mutex
+	writes    []Write
+	plan      *killPlan
+	killed    *Write
+	faults    Faults
+	rng       *rand.Rand
+	schedules []*schedule
+	drawn     int // targeted writes since SetFaults
+	counts    Counts
 }
 
 type killPlan struct {
@@ -187,14 +191,16 @@ func (p *Proxy) KillAfter(match func(Write) bool, n int, kill func()) {
 	p.killed = nil
 }
 
-// Disarm drops an armed kill that has not fired.
+// Disarm drops an armed kill that has not fired, and forgets one that
+// has: Killed reports nothing until the next KillAfter fires.
 func (p *Proxy) Disarm() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.plan = nil
+	p.plan, p.killed = nil, nil
 }
 
-// Killed returns the write the armed kill fired after, once it has.
+// Killed returns the write the armed kill fired after, once the kill
+// function has returned.
 func (p *Proxy) Killed() (Write, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -211,6 +217,17 @@ func (p *Proxy) SetFaults(f Faults) {
 	defer p.mu.Unlock()
 	p.faults = f
 	p.rng = rand.New(rand.NewPCG(f.Seed, f.Seed^0x9e3779b97f4a7c15))
+	p.schedules, p.drawn = nil, 0
+	for _, k := range []struct {
+		kind  Fault
+		share float64
+	}{{Fault500, f.Fail500}, {Fault429, f.Throttle429}, {FaultApplyThen500, f.ApplyThen500}} {
+		if k.share > 0 {
+			s := &schedule{kind: k.kind, share: min(k.share, 1)}
+			s.next(p.rng)
+			p.schedules = append(p.schedules, s)
+		}
+	}
 }
 
 // Counts returns what the proxy saw and injected so far.
@@ -257,7 +274,7 @@ func (p *Proxy) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
-	w := Classify(r.Method, r.URL.Path, r.Header.Get("Content-Type"), body)
+	w := Classify(r.Method, r.URL, r.Header.Get("Content-Type"), body)
 	w.Time = time.Now().Format(time.RFC3339Nano)
 
 	p.mu.Lock()
@@ -266,7 +283,8 @@ func (p *Proxy) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	var fault Fault
 	if !w.Background {
 		p.counts.Targeted++
-		fault = p.drawLocked()
+		fault = p.drawLocked(p.drawn)
+		p.drawn++
 	}
 	switch fault {
 	case Fault500:
@@ -325,20 +343,31 @@ func isWatch(r *http.Request) bool {
 	return strings.Contains(r.URL.Path, "/watch/")
 }
 
-// drawLocked picks the fault for one targeted write.
-func (p *Proxy) drawLocked() Fault {
-	f := p.faults
-	if f.Fail500+f.Throttle429+f.ApplyThen500 <= 0 {
-		return ""
-	}
-	x := p.rng.Float64()
-	switch {
-	case x < f.Fail500:
-		return Fault500
-	case x < f.Fail500+f.Throttle429:
-		return Fault429
-	case x < f.Fail500+f.Throttle429+f.ApplyThen500:
-		return FaultApplyThen500
+// schedule places one fault kind's injections: jittered systematic
+// sampling, so after i targeted writes exactly ⌊i·share⌋ or ⌈i·share⌉
+// were planned — a run faults the share it asked for, not a share that
+// wanders with a short run's luck — while the seed decides where in each
+// 1/share-wide slot each injection falls.
+type schedule struct {
+	kind  Fault
+	share float64
+	done  int // injections placed so far
+	due   int // the targeted write (0-based) at which the next is due
+}
+
+func (s *schedule) next(rng *rand.Rand) {
+	s.due = int((float64(s.done) + rng.Float64()) / s.share)
+}
+
+// drawLocked picks the fault for the targeted write with 0-based index i.
+// Two kinds due at the same write: the later one waits for the next.
+func (p *Proxy) drawLocked(i int) Fault {
+	for _, s := range p.schedules {
+		if i >= s.due {
+			s.done++
+			s.next(p.rng)
+			return s.kind
+		}
 	}
 	return ""
 }
@@ -361,8 +390,6 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 		if p.plan.n <= 0 {
 			kill, p.plan = p.plan.kill, nil
 			w.Killed, c.kill = true, true
-			k := *w
-			p.killed = &k
 		}
 	}
 	if kill == nil && c.fault == FaultApplyThen500 {
@@ -377,8 +404,13 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 
 	if kill != nil {
 		// The kill runs while the answer is held here: the client dies
-		// with the write applied and unanswered.
+		// with the write applied and unanswered. Killed reports it only
+		// once the kill function has returned.
 		kill()
+		p.mu.Lock()
+		k := p.writes[c.index]
+		p.killed = &k
+		p.mu.Unlock()
 		return errKilled
 	}
 	if c.fault == FaultApplyThen500 && applied {

@@ -161,9 +161,11 @@ func TestKillAfterTheNthAppliedWrite(t *testing.T) {
 	p := start(t, s)
 	var kills atomic.Int32
 	var upstreamAtKill int
+	var reportedDuringKill bool
 	p.KillAfter(OfType("PATCH nodepools +noderotation.io/active-rotation"), 2, func() {
 		kills.Add(1)
 		upstreamAtKill = len(s.got())
+		_, reportedDuringKill = p.Killed()
 	})
 	url := p.URL() + "/apis/karpenter.sh/v1/nodepools/pool"
 
@@ -193,9 +195,16 @@ func TestKillAfterTheNthAppliedWrite(t *testing.T) {
 	if !ok || !w.Killed || w.Seq != 4 || !w.Interrupted() {
 		t.Errorf("Killed() = %+v, %v", w, ok)
 	}
+	if reportedDuringKill {
+		t.Error("Killed() reported the kill before the kill function returned")
+	}
 	// one-shot
 	if resp, _, err := do(t, "PATCH", url, anchorPatch); err != nil || resp.StatusCode != 201 || kills.Load() != 1 {
 		t.Errorf("after the kill: %v %v, kills %d", err, resp, kills.Load())
+	}
+	p.Disarm()
+	if w, ok := p.Killed(); ok {
+		t.Errorf("Killed() after Disarm: %+v", w)
 	}
 }
 
@@ -280,31 +289,43 @@ func TestApplyThen500OnlyOnAppliedWrites(t *testing.T) {
 	}
 }
 
-// Shares hold roughly, and one seed gives one sequence of draws.
-func TestFaultSharesAreSeeded(t *testing.T) {
-	run := func() ([]Fault, Counts) {
+// Each share is injected exactly, up to one, whatever the seed; one seed
+// gives one placement, another seed another.
+func TestFaultSharesAreExactAndSeeded(t *testing.T) {
+	run := func(seed uint64) (string, Counts) {
 		s := newAPIServer(t)
 		p := start(t, s)
-		p.SetFaults(Faults{Seed: 7, Fail500: 0.1, Throttle429: 0.05, ApplyThen500: 0.05})
-		var got []Fault
+		p.SetFaults(Faults{Seed: seed, Fail500: 0.1, Throttle429: 0.05, ApplyThen500: 0.05})
 		for i := 0; i < 400; i++ {
 			if _, _, err := do(t, "DELETE", p.URL()+"/api/v1/namespaces/ns/pods/p", ""); err != nil {
 				t.Fatal(err)
 			}
 		}
+		var got []Fault
 		for _, w := range p.Writes(0) {
 			got = append(got, w.Fault)
 		}
-		return got, p.Counts()
+		return fmt.Sprint(got), p.Counts()
 	}
-	a, ca := run()
-	b, _ := run()
-	if fmt.Sprint(a) != fmt.Sprint(b) {
-		t.Error("one seed, two sequences")
+	a, ca := run(7)
+	b, _ := run(7)
+	c, cc := run(8)
+	if a != b {
+		t.Error("one seed, two placements")
 	}
-	share := float64(ca.Faults()) / float64(ca.Targeted)
-	if share < 0.14 || share > 0.26 || ca.Fail500 == 0 || ca.Throttle429 == 0 || ca.ApplyThen500 == 0 {
-		t.Errorf("share %.2f of 0.20, counts %+v", share, ca)
+	if a == c {
+		t.Error("two seeds, one placement")
+	}
+	for _, counts := range []Counts{ca, cc} {
+		if d := counts.Fail500 - 40; d < -1 || d > 1 {
+			t.Errorf("500s %d of 400 writes, want 40±1", counts.Fail500)
+		}
+		if d := counts.Throttle429 - 20; d < -1 || d > 1 {
+			t.Errorf("429s %d of 400 writes, want 20±1", counts.Throttle429)
+		}
+		if d := counts.ApplyThen500 - 20; d < -1 || d > 1 {
+			t.Errorf("apply-then-500s %d of 400 writes, want 20±1", counts.ApplyThen500)
+		}
 	}
 }
 
