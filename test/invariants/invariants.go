@@ -37,7 +37,7 @@ const (
 	NotRotated      = "original-not-rotated"   // an original claim still exists
 	ExtraNodeClaims = "nodeclaims-over-budget" // more NodeClaims created than rotation attempts
 	AnnouncedTwice  = "announced-twice"        // one completion or failure announced more than once
-	NeverAnnounced  = "never-announced"        // a completion lost with no interrupted write to explain it
+	NeverAnnounced  = "never-announced"        // a completion or failure lost with no interrupted write to explain it
 	PendingTooLong  = "pod-pending-too-long"   // a workload Pod waited longer than the bound
 	BelowMinHealthy = "pdb-violated"           // fewer healthy workload Pods than the PDB allows
 	LogUnreadable   = "log-unreadable"         // a log file the checker was given cannot be read
@@ -65,6 +65,10 @@ type Input struct {
 	// never got (killed, or applied then answered 500). Each may lose that
 	// rotation's completion line; more losses than this are violations.
 	InterruptedEnds int
+	// InterruptedFailures is the number of writes that failed an attempt
+	// (a claim moved to state failed) whose answer the controller never
+	// got: each may lose that failure's line.
+	InterruptedFailures int
 	// Records and SinceRV, when set, let the checker see the run as the
 	// watch saw it: the rotations anchored after SinceRV, and the Workloads.
 	Records   *recorder.Recorder
@@ -99,8 +103,9 @@ func (v Violation) String() string { return fmt.Sprintf("%s %s: %s", v.Invariant
 type Report struct {
 	Checks     int
 	Violations []Violation
-	// Lost are the rotations whose completion was never announced, each
-	// explained by an interrupted write that ended a rotation.
+	// Lost are the announcements never made — "completion of <claim>" or
+	// "failure of <claim> (retry n)" — each explained by an interrupted
+	// write that earned it.
 	Lost []string
 	// Completions is how many rotations were announced complete.
 	Completions int
@@ -119,7 +124,7 @@ func (r *Report) String() string {
 		b.WriteString("\n  VIOLATION " + v.String())
 	}
 	for _, l := range r.Lost {
-		b.WriteString("\n  lost announcement: completion of " + l)
+		b.WriteString("\n  lost announcement: " + l)
 	}
 	return b.String()
 }
@@ -272,6 +277,7 @@ func checkAnnouncements(ctx context.Context, in Input, pools map[string]bool, cl
 	// completions[claim][run] and failures[claim/retry][run]
 	completions := map[string]map[int]int{}
 	failures := map[string]map[int]int{}
+	swept := map[string]bool{}
 	for _, l := range lines {
 		if !pools[l.Pool] {
 			continue
@@ -281,6 +287,9 @@ func checkAnnouncements(ctx context.Context, in Input, pools map[string]bool, cl
 			count(completions, l.Rotation, l.Run)
 		case l.Msg == "rotation attempt failed" && l.Reason == "readyTimeout" && l.Rotation != "":
 			count(failures, l.Rotation+" retry "+l.RetryCount, l.Run)
+		case l.Msg == "rotation attempt failed" && l.NodeClaim != "":
+			// the startup sweep's or a stranded repair's: no retry count
+			swept[l.NodeClaim] = true
 		}
 	}
 	for _, key := range sortedKeys(completions) {
@@ -332,19 +341,67 @@ func checkAnnouncements(ctx context.Context, in Input, pools map[string]bool, cl
 	}
 	budget := in.InterruptedEnds
 	for _, name := range sortedKeys(ended) {
-		if len(completions[name]) > 0 {
-			r.check(true, NeverAnnounced, "", "")
-			continue
-		}
-		if budget > 0 {
-			budget--
-			r.Checks++
-			r.Lost = append(r.Lost, name)
-			continue
-		}
-		r.check(false, NeverAnnounced, "NodeClaim/"+name, "the rotation ended (claim gone) and no process logged its completion, with no interrupted release to explain it")
+		announced := len(completions[name]) > 0
+		r.lostOrViolation(announced, &budget, "completion of "+name, "NodeClaim/"+name,
+			"the rotation ended (claim gone) and no process logged its completion, with no interrupted release to explain it")
+	}
+	// Every failure in the run — a claim moved to failed, named by the
+	// retry count that write gave it — was announced.
+	budget = in.InterruptedFailures
+	for _, f := range failedDuring(in, claims) {
+		announced := len(failures[f.claim+" retry "+f.retry]) > 0 || swept[f.claim]
+		r.lostOrViolation(announced, &budget, fmt.Sprintf("failure of %s (retry %s)", f.claim, f.retry), "NodeClaim/"+f.claim,
+			fmt.Sprintf("failed (retry %s) and no process logged the failure, with no interrupted failure write to explain it", f.retry))
 	}
 	return nil
+}
+
+type failure struct{ claim, retry string }
+
+// failedDuring are the failures of the run: with a record, every move of
+// a pool's claim into failed (or to a higher retry count) after SinceRV;
+// without one, the latest failure of each claim now failed.
+func failedDuring(in Input, claims map[string]*karpv1.NodeClaim) []failure {
+	var out []failure
+	if in.Records == nil {
+		for _, name := range sortedKeys(claims) {
+			if a := claims[name].Annotations; a[v1alpha1.AnnotationState] == v1alpha1.StateFailed {
+				out = append(out, failure{name, a[v1alpha1.AnnotationRetryCount]})
+			}
+		}
+		return out
+	}
+	last := map[string]failure{}
+	for _, rec := range in.Records.Sorted() {
+		if rec.Kind != "NodeClaim" || recorder.Deleted(rec) || !slices.Contains(in.Pools, rec.Obj.GetLabels()[karpv1.NodePoolLabelKey]) {
+			continue
+		}
+		a := rec.Obj.GetAnnotations()
+		f := failure{rec.Obj.GetName(), a[v1alpha1.AnnotationRetryCount]}
+		if a[v1alpha1.AnnotationState] != v1alpha1.StateFailed {
+			f.retry = ""
+		}
+		if f.retry != "" && last[f.claim] != f && rec.RV > in.SinceRV {
+			out = append(out, f)
+		}
+		last[f.claim] = f
+	}
+	return out
+}
+
+// lostOrViolation: an announcement made passes; one missing is lost while
+// interrupted writes can explain it, a violation once they cannot.
+func (r *Report) lostOrViolation(announced bool, budget *int, what, obj, detail string) {
+	switch {
+	case announced:
+		r.check(true, NeverAnnounced, "", "")
+	case *budget > 0:
+		*budget--
+		r.Checks++
+		r.Lost = append(r.Lost, what)
+	default:
+		r.check(false, NeverAnnounced, obj, "%s", detail)
+	}
 }
 
 func count(m map[string]map[int]int, key string, run int) {

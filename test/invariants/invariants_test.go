@@ -39,7 +39,9 @@ type world struct {
 	attempts  int
 	created   int
 	ends      int // interrupted rotation ends
-	workloads []Workload
+	// interrupted failure writes
+	interruptedFailures int
+	workloads           []Workload
 }
 
 func completeLine(claim string) string {
@@ -55,6 +57,12 @@ func claim(name, state string) *karpv1.NodeClaim {
 	if state != "" {
 		c.Annotations = map[string]string{v1alpha1.AnnotationState: state}
 	}
+	return c
+}
+
+func failedClaim(name, retry string) *karpv1.NodeClaim {
+	c := claim(name, v1alpha1.StateFailed)
+	c.Annotations[v1alpha1.AnnotationRetryCount] = retry
 	return c
 }
 
@@ -92,7 +100,7 @@ func clean() *world {
 	terminating.DeletionTimestamp = &metav1.Time{Time: t0}
 	return &world{
 		objs: []client.Object{
-			np, claim("chaos-pool-b", v1alpha1.StateFailed), claim("chaos-pool-s", ""), node("node-b"), node("node-s"),
+			np, failedClaim("chaos-pool-b", "1"), claim("chaos-pool-s", ""), node("node-b"), node("node-s"),
 			&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "node-rotation-controller-0", Namespace: ns}},
 			&corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "e1", Namespace: "default"}, Reason: "RotationCompleted", Count: 1,
 				InvolvedObject: corev1.ObjectReference{Kind: "NodePool", Name: pool}, Message: "old NodeClaim chaos-pool-a finalized; surgePath provisioned"},
@@ -104,6 +112,8 @@ func clean() *world {
 			rec(1, watch.Added, pod("web-0", true, corev1.PodRunning), 0),
 			rec(2, watch.Added, pod("web-1", true, corev1.PodRunning), 0),
 			rec(3, watch.Added, pod("web-2", true, corev1.PodRunning), 0),
+			rec(4, watch.Added, claim("chaos-pool-b", ""), 0),
+			rec(9, watch.Modified, failedClaim("chaos-pool-b", "1"), time.Second),
 			rec(10, watch.Modified, anchoredPool("chaos-pool-a"), time.Second),
 			rec(11, watch.Modified, terminating, 2*time.Second),
 			rec(12, watch.Added, pod("web-3", false, corev1.PodPending), 2*time.Second),
@@ -135,13 +145,22 @@ func (w *world) check(t *testing.T) *Report {
 	}
 	r, err := Check(context.Background(), Input{
 		Client: c, Pools: []string{pool}, Namespace: ns, Originals: w.originals, Attempts: w.attempts, Created: w.created,
-		Logs: logs, InterruptedEnds: w.ends, Records: recorder.Of(w.records...), SinceRV: 5, Workloads: w.workloads,
+		Logs: logs, InterruptedEnds: w.ends, InterruptedFailures: w.interruptedFailures, Records: recorder.Of(w.records...), SinceRV: 5, Workloads: w.workloads,
 		Now: t0.Add(time.Minute),
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return r
+}
+
+func (w *world) find(name string, rv int64) *recorder.Record {
+	for i := range w.records {
+		if w.records[i].Obj.GetName() == name && w.records[i].RV == rv {
+			return &w.records[i]
+		}
+	}
+	panic(fmt.Sprintf("no record of %s at %d", name, rv))
 }
 
 func (w *world) replace(name string, obj client.Object) {
@@ -250,6 +269,10 @@ func TestEachViolationIsDetected(t *testing.T) {
 		{"a failure Event recorded twice", func(w *world) {
 			w.objs[7].(*corev1.Event).Count = 2
 		}, AnnouncedTwice, "NodeClaim/chaos-pool-b"},
+		{"a failure never announced, no write interrupted", func(w *world) {
+			// its second failure: no line says retry 2
+			w.records = append(w.records, rec(16, watch.Modified, failedClaim("chaos-pool-b", "2"), 7*time.Second))
+		}, NeverAnnounced, "NodeClaim/chaos-pool-b"},
 		{"a completion never announced, no write interrupted", func(w *world) {
 			w.logs[1] = nil
 		}, NeverAnnounced, "NodeClaim/chaos-pool-a"},
@@ -259,11 +282,11 @@ func TestEachViolationIsDetected(t *testing.T) {
 		{"the PDB's floor broken", func(w *world) {
 			second := pod("web-2", true, corev1.PodRunning)
 			second.DeletionTimestamp = &metav1.Time{Time: t0}
+			// web-1 terminating at 11, web-2 at 12: one healthy until web-3 is Ready at 14
 			w.records = append(w.records, rec(12, watch.Modified, second, 2*time.Second))
-			w.records[6].RV = 11 // web-1 terminating at 11, web-2 at 12 → one healthy
 		}, BelowMinHealthy, "Workload/" + app + "/app=web"},
 		{"a Pod pending longer than the bound", func(w *world) {
-			w.records[7].Seen = t0.Add(20 * time.Second) // web-3 ran 18 s after it was created
+			w.find("web-3", 14).Seen = t0.Add(20 * time.Second) // web-3 ran 18 s after it was created
 		}, PendingTooLong, "Workload/" + app + "/app=web"},
 		{"a Pod still pending at the end", func(w *world) {
 			w.records = append(w.records, rec(16, watch.Added, pod("web-4", false, corev1.PodPending), 10*time.Second))
@@ -322,7 +345,7 @@ func TestLostCompletionsAreCountedAgainstInterruptedEnds(t *testing.T) {
 	w.objs = w.objs[:6] // the Event was lost with the line
 	w.ends = 1
 	r := w.check(t)
-	if len(r.Violations) != 0 || len(r.Lost) != 1 || r.Lost[0] != "chaos-pool-a" {
+	if len(r.Violations) != 0 || len(r.Lost) != 1 || r.Lost[0] != "completion of chaos-pool-a" {
 		t.Fatalf("one interrupted release, one lost completion:\n%s", r)
 	}
 	if !strings.HasSuffix(r.Summary(), "0 violations, 1 announcements lost to kills") {
@@ -332,6 +355,27 @@ func TestLostCompletionsAreCountedAgainstInterruptedEnds(t *testing.T) {
 	r = w.check(t)
 	if len(r.Violations) != 1 || r.Violations[0].Invariant != NeverAnnounced || len(r.Lost) != 1 {
 		t.Fatalf("two lost, one interrupted release:\n%s", r)
+	}
+}
+
+// A failure lost to an interrupted failure write is counted; one the
+// startup sweep announced (no retry count) is not lost.
+func TestLostFailures(t *testing.T) {
+	w := clean()
+	w.logs[0] = w.logs[0][:1]
+	w.objs = append(w.objs[:7], w.objs[8:]...) // and its Event
+	r := w.check(t)
+	if len(r.Violations) != 1 || r.Violations[0].Invariant != NeverAnnounced {
+		t.Fatalf("a failure never announced:\n%s", r)
+	}
+	w.interruptedFailures = 1
+	if r = w.check(t); len(r.Violations) != 0 || len(r.Lost) != 1 || r.Lost[0] != "failure of chaos-pool-b (retry 1)" {
+		t.Fatalf("one interrupted failure write:\n%s", r)
+	}
+	w.interruptedFailures = 0
+	w.logs[0] = append(w.logs[0], `{"msg":"rotation attempt failed","logger":"rotation.sweep","nodepool":"`+pool+`","reason":"startupSweep","nodeclaim":"chaos-pool-b","from":"pending"}`)
+	if r = w.check(t); len(r.Violations) != 0 || len(r.Lost) != 0 {
+		t.Fatalf("a swept failure:\n%s", r)
 	}
 }
 

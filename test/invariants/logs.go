@@ -15,6 +15,7 @@ type Line struct {
 	Msg        string
 	Pool       string // "nodepool"
 	Rotation   string // "rotation": the claim a state-machine line is about
+	NodeClaim  string // "nodeclaim": the claim of a sweep or repair line
 	Outcome    string
 	Reason     string
 	RetryCount string
@@ -57,7 +58,7 @@ func readLog(run int, path string) ([]Line, error) {
 			continue
 		}
 		str := func(k string) string { s, _ := kv[k].(string); return s }
-		out = append(out, Line{Run: run, Msg: str("msg"), Pool: str("nodepool"), Rotation: str("rotation"),
+		out = append(out, Line{Run: run, Msg: str("msg"), Pool: str("nodepool"), Rotation: str("rotation"), NodeClaim: str("nodeclaim"),
 			Outcome: str("outcome"), Reason: str("reason"), RetryCount: str("retryCount"), Raw: text})
 	}
 	if err := sc.Err(); err != nil {
