@@ -1,0 +1,436 @@
+//go:build e2e
+
+package chaos_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
+	"github.com/noderotation/node-rotation-controller/internal/schedule"
+	"github.com/noderotation/node-rotation-controller/internal/surge"
+	"github.com/noderotation/node-rotation-controller/test/apiproxy"
+	"github.com/noderotation/node-rotation-controller/test/invariants"
+)
+
+// step is one write of a recorded rotation: the first applied write of its
+// type to the Nth distinct object that type touched (the old node's freeze
+// and the surge host's are two steps). A repeat of a write to an object
+// already written — a pass deciding on a cache that had not yet seen the
+// first — is not a step of its own.
+type step struct {
+	Type string
+	N    int
+}
+
+func (s step) String() string { return fmt.Sprintf("%s (object #%d)", s.Type, s.N) }
+
+// matcher matches the step's write: it sees every applied write in order
+// (the proxy calls it under its lock) and fires on the first write of the
+// type to the Nth distinct object.
+func (s step) matcher() func(apiproxy.Write) bool {
+	objects := map[string]bool{}
+	return func(w apiproxy.Write) bool {
+		if w.Type != s.Type || objects[object(w)] {
+			return false
+		}
+		objects[object(w)] = true
+		return len(objects) == s.N
+	}
+}
+
+func object(w apiproxy.Write) string { return w.Namespace + "/" + w.Name }
+
+// steps are the applied, targeted writes of one rotation, from its anchor
+// write to the write that ended it.
+func steps(writes []apiproxy.Write) []step {
+	var out []step
+	objects := map[string]map[string]bool{}
+	started := false
+	for _, w := range writes {
+		// The policy's status is written when the suite edits the policy,
+		// not by the rotation.
+		if w.Background || !w.Applied() || w.Resource == "rotationpolicies" {
+			continue
+		}
+		if !started && !slices.Contains(w.Keys, "+"+v1alpha1.AnnotationActiveRotation) {
+			continue
+		}
+		started = true
+		if objects[w.Type] == nil {
+			objects[w.Type] = map[string]bool{}
+		}
+		if !objects[w.Type][object(w)] {
+			objects[w.Type][object(w)] = true
+			out = append(out, step{w.Type, len(objects[w.Type])})
+		}
+		if endsRotation(w) {
+			break
+		}
+	}
+	return out
+}
+
+// ended reports whether a targeted write since seq ended a rotation.
+func ended(seq int) bool {
+	for _, w := range proxy.Writes(seq) {
+		if !w.Background && w.Applied() && endsRotation(w) {
+			return true
+		}
+	}
+	return false
+}
+
+// iteration is one rotation of the campaign: started by resuming the
+// policy, paused again as soon as it is anchored so no second one starts,
+// optionally killed after one write and restarted at once, then left to
+// quiesce and judged.
+type iteration struct {
+	label  string
+	kill   *step  // nil: no kill (a recording)
+	setup  func() // before the rotation starts
+	after  func() // once the rotation was interrupted or ended, before quiescence
+	rotate bool   // the anchored claim must end rotated away
+}
+
+type outcome struct {
+	writes   []apiproxy.Write
+	anchored []string
+	killed   bool
+	report   *invariants.Report
+}
+
+func (w *world) iterate(ctx context.Context, c *campaign, it iteration) outcome {
+	start := time.Now()
+	if it.setup != nil {
+		it.setup()
+	}
+	seq, since := proxy.Seq(), revision(ctx)
+	if it.kill != nil {
+		proxy.KillAfter(it.kill.matcher(), 1, w.ctl.kill)
+	}
+	w.resume(ctx)
+	pausedYet := false
+	Eventually(func() bool {
+		_, killed := proxy.Killed()
+		if !pausedYet && (killed || w.anchor(ctx) != "") {
+			// one rotation per iteration: none starts after this one
+			w.pause(ctx)
+			pausedYet = true
+		}
+		if killed {
+			return true
+		}
+		w.ctl.alive()
+		return pausedYet && ended(seq)
+	}).WithContext(ctx).WithTimeout(5*time.Minute).WithPolling(200*time.Millisecond).Should(BeTrue(),
+		"%s: the rotation started and was killed or ended", it.label)
+	killedAt, killed := proxy.Killed()
+	proxy.Disarm()
+	if killed {
+		w.ctl.start() // at once: the successor's startup races what the victim left
+		c.kills++
+	}
+	if it.after != nil {
+		it.after()
+	}
+	w.quiesce(ctx, 5*time.Minute)
+	o := outcome{writes: proxy.Writes(seq), anchored: invariants.Anchored(w.rec, []string{w.pool}, since), killed: killed}
+	var originals []string
+	if it.rotate {
+		originals = o.anchored
+		c.rotations += len(o.anchored)
+	}
+	o.report = w.check(ctx, it.label, since, originals, seq)
+	c.iterations++
+	c.violations += len(o.report.Violations)
+	c.lost += len(o.report.Lost)
+	if len(o.report.Violations) > 0 {
+		c.failed = append(c.failed, it.label)
+	}
+	what := "no kill"
+	switch {
+	case killed:
+		what = "killed after " + killedAt.String()
+	case it.kill != nil:
+		what = "NOT KILLED: no applied " + it.kill.String() + " in this rotation"
+	}
+	GinkgoWriter.Printf("[%s] %s: rotation of %v, %s, %s\n", time.Since(start).Round(time.Second), it.label, o.anchored, what, o.report.Summary())
+	if it.kill == nil {
+		GinkgoWriter.Printf("timeline:\n%s", w.timeline(since))
+	}
+	return o
+}
+
+var _ = Describe("crash campaign", Label("crash"), Ordered, func() {
+	const pool = "chaos-crash"
+	var (
+		w         *world
+		c         campaign
+		sinceRV   int64
+		seq0      int
+		originals []string
+		start     time.Time
+		success   []step
+		notKilled []string
+	)
+
+	BeforeAll(func(ctx SpecContext) {
+		start = time.Now()
+		w = newWorld(ctx, pool, 3)
+		w.ctl = newController()
+		sinceRV, seq0 = revision(ctx), proxy.Seq()
+		originals = w.claimNames(ctx)
+		w.ctl.start()
+		DeferCleanup(w.ctl.stop)
+	}, NodeTimeout(6*time.Minute))
+
+	AfterEach(func() {
+		if CurrentSpecReport().Failed() && w != nil && w.ctl != nil {
+			w.diagnose(sinceRV, seq0)
+		}
+	})
+
+	AfterAll(func() {
+		GinkgoWriter.Printf("chaos summary: kills=%d rotations=%d faults=0 violations=%d lost-announcements=%d (crash campaign: %d iterations in %s)\n",
+			c.kills, c.rotations, c.violations, c.lost, c.iterations, time.Since(start).Round(time.Second))
+		if len(notKilled) > 0 {
+			GinkgoWriter.Printf("steps never reached by their kill: %v\n", notKilled)
+		}
+	})
+
+	// killEach runs one iteration per step, killing right after it, and
+	// expects every step to have been reached and no invariant broken.
+	killEach := func(ctx context.Context, path string, todo []step, it iteration) {
+		var failed []string
+		for i, s := range todo {
+			it := it
+			it.label, it.kill = fmt.Sprintf("%s kill %d/%d", path, i+1, len(todo)), &s
+			o := w.iterate(ctx, &c, it)
+			if !o.killed {
+				notKilled = append(notKilled, path+": "+s.String())
+			}
+			if len(o.report.Violations) > 0 {
+				failed = append(failed, it.label+" after "+s.String())
+			}
+		}
+		Expect(failed).To(BeEmpty(), "iterations with violations (their reports and timelines are above)")
+		Expect(notKilled).To(BeEmpty(), "every recorded step is a kill point in a rotation like the recorded one")
+	}
+
+	It("learns the writes of one surge rotation", func(ctx SpecContext) {
+		o := w.iterate(ctx, &c, iteration{label: "recording: surge rotation", rotate: true})
+		success = steps(o.writes)
+		GinkgoWriter.Printf("a surge rotation is %d steps:\n  %s\n", len(success), strings.Join(stepStrings(success), "\n  "))
+		Expect(o.report.Violations).To(BeEmpty())
+		Expect(success).To(HaveLen(13), "anchor, claim pending, freeze old, cordon, placeholder, surge-claim, freeze surge host, "+
+			"draining mirror, claim draining, placeholder delete, claim delete, unfreeze, release")
+	}, NodeTimeout(8*time.Minute))
+
+	It("holds every invariant after a kill right after each write of a surge rotation", func(ctx SpecContext) {
+		killEach(ctx, "surge", success, iteration{rotate: true})
+	}, NodeTimeout(30*time.Minute))
+
+	Context("when Karpenter cannot provision the surge", func() {
+		var failure, retry []step
+
+		// An attempt whose surge never comes: NodePool limits leave the
+		// placeholder room by the controller's headroom check but no room
+		// for a node; readyTimeout 20s rolls it back.
+		failing := func(ctx context.Context) func() {
+			return func() {
+				w.setLimit(ctx, w.tight(ctx))
+				w.editPolicy(ctx, func(p *v1alpha1.RotationPolicy) { p.Spec.Surge.ReadyTimeout = "20s" })
+			}
+		}
+		restore := func(ctx context.Context) {
+			w.setLimit(ctx, w.roomy())
+			w.editPolicy(ctx, func(p *v1alpha1.RotationPolicy) { p.Spec.Surge.ReadyTimeout = "3m" })
+		}
+
+		It("learns the writes of a rolled-back attempt", func(ctx SpecContext) {
+			o := w.iterate(ctx, &c, iteration{label: "recording: rolled-back attempt", setup: failing(ctx)})
+			all := steps(o.writes)
+			failure = newSteps(all, success)
+			GinkgoWriter.Printf("a rolled-back attempt is %d steps, %d not in a surge rotation:\n  %s\n", len(all), len(failure), strings.Join(stepStrings(failure), "\n  "))
+			Expect(o.report.Violations).To(BeEmpty())
+			Expect(failedClaims(ctx, w)).NotTo(BeEmpty(), "the attempt failed")
+			Expect(failure).NotTo(BeEmpty())
+		}, NodeTimeout(8*time.Minute))
+
+		It("holds every invariant after a kill right after each write of the rollback", func(ctx SpecContext) {
+			killEach(ctx, "rollback", failure, iteration{setup: failing(ctx)})
+			restore(ctx)
+		}, NodeTimeout(20*time.Minute))
+
+		It("learns the writes of a retry after backoff", func(ctx SpecContext) {
+			o := w.iterate(ctx, &c, iteration{label: "recording: retry after backoff", setup: retryDue(ctx, w, failing(ctx), restore), rotate: true})
+			all := steps(o.writes)
+			retry = newSteps(all, success)
+			GinkgoWriter.Printf("a retry is %d steps, %d not in a first attempt:\n  %s\n", len(all), len(retry), strings.Join(stepStrings(retry), "\n  "))
+			Expect(o.report.Violations).To(BeEmpty())
+			Expect(retry).NotTo(BeEmpty(), "a retry moves the claim from failed to pending")
+		}, NodeTimeout(8*time.Minute))
+
+		It("holds every invariant after a kill right after each write only a retry makes", func(ctx SpecContext) {
+			killEach(ctx, "retry", retry, iteration{setup: retryDue(ctx, w, failing(ctx), restore), rotate: true})
+		}, NodeTimeout(20*time.Minute))
+	})
+
+	It("holds every invariant after a kill during the startup sweep, with a rotation in flight", func(ctx SpecContext) {
+		o := w.startupKill(ctx, &c)
+		Expect(o.report.Violations).To(BeEmpty())
+	}, NodeTimeout(10*time.Minute))
+
+	It("leaves every original claim rotated and every invariant held over the whole campaign", func(ctx SpecContext) {
+		r := w.check(ctx, "whole campaign", sinceRV, originals, seq0)
+		Expect(r.Violations).To(BeEmpty())
+		Expect(c.kills).To(BeNumerically(">=", len(success)))
+	}, NodeTimeout(5*time.Minute))
+})
+
+// startupKill kills the controller while a rotation is pending, leaves
+// behind what a crashed controller could leave outside any rotation — a
+// placeholder and node markers no anchor names — and restarts it with a
+// kill armed for its first write: the startup sweep's. The next run must
+// finish the sweep and the rotation.
+func (w *world) startupKill(ctx context.Context, c *campaign) outcome {
+	const label = "startup-sweep kill"
+	start := time.Now()
+	seq, since := proxy.Seq(), revision(ctx)
+	w.resume(ctx)
+	var claim string
+	Eventually(func() bool {
+		w.ctl.alive()
+		claim = w.anchor(ctx)
+		err := kube.Get(ctx, client.ObjectKey{Namespace: controllerNS, Name: surge.PlaceholderName(claim)}, &corev1.Pod{})
+		return claim != "" && err == nil
+	}).WithContext(ctx).WithTimeout(3*time.Minute).WithPolling(200*time.Millisecond).Should(BeTrue(), "a rotation with its placeholder")
+	w.pause(ctx)
+	w.ctl.kill()
+	c.kills++
+
+	var bystander *corev1.Node
+	for _, cl := range w.claims(ctx) {
+		if cl.Name != claim && cl.Status.NodeName != "" && cl.DeletionTimestamp == nil {
+			bystander = &corev1.Node{}
+			Expect(kube.Get(ctx, client.ObjectKey{Name: cl.Status.NodeName}, bystander)).To(Succeed())
+			break
+		}
+	}
+	Expect(bystander).NotTo(BeNil(), "a node of the pool outside the rotation")
+	ghost := w.pool + "-ghost"
+	Expect(kube.Create(ctx, &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: surge.PlaceholderName(ghost), Namespace: controllerNS,
+			Labels: map[string]string{v1alpha1.LabelSurgeFor: ghost, v1alpha1.LabelNodePool: w.pool}},
+		// bound, without requests: Karpenter provisions nothing for it
+		Spec: corev1.PodSpec{NodeName: bystander.Name, Containers: []corev1.Container{{Name: "pause", Image: "registry.k8s.io/pause:3.10"}}},
+	})).To(Succeed())
+	Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		n := &corev1.Node{}
+		if err := kube.Get(ctx, client.ObjectKeyFromObject(bystander), n); err != nil {
+			return err
+		}
+		n.Labels[v1alpha1.LabelSurgeFor] = ghost
+		if n.Annotations == nil {
+			n.Annotations = map[string]string{}
+		}
+		n.Annotations[v1alpha1.AnnotationCordoned] = "true"
+		n.Spec.Unschedulable = true
+		return kube.Update(ctx, n)
+	})).To(Succeed())
+
+	// The first write after the restart, but the policy status's: its
+	// reconciler starts beside the rotation's, sweep or no sweep.
+	proxy.KillAfter(func(wr apiproxy.Write) bool { return wr.Resource != "rotationpolicies" }, 1, w.ctl.kill)
+	w.ctl.start()
+	Eventually(func() bool { _, ok := proxy.Killed(); return ok }).WithContext(ctx).WithTimeout(2*time.Minute).WithPolling(100*time.Millisecond).
+		Should(BeTrue(), "the restarted controller wrote something")
+	killedAt, _ := proxy.Killed()
+	w.ctl.start()
+	c.kills++
+	GinkgoWriter.Printf("%s: killed after %s\n", label, killedAt)
+	Expect(killedAt.Type).To(Equal("DELETE pods"), "the first write after a restart is the startup sweep's")
+	Expect(killedAt.Name).To(Equal(surge.PlaceholderName(ghost)), "the sweep deletes the placeholder no anchor names")
+
+	w.quiesce(ctx, 5*time.Minute)
+	o := outcome{writes: proxy.Writes(seq), anchored: invariants.Anchored(w.rec, []string{w.pool}, since), killed: true}
+	c.rotations += len(o.anchored)
+	o.report = w.check(ctx, label, since, o.anchored, seq)
+	c.iterations++
+	c.violations += len(o.report.Violations)
+	c.lost += len(o.report.Lost)
+	GinkgoWriter.Printf("[%s] %s: rotation of %v, killed after %s, %s\n", time.Since(start).Round(time.Second), label, o.anchored, killedAt, o.report.Summary())
+	return o
+}
+
+func stepStrings(s []step) []string {
+	out := make([]string, len(s))
+	for i := range s {
+		out[i] = s[i].String()
+	}
+	return out
+}
+
+// newSteps are the steps of all whose write type none of known has.
+func newSteps(all, known []step) []step {
+	var out []step
+	for _, s := range all {
+		if !slices.ContainsFunc(known, func(k step) bool { return k.Type == s.Type }) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func failedClaims(ctx context.Context, w *world) []karpv1.NodeClaim {
+	var out []karpv1.NodeClaim
+	for _, c := range w.claims(ctx) {
+		if c.Annotations[v1alpha1.AnnotationState] == v1alpha1.StateFailed {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// retryDue makes the next rotation a retry: the pool's oldest claim — the
+// one a rotation picks — has failed (an attempt is made to fail if it has
+// not), Karpenter can provision again, and its escalated backoff is over.
+func retryDue(ctx context.Context, w *world, failing func(), restore func(context.Context)) func() {
+	return func() {
+		oldest := func() karpv1.NodeClaim {
+			claims := w.claims(ctx)
+			slices.SortFunc(claims, func(a, b karpv1.NodeClaim) int { return a.CreationTimestamp.Compare(b.CreationTimestamp.Time) })
+			return claims[0]
+		}
+		if o := oldest(); o.Annotations[v1alpha1.AnnotationState] != v1alpha1.StateFailed {
+			GinkgoWriter.Printf("the oldest claim %s has not failed: failing an attempt first\n", o.Name)
+			w.iterate(ctx, &campaign{}, iteration{label: "a failed attempt for the retry", setup: failing})
+		}
+		restore(ctx)
+		o := oldest()
+		Expect(o.Annotations).To(HaveKeyWithValue(v1alpha1.AnnotationState, v1alpha1.StateFailed), "the oldest claim failed")
+		failedAt, err := time.Parse(time.RFC3339, o.Annotations[v1alpha1.AnnotationFailedAt])
+		Expect(err).NotTo(HaveOccurred())
+		var retries int
+		_, err = fmt.Sscan(o.Annotations[v1alpha1.AnnotationRetryCount], &retries)
+		Expect(err).NotTo(HaveOccurred())
+		backoff, err := time.ParseDuration(w.policy().Spec.Surge.RetryBackoff)
+		Expect(err).NotTo(HaveOccurred())
+		// failed-at has second precision: one more second
+		due := failedAt.Add(schedule.EscalatedBackoff(backoff, retries) + time.Second)
+		GinkgoWriter.Printf("claim %s failed %d time(s); its retry is due in %s\n", o.Name, retries, time.Until(due).Round(time.Second))
+		Eventually(func() bool { return time.Now().After(due) }).WithContext(ctx).WithTimeout(5 * time.Minute).WithPolling(200 * time.Millisecond).Should(BeTrue())
+	}
+}

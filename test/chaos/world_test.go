@@ -1,0 +1,470 @@
+//go:build e2e
+
+package chaos_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
+	"github.com/noderotation/node-rotation-controller/test/apiproxy"
+	"github.com/noderotation/node-rotation-controller/test/invariants"
+	"github.com/noderotation/node-rotation-controller/test/recorder"
+)
+
+const (
+	// Each node (4 CPUs, 3.9 allocatable) holds one 3-CPU Pod of the
+	// Deployment, so the world has exactly one node per Pod however
+	// Karpenter's batches fall, no node has room for a placeholder (3 CPUs,
+	// the old node's Pod): every surge is a node provisioned for it.
+	nodeCPU = 4
+	podCPU  = 3
+	// Paused is an age no node of the suites reaches: no rotation starts,
+	// one in flight finishes.
+	paused = "720h"
+	// running makes every node older than this a candidate: a rotation
+	// starts at once and the next right after it.
+	running = "10s"
+)
+
+// world is one suite's NodePool, the Deployment on it behind a PDB of
+// maxUnavailable 1, and the RotationPolicy governing it (a window open
+// all week), watched by a recorder from before anything was created.
+type world struct {
+	pool, ns string
+	nodes    int
+	app      map[string]string
+	rec      *recorder.Recorder
+	ctl      *controller
+}
+
+func (w *world) replicas() int { return w.nodes }
+
+// newWorld builds the world — a Deployment of one Pod per node — and
+// waits until the Deployment runs, with rotations paused. Its cleanup
+// removes everything.
+func newWorld(ctx context.Context, pool string, nodes int) *world {
+	w := &world{pool: pool, ns: pool, nodes: nodes, app: map[string]string{"app": "web"}}
+	var err error
+	w.rec, err = recorder.Start(watcher)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(kube.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: w.ns}})).To(Succeed())
+	Expect(kube.Create(ctx, w.nodePool())).To(Succeed())
+	Expect(kube.Create(ctx, &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: w.ns},
+		Spec:       policyv1.PodDisruptionBudgetSpec{MaxUnavailable: ptr.To(intstr.FromInt32(1)), Selector: &metav1.LabelSelector{MatchLabels: w.app}},
+	})).To(Succeed())
+	Expect(kube.Create(ctx, w.deployment())).To(Succeed())
+	Expect(kube.Create(ctx, w.policy())).To(Succeed())
+	DeferCleanup(func() {
+		ctx := background()
+		w.rec.Stop()
+		_ = kube.Delete(ctx, &v1alpha1.RotationPolicy{ObjectMeta: metav1.ObjectMeta{Name: w.pool}})
+		_ = kube.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: w.ns}})
+		_ = kube.Delete(ctx, &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: w.pool}})
+		// a rotation cut short by a failed spec leaves its placeholder:
+		// the next suite's startup sweep need not clean up after this one
+		_ = kube.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(controllerNS), client.MatchingLabels{v1alpha1.LabelNodePool: w.pool})
+		Eventually(func() []karpv1.NodeClaim { return w.claims(ctx) }).WithTimeout(3*time.Minute).Should(BeEmpty(), "the pool's NodeClaims removed")
+	})
+	start := time.Now()
+	Eventually(func() int { return w.healthy(ctx) }).WithTimeout(4*time.Minute).WithPolling(time.Second).Should(Equal(w.replicas()),
+		"%d Pods of the Deployment Ready", w.replicas())
+	Eventually(func() int { return len(w.claims(ctx)) }).WithTimeout(time.Minute).Should(Equal(nodes), "one node per Pod")
+	GinkgoWriter.Printf("world %s: %d Pods on %d nodes after %s\n", pool, w.replicas(), w.nodes, time.Since(start).Round(time.Second))
+	return w
+}
+
+func (w *world) nodePool() *karpv1.NodePool {
+	return &karpv1.NodePool{
+		ObjectMeta: metav1.ObjectMeta{Name: w.pool, Labels: map[string]string{"chaos": w.pool}},
+		Spec: karpv1.NodePoolSpec{
+			Template: karpv1.NodeClaimTemplate{Spec: karpv1.NodeClaimTemplateSpec{
+				NodeClassRef: &karpv1.NodeClassReference{Group: "karpenter.kwok.sh", Kind: "KWOKNodeClass", Name: "default"},
+				Requirements: []karpv1.NodeSelectorRequirementWithMinValues{
+					{Key: corev1.LabelOSStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"linux"}},
+					{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64"}},
+					{Key: karpv1.CapacityTypeLabelKey, Operator: corev1.NodeSelectorOpIn, Values: []string{karpv1.CapacityTypeOnDemand}},
+					{Key: "karpenter.kwok.sh/instance-cpu", Operator: corev1.NodeSelectorOpIn, Values: []string{fmt.Sprint(nodeCPU)}},
+				},
+				ExpireAfter:            karpv1.MustParseNillableDuration("2h"),
+				TerminationGracePeriod: &metav1.Duration{Duration: 2 * time.Minute},
+			}},
+			Disruption: karpv1.Disruption{ConsolidationPolicy: karpv1.ConsolidationPolicyWhenEmpty, ConsolidateAfter: karpv1.MustParseNillableDuration("10s")},
+			Limits:     karpv1.Limits{corev1.ResourceCPU: w.roomy()},
+		},
+	}
+}
+
+// roomy is a limit with room for every node and a surge node.
+func (w *world) roomy() resource.Quantity { return resource.MustParse("64") }
+
+// tight is a limit that leaves the placeholder room by the controller's
+// headroom check, but no room for a 4-CPU node: Karpenter cannot provision
+// the surge, so the attempt times out and is rolled back. It is counted
+// from the pool's status.resources, not from the instance size: in this
+// world Karpenter's kwok provider gives a NodeClaim (and its Node) the
+// capacity its Pods requested, and both the controller's headroom and
+// Karpenter's limit check subtract that.
+func (w *world) tight(ctx context.Context) resource.Quantity {
+	used := w.nodePoolNow(ctx).Status.Resources[corev1.ResourceCPU]
+	Expect(used.IsZero()).To(BeFalse(), "the pool reports the CPUs it uses")
+	limit := used.DeepCopy()
+	limit.Add(*resource.NewQuantity(podCPU, resource.DecimalSI))
+	return limit
+}
+
+func (w *world) deployment() *appsv1.Deployment {
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: w.ns},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(int32(w.replicas())),
+			Selector: &metav1.LabelSelector{MatchLabels: w.app},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: w.app},
+				Spec: corev1.PodSpec{
+					NodeSelector: map[string]string{karpv1.NodePoolLabelKey: w.pool},
+					Containers: []corev1.Container{{
+						Name: "app", Image: "registry.k8s.io/pause:3.10",
+						Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: *resource.NewQuantity(podCPU, resource.DecimalSI)}},
+					}},
+				},
+			},
+		},
+	}
+}
+
+func (w *world) policy() *v1alpha1.RotationPolicy {
+	return &v1alpha1.RotationPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: w.pool},
+		Spec: v1alpha1.RotationPolicySpec{
+			NodePoolSelector: metav1.LabelSelector{MatchLabels: map[string]string{"chaos": w.pool}},
+			AgeThreshold:     paused,
+			MaintenanceWindows: []v1alpha1.MaintenanceWindow{{
+				Timezone: "UTC", Days: []v1alpha1.Weekday{"Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"}, Start: "00:00", End: "24:00",
+			}},
+			// No cooldown and no failure pause: each iteration starts its
+			// rotation at once. A failed claim waits retryBackoff, then is
+			// a candidate again (the retry path).
+			Surge: v1alpha1.SurgeSpec{ReadyTimeout: "3m", CooldownAfter: "0s", FailurePause: "0s", RetryBackoff: "20s"},
+		},
+	}
+}
+
+// editPolicy changes the policy through the admin's client (never the proxy).
+func (w *world) editPolicy(ctx context.Context, edit func(*v1alpha1.RotationPolicy)) {
+	Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		p := &v1alpha1.RotationPolicy{}
+		if err := kube.Get(ctx, client.ObjectKey{Name: w.pool}, p); err != nil {
+			return err
+		}
+		edit(p)
+		return kube.Update(ctx, p)
+	})).To(Succeed())
+}
+
+func (w *world) resume(ctx context.Context) {
+	w.editPolicy(ctx, func(p *v1alpha1.RotationPolicy) { p.Spec.AgeThreshold = running })
+}
+
+func (w *world) pause(ctx context.Context) {
+	w.editPolicy(ctx, func(p *v1alpha1.RotationPolicy) { p.Spec.AgeThreshold = paused })
+}
+
+func (w *world) setLimit(ctx context.Context, cpu resource.Quantity) {
+	Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		np := &karpv1.NodePool{}
+		if err := kube.Get(ctx, client.ObjectKey{Name: w.pool}, np); err != nil {
+			return err
+		}
+		np.Spec.Limits = karpv1.Limits{corev1.ResourceCPU: cpu}
+		return kube.Update(ctx, np)
+	})).To(Succeed())
+}
+
+func (w *world) nodePoolNow(ctx context.Context) *karpv1.NodePool {
+	np := &karpv1.NodePool{}
+	Expect(kube.Get(ctx, client.ObjectKey{Name: w.pool}, np)).To(Succeed())
+	return np
+}
+
+func (w *world) anchor(ctx context.Context) string {
+	return w.nodePoolNow(ctx).Annotations[v1alpha1.AnnotationActiveRotation]
+}
+
+func (w *world) claims(ctx context.Context) []karpv1.NodeClaim {
+	list := &karpv1.NodeClaimList{}
+	Expect(kube.List(ctx, list, client.MatchingLabels{karpv1.NodePoolLabelKey: w.pool})).To(Succeed())
+	return list.Items
+}
+
+func (w *world) claimNames(ctx context.Context) []string {
+	var out []string
+	for _, c := range w.claims(ctx) {
+		out = append(out, c.Name)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// healthy counts the Deployment's Pods the PDB counts: Ready, not terminating.
+func (w *world) healthy(ctx context.Context) int {
+	pods := &corev1.PodList{}
+	Expect(kube.List(ctx, pods, client.InNamespace(w.ns), client.MatchingLabels(w.app))).To(Succeed())
+	n := 0
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// revision is the cluster's current resourceVersion: every write from now
+// on has a larger one.
+func revision(ctx context.Context) int64 {
+	list := &karpv1.NodePoolList{}
+	Expect(kube.List(ctx, list)).To(Succeed())
+	var rv int64
+	_, err := fmt.Sscan(list.ResourceVersion, &rv)
+	Expect(err).NotTo(HaveOccurred())
+	return rv
+}
+
+// quiet describes what still moves in the world, or "" once nothing does:
+// no rotation anchored, no placeholder, no claim of the pool deleting,
+// every Pod of the Deployment healthy.
+func (w *world) quiet(ctx context.Context) string {
+	if a := w.anchor(ctx); a != "" {
+		return "rotation of " + a + " anchored"
+	}
+	pods := &corev1.PodList{}
+	Expect(kube.List(ctx, pods, client.InNamespace(controllerNS), client.MatchingLabels{v1alpha1.LabelNodePool: w.pool})).To(Succeed())
+	if len(pods.Items) > 0 {
+		return "placeholder " + pods.Items[0].Name + " exists"
+	}
+	for _, c := range w.claims(ctx) {
+		if c.DeletionTimestamp != nil {
+			return "NodeClaim " + c.Name + " deleting"
+		}
+	}
+	if h := w.healthy(ctx); h != w.replicas() {
+		return fmt.Sprintf("%d of %d Pods healthy", h, w.replicas())
+	}
+	return ""
+}
+
+// quiesce waits, with a generous bound, until nothing moves; the controller
+// must stay up meanwhile.
+func (w *world) quiesce(ctx context.Context, bound time.Duration) {
+	Eventually(func() string {
+		w.ctl.alive()
+		return w.quiet(ctx)
+	}).WithContext(ctx).WithTimeout(bound).WithPolling(500*time.Millisecond).Should(BeEmpty(), "the world quiesces")
+}
+
+// campaign accumulates what a suite's iterations did, for its summary line.
+type campaign struct {
+	kills, rotations, violations, lost, iterations int
+	failed                                         []string // iterations with violations
+}
+
+// check runs the invariant checker over the run since sinceRV, prints its
+// report and, when it found violations, the timeline and log tail.
+func (w *world) check(ctx context.Context, label string, sinceRV int64, originals []string, seq0 int) *invariants.Report {
+	in := w.input(sinceRV, originals, seq0)
+	var r *invariants.Report
+	Eventually(func() error {
+		var err error
+		r, err = invariants.Check(ctx, in)
+		return err
+	}).WithContext(ctx).WithTimeout(time.Minute).Should(Succeed())
+	GinkgoWriter.Printf("%s: attempts=%d created=%d %s\n", label, in.Attempts, in.Created, r.Summary())
+	if len(r.Violations) > 0 {
+		GinkgoWriter.Printf("%s\n%s\n%s", r, w.explain(sinceRV, seq0), w.ctl.tail(6000))
+	}
+	return r
+}
+
+// input is the checker's view of the run since sinceRV (the cluster) and
+// seq0 (the proxy's record).
+func (w *world) input(sinceRV int64, originals []string, seq0 int) invariants.Input {
+	ends, failures := 0, 0
+	for _, wr := range proxy.Writes(seq0) {
+		switch {
+		case !wr.Interrupted():
+		case endsRotation(wr):
+			ends++
+		case failsAttempt(wr):
+			failures++
+		}
+	}
+	return invariants.Input{
+		Client: kube, Pools: []string{w.pool}, Namespace: controllerNS, Originals: originals,
+		Attempts: invariants.Attempts(w.rec, []string{w.pool}, sinceRV), Created: invariants.Created(w.rec, []string{w.pool}, sinceRV),
+		Logs: w.ctl.logs(), InterruptedEnds: ends, InterruptedFailures: failures, Records: w.rec, SinceRV: sinceRV,
+		Workloads: []invariants.Workload{{Namespace: w.ns, Selector: w.app, MinHealthy: w.replicas() - 1, MaxPending: maxPending}},
+	}
+}
+
+// diagnose prints what a failed spec needs to be understood from CI output
+// alone: the proxy's record and the timeline since the suite began, what
+// the invariant checker finds in the world as it was left, and the tail of
+// the controller's last two runs.
+func (w *world) diagnose(sinceRV int64, seq0 int) {
+	GinkgoWriter.Printf("%s", w.explain(sinceRV, seq0))
+	ctx, cancel := context.WithTimeout(background(), 30*time.Second)
+	defer cancel()
+	if r, err := invariants.Check(ctx, w.input(sinceRV, nil, seq0)); err != nil {
+		GinkgoWriter.Printf("--- invariant checker: cannot read the cluster: %v ---\n", err)
+	} else {
+		GinkgoWriter.Printf("--- invariant checker on the world as the failure left it ---\n%s\n", r)
+	}
+	GinkgoWriter.Printf("%s", w.ctl.tail(8000))
+}
+
+// maxPending bounds a workload Pod's wait: a drained Pod lands on the
+// surge node that was reserved for it, so it runs within seconds; one that
+// waits for a node to be provisioned and boot (about 15 s here) was not
+// given make-before-break. Generous for a loaded machine.
+const maxPending = 45 * time.Second
+
+// endsRotation: a write that ends a rotation — the anchor released, or the
+// expiry recorded — after which the completion line is announced.
+func endsRotation(wr apiproxy.Write) bool {
+	if wr.Resource != "nodepools" || wr.Verb != "PATCH" {
+		return false
+	}
+	for _, k := range wr.Keys {
+		if k == "-"+v1alpha1.AnnotationActiveRotation || k == "+"+v1alpha1.AnnotationActiveRotationState+"="+v1alpha1.StateExpired {
+			return true
+		}
+	}
+	return false
+}
+
+// failsAttempt: a write that moves a claim to failed, after which the
+// failure is announced.
+func failsAttempt(wr apiproxy.Write) bool {
+	return wr.Resource == "nodeclaims" && wr.Verb == "PATCH" && slices.Contains(wr.Keys, "+"+v1alpha1.AnnotationState+"="+v1alpha1.StateFailed)
+}
+
+// explain is what a failure needs to be understood from CI output alone:
+// the controller's writes as the proxy saw them, and the timeline of the
+// rotation's objects as the watch saw them.
+func (w *world) explain(sinceRV int64, seq0 int) string {
+	var b strings.Builder
+	b.WriteString("--- the controller's writes (proxy record) ---\n")
+	for _, wr := range proxy.Writes(seq0) {
+		if !wr.Background {
+			fmt.Fprintf(&b, "%s %s\n", wr.Time[11:23], wr)
+		}
+	}
+	b.WriteString("--- timeline of the pool's objects (watch record, resourceVersion order) ---\n")
+	b.WriteString(w.timeline(sinceRV))
+	return b.String()
+}
+
+// timeline renders each watch record of the pool's NodePool, NodeClaims,
+// Nodes and placeholders since sinceRV with the rotation's keys on it.
+func (w *world) timeline(sinceRV int64) string {
+	var b strings.Builder
+	var t0 time.Time
+	last := map[string]string{}
+	for _, r := range w.rec.Sorted() {
+		if r.RV <= sinceRV || !w.mine(r) {
+			continue
+		}
+		if t0.IsZero() {
+			t0 = r.Seen
+		}
+		desc := describe(r)
+		key := r.Kind + "/" + r.Obj.GetName()
+		if last[key] == desc {
+			continue // a status update that changed nothing of ours
+		}
+		last[key] = desc
+		fmt.Fprintf(&b, "%7.1fs rv=%d %-8s %s/%s %s\n", r.Seen.Sub(t0).Seconds(), r.RV, r.Type, r.Kind, r.Obj.GetName(), desc)
+	}
+	return b.String()
+}
+
+func (w *world) mine(r recorder.Record) bool {
+	switch r.Kind {
+	case "NodePool":
+		return r.Obj.GetName() == w.pool
+	case "NodeClaim", "Node":
+		return r.Obj.GetLabels()[karpv1.NodePoolLabelKey] == w.pool
+	case "Pod":
+		return r.Obj.GetNamespace() == controllerNS && r.Obj.GetLabels()[v1alpha1.LabelNodePool] == w.pool
+	}
+	return false
+}
+
+// describe is a record's rotation keys and the facts a rotation reads.
+func describe(r recorder.Record) string {
+	var parts []string
+	for _, m := range []map[string]string{r.Obj.GetLabels(), r.Obj.GetAnnotations()} {
+		keys := make([]string, 0, len(m))
+		for k := range m {
+			if strings.HasPrefix(k, v1alpha1.Prefix) || k == v1alpha1.KarpenterDoNotDisrupt {
+				keys = append(keys, k)
+			}
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			parts = append(parts, strings.TrimPrefix(k, v1alpha1.Prefix)+"="+m[k])
+		}
+	}
+	if r.Obj.GetDeletionTimestamp() != nil && r.Type != watch.Deleted {
+		parts = append(parts, "deleting")
+	}
+	switch o := r.Obj.(type) {
+	case *karpv1.NodeClaim:
+		if o.Status.NodeName != "" {
+			parts = append(parts, "node="+o.Status.NodeName)
+		}
+	case *corev1.Node:
+		if o.Spec.Unschedulable {
+			parts = append(parts, "unschedulable")
+		}
+		for _, c := range o.Status.Conditions {
+			if c.Type == corev1.NodeReady {
+				parts = append(parts, "Ready="+string(c.Status))
+			}
+		}
+	case *corev1.Pod:
+		parts = append(parts, "phase="+string(o.Status.Phase))
+		if o.Spec.NodeName != "" {
+			parts = append(parts, "on="+o.Spec.NodeName)
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+// notFound: only NotFound means gone; another error says nothing.
+func notFound(err error) bool { return apierrors.IsNotFound(err) }
