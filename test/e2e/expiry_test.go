@@ -23,6 +23,7 @@ var _ = Describe("a claim force-expired while its rotation is pending", Label("e
 	ctx := context.Background()
 	s := newScenario("expiry-e2e", fixtures.RotationPool("expiry-e2e"), 4, 1)
 	var ctrl *controller
+	var deleted string
 
 	BeforeAll(func() {
 		installPrerequisites(ctx)
@@ -41,6 +42,7 @@ var _ = Describe("a claim force-expired while its rotation is pending", Label("e
 			return claim
 		}).WithTimeout(2*time.Minute).WithPolling(100*time.Millisecond).ShouldNot(BeEmpty(), "a rotation is pending")
 		Expect(kube.Delete(ctx, &karpv1.NodeClaim{ObjectMeta: objectMeta(claim)})).To(Succeed())
+		deleted = claim
 		GinkgoWriter.Printf("deleted %s while pending\n", claim)
 
 		Eventually(gone(ctx, claim)).WithTimeout(3*time.Minute).Should(Satisfy(notFound), "Karpenter drains the deleted claim")
@@ -54,7 +56,7 @@ var _ = Describe("a claim force-expired while its rotation is pending", Label("e
 
 	It("leaves nothing behind once paused", func() {
 		s.pause(ctx, 3*time.Minute)
-		s.expectSettled(ctx)
+		s.expectSettled(ctx, []*controller{ctrl}, []string{deleted}, 1)
 		Expect(expiredCompletions(ctrl, s.originals[0])+expiredCompletions(ctrl, s.originals[1])).To(Equal(1), "one expiry, announced once")
 	})
 })

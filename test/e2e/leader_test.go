@@ -63,6 +63,6 @@ var _ = Describe("leader SIGKILLed mid-rotation", Label("leader"), Ordered, func
 		Expect(createdClaims(s.rec, s.name, s.originals)).To(HaveLen(1), "one surge NodeClaim across both replicas")
 		Consistently(func() map[string]string { return poolOf(ctx, s.name).Annotations }).WithTimeout(5*time.Second).
 			ShouldNot(HaveKey(v1alpha1.AnnotationActiveRotation), "cooldownAfter holds the next start")
-		s.expectSettled(ctx)
+		s.expectSettled(ctx, replicas, []string{claim}, 0)
 	})
 })

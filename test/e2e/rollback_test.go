@@ -81,7 +81,7 @@ var _ = Describe("readyTimeout rollback when Karpenter cannot provision the surg
 	It("starts nothing during failurePause and leaves nothing behind", func() {
 		Consistently(func() map[string]string { return poolOf(ctx, s.name).Annotations }).WithTimeout(5 * time.Second).
 			ShouldNot(HaveKey(v1alpha1.AnnotationActiveRotation))
-		s.expectSettled(ctx)
+		s.expectSettled(ctx, []*controller{ctrl}, nil, 0)
 		Expect(healthyPods(ctx, s.name, s.app)).To(Equal(int(s.replicas)), "no workload Pod was disrupted")
 	})
 })

@@ -20,11 +20,12 @@ import (
 var _ = Describe("graceful rotation on real Karpenter", Label("rotation"), Ordered, func() {
 	ctx := context.Background()
 	s := newScenario("rotation-e2e", fixtures.RotationPool("rotation-e2e"), 8, 1)
+	var ctrl *controller
 
 	BeforeAll(func() {
 		installPrerequisites(ctx)
 		s.setUp(ctx)
-		startController("rotation")
+		ctrl = startController("rotation")
 	})
 
 	It("starts with the Deployment on four nodes", func() {
@@ -69,7 +70,7 @@ var _ = Describe("graceful rotation on real Karpenter", Label("rotation"), Order
 			pending.Round(10*time.Millisecond), pods, longestDrain.Round(10*time.Millisecond))
 		Expect(pods).To(BeNumerically(">", 0), "the drains evicted Pods, so their replacements were created during the rotations: none seen means the bound below is vacuous")
 		Expect(pending).To(BeNumerically("<=", longestDrain+time.Second))
-		s.expectSettled(ctx)
+		s.expectSettled(ctx, []*controller{ctrl}, s.originals, 0)
 	})
 })
 

@@ -4,6 +4,7 @@ package e2e_test
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
 	"github.com/noderotation/node-rotation-controller/test/fixtures"
+	"github.com/noderotation/node-rotation-controller/test/invariants"
 	"github.com/noderotation/node-rotation-controller/test/recorder"
 )
 
@@ -29,6 +31,7 @@ type scenario struct {
 	pool      *karpv1.NodePool
 	pdb       int32 // the PDB's maxUnavailable
 	rec       *recorder.Recorder
+	sinceRV   int64 // the record's last resourceVersion once the workload ran
 	originals []string
 }
 
@@ -58,6 +61,9 @@ func (s *scenario) setUp(ctx context.Context) {
 	Eventually(func() int { return healthyPods(ctx, s.name, s.app) }).WithTimeout(3*time.Minute).Should(Equal(int(s.replicas)), "every replica Ready")
 	for _, c := range claimsOf(ctx, s.name) {
 		s.originals = append(s.originals, c.Name)
+	}
+	for _, r := range s.rec.Sorted() {
+		s.sinceRV = max(s.sinceRV, r.RV)
 	}
 	GinkgoWriter.Printf("%s: %d replicas Ready on claims %v\n", s.name, s.replicas, s.originals)
 }
@@ -117,41 +123,56 @@ func claimState(ctx context.Context, claim string) func() string {
 	}
 }
 
-// events counts the Events with reason about objects named in names.
+// events counts the Events with reason about objects named in names. A
+// NodePool's Events count only for the NodePool of that name that exists
+// now: Events outlive their object (an hour), and a scenario run again on
+// the same cluster reuses its pool's name.
 func events(ctx context.Context, reason string, names ...string) int {
 	list := &corev1.EventList{}
 	Expect(kube.List(ctx, list)).To(Succeed())
 	n := 0
 	for _, e := range list.Items {
-		for _, name := range names {
-			if e.Reason == reason && e.InvolvedObject.Name == name {
-				n += max(int(e.Count), 1)
+		if e.Reason != reason || !slices.Contains(names, e.InvolvedObject.Name) {
+			continue
+		}
+		if e.InvolvedObject.Kind == "NodePool" {
+			np := &karpv1.NodePool{}
+			if err := kube.Get(ctx, client.ObjectKey{Name: e.InvolvedObject.Name}, np); err != nil || np.UID != e.InvolvedObject.UID {
+				continue
 			}
 		}
+		n += max(int(e.Count), 1)
 	}
 	return n
 }
 
-// expectSettled: nothing of a rotation is left on the pool, its claims,
-// its nodes or in the controller's namespace.
-func (s *scenario) expectSettled(ctx context.Context) {
-	a := poolOf(ctx, s.name).Annotations
-	for _, k := range v1alpha1.RotationScoped {
-		Expect(a).NotTo(HaveKey(k), "rotation key %s left on the pool", k)
+// expectSettled runs the invariant checker the suites share
+// (test/invariants) over the scenario once its rotations have ended:
+// nothing of a rotation left on the pool, its claims, its nodes or in the
+// controller's namespace; each of rotated gone; no more NodeClaims created
+// than attempts plus extraNodes (replacements Karpenter provisions for
+// Pods evicted without a surge); no completion or failure announced twice
+// in the runs' logs or Events; the PDB's floor held. It prints the
+// scenario's summary line.
+func (s *scenario) expectSettled(ctx context.Context, runs []*controller, rotated []string, extraNodes int) {
+	pools := []string{s.name}
+	in := invariants.Input{
+		Client: kube, Pools: pools, Namespace: controllerNS, Originals: rotated,
+		Attempts: invariants.Attempts(s.rec, pools, s.sinceRV) + extraNodes,
+		Created:  invariants.Created(s.rec, pools, s.sinceRV),
+		Records:  s.rec, SinceRV: s.sinceRV,
 	}
-	for _, c := range claimsOf(ctx, s.name) {
-		Expect(c.Annotations[v1alpha1.AnnotationState]).NotTo(BeElementOf(v1alpha1.StatePending, v1alpha1.StateDraining), "claim %s left in flight", c.Name)
+	for _, r := range runs {
+		in.Logs = append(in.Logs, r.Log)
 	}
-	nodes := &corev1.NodeList{}
-	Expect(kube.List(ctx, nodes, client.MatchingLabels{karpv1.NodePoolLabelKey: s.name})).To(Succeed())
-	for _, n := range nodes.Items {
-		Expect(n.Labels).NotTo(HaveKey(v1alpha1.LabelSurgeFor), "node %s still labelled a surge", n.Name)
-		Expect(n.Annotations).NotTo(HaveKey(v1alpha1.AnnotationDoNotDisruptOwned), "node %s still frozen by us", n.Name)
-		Expect(n.Annotations).NotTo(HaveKey(v1alpha1.AnnotationCordoned), "node %s still cordoned by us", n.Name)
+	if s.pdb > 0 {
+		in.Workloads = []invariants.Workload{{Namespace: s.name, Selector: s.app, MinHealthy: int(s.replicas - s.pdb)}}
 	}
-	pods := &corev1.PodList{}
-	Expect(kube.List(ctx, pods, client.InNamespace(controllerNS), client.HasLabels{v1alpha1.LabelSurgeFor})).To(Succeed())
-	Expect(pods.Items).To(BeEmpty(), "placeholder Pods left")
+	report, err := invariants.Check(ctx, in)
+	Expect(err).NotTo(HaveOccurred())
+	GinkgoWriter.Printf("e2e summary: scenario=%s rotations=%d attempts=%d nodeclaims-created=%d violations=%d (%s)\n",
+		s.name, report.Completions, in.Attempts-extraNodes, in.Created, len(report.Violations), report.Summary())
+	Expect(report.Violations).To(BeEmpty(), report.String())
 }
 
 // notFound wraps apierrors.IsNotFound for Satisfy.

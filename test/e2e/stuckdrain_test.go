@@ -69,6 +69,6 @@ var _ = Describe("a drain held by a PDB that cannot be satisfied", Label("stuckd
 		Eventually(func() float64 { return ctrl.metric("noderotation_drain_stuck", `nodepool="stuck-e2e"`) }).
 			WithTimeout(time.Minute).Should(Equal(0.0))
 		Expect(ctrl.completions(claim)).To(Equal(1))
-		s.expectSettled(ctx)
+		s.expectSettled(ctx, []*controller{ctrl}, []string{claim}, 0)
 	})
 })
