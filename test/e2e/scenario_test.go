@@ -58,6 +58,13 @@ func (s *scenario) setUp(ctx context.Context) {
 		_ = kube.Delete(ctx, &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: s.name}})
 		Eventually(func() []karpv1.NodeClaim { return claimsOf(ctx, s.name) }).WithTimeout(4 * time.Minute).Should(BeEmpty())
 	})
+	// Registered last, so it runs first: the record before the teardown.
+	DeferCleanup(func() {
+		if CurrentSpecReport().Failed() {
+			GinkgoWriter.Printf("--- timeline of %s's objects since the workload ran (watch record, resourceVersion order) ---\n%s",
+				s.name, s.rec.Timeline(s.sinceRV, s.name, controllerNS))
+		}
+	})
 	Eventually(func() int { return healthyPods(ctx, s.name, s.app) }).WithTimeout(3*time.Minute).Should(Equal(int(s.replicas)), "every replica Ready")
 	for _, c := range claimsOf(ctx, s.name) {
 		s.originals = append(s.originals, c.Name)
