@@ -7,17 +7,18 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
 )
 
 // Write is one mutating request the proxy saw, classified.
 type Write struct {
-	Seq         int    // 1-based, in the order the proxy received them
-	Time        string // RFC3339Nano, when the proxy received it
-	Verb        string // POST, PUT, PATCH or DELETE
-	Resource    string // plural resource name, e.g. nodepools
-	Subresource string // e.g. eviction, status; empty for the object itself
+	Seq         int       // 1-based, in the order the proxy received them
+	Time        time.Time // when the proxy received it
+	Verb        string    // POST, PUT, PATCH or DELETE
+	Resource    string    // plural resource name, e.g. nodepools
+	Subresource string    // e.g. eviction, status; empty for the object itself
 	Namespace   string
 	Name        string // empty for a POST (the name is in the body)
 	// Keys are the rotation keys a PATCH of a node, NodeClaim or NodePool

@@ -108,7 +108,6 @@ type killPlan struct {
 type call struct {
 	index int   // into Proxy.writes; -1 for a read
 	fault Fault // planned for this write
-	kill  bool  // set once this write fired the kill
 }
 
 type callKey struct{}
@@ -275,7 +274,7 @@ func (p *Proxy) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	w := Classify(r.Method, r.URL, r.Header.Get("Content-Type"), body)
-	w.Time = time.Now().Format(time.RFC3339Nano)
+	w.Time = time.Now()
 
 	p.mu.Lock()
 	w.Seq = len(p.writes) + 1
@@ -389,7 +388,7 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 		p.plan.n--
 		if p.plan.n <= 0 {
 			kill, p.plan = p.plan.kill, nil
-			w.Killed, c.kill = true, true
+			w.Killed = true
 		}
 	}
 	if kill == nil && c.fault == FaultApplyThen500 {
