@@ -279,7 +279,7 @@ func checkAnnouncements(ctx context.Context, in Input, pools map[string]bool, cl
 	failures := map[string]map[int]int{}
 	swept := map[string]bool{}
 	for _, l := range lines {
-		if !pools[l.Pool] {
+		if !pools[l.Pool] && !(l.Pool == "" && ofPools(l.NodeClaim, pools)) {
 			continue
 		}
 		switch {
@@ -402,6 +402,18 @@ func (r *Report) lostOrViolation(announced bool, budget *int, what, obj, detail 
 	default:
 		r.check(false, NeverAnnounced, obj, "%s", detail)
 	}
+}
+
+// ofPools reports whether a claim belongs to one of the pools by its name
+// (Karpenter names a claim <pool>-<suffix>): the startup sweep's lines name
+// the claim but not its pool.
+func ofPools(claim string, pools map[string]bool) bool {
+	for p := range pools {
+		if strings.HasPrefix(claim, p+"-") {
+			return true
+		}
+	}
+	return false
 }
 
 func count(m map[string]map[int]int, key string, run int) {

@@ -373,9 +373,15 @@ func TestLostFailures(t *testing.T) {
 		t.Fatalf("one interrupted failure write:\n%s", r)
 	}
 	w.interruptedFailures = 0
-	w.logs[0] = append(w.logs[0], `{"msg":"rotation attempt failed","logger":"rotation.sweep","nodepool":"`+pool+`","reason":"startupSweep","nodeclaim":"chaos-pool-b","from":"pending"}`)
+	// the sweep's line names the claim, not its pool (internal/announce SweptClaim)
+	w.logs[0] = append(w.logs[0], `{"msg":"rotation attempt failed","logger":"rotation","reason":"startupSweep","nodeclaim":"chaos-pool-b","from":"pending"}`)
 	if r = w.check(t); len(r.Violations) != 0 || len(r.Lost) != 0 {
 		t.Fatalf("a swept failure:\n%s", r)
+	}
+	// another pool's swept claim says nothing about this one's
+	w.logs[0][len(w.logs[0])-1] = strings.Replace(w.logs[0][len(w.logs[0])-1], "chaos-pool-b", "other-b", 1)
+	if r = w.check(t); len(r.Violations) != 1 {
+		t.Fatalf("another pool's swept claim counted:\n%s", r)
 	}
 }
 
