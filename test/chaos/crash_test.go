@@ -100,11 +100,11 @@ type iteration struct {
 	label  string
 	kill   *step  // nil: no kill (a recording)
 	setup  func() // before the rotation starts
-	after  func() // once the rotation was interrupted or ended, before quiescence
 	rotate bool   // the anchored claim must end rotated away
 }
 
 type outcome struct {
+	since    int64 // the cluster's revision when the iteration began
 	writes   []apiproxy.Write
 	anchored []string
 	killed   bool
@@ -142,11 +142,8 @@ func (w *world) iterate(ctx context.Context, c *campaign, it iteration) outcome 
 		w.ctl.start() // at once: the successor's startup races what the victim left
 		c.kills++
 	}
-	if it.after != nil {
-		it.after()
-	}
 	w.quiesce(ctx, 5*time.Minute)
-	o := outcome{writes: proxy.Writes(seq), anchored: invariants.Anchored(w.rec, []string{w.pool}, since), killed: killed}
+	o := outcome{since: since, writes: proxy.Writes(seq), anchored: invariants.Anchored(w.rec, []string{w.pool}, since), killed: killed}
 	var originals []string
 	if it.rotate {
 		originals = o.anchored
@@ -156,9 +153,6 @@ func (w *world) iterate(ctx context.Context, c *campaign, it iteration) outcome 
 	c.iterations++
 	c.violations += len(o.report.Violations)
 	c.lost += len(o.report.Lost)
-	if len(o.report.Violations) > 0 {
-		c.failed = append(c.failed, it.label)
-	}
 	what := "no kill"
 	switch {
 	case killed:
@@ -213,20 +207,21 @@ var _ = Describe("crash campaign", Label("crash"), Ordered, func() {
 	// killEach runs one iteration per step, killing right after it, and
 	// expects every step to have been reached and no invariant broken.
 	killEach := func(ctx context.Context, path string, todo []step, it iteration) {
-		var failed []string
+		var failed, missed []string
 		for i, s := range todo {
 			it := it
 			it.label, it.kill = fmt.Sprintf("%s kill %d/%d", path, i+1, len(todo)), &s
 			o := w.iterate(ctx, &c, it)
 			if !o.killed {
-				notKilled = append(notKilled, path+": "+s.String())
+				missed = append(missed, s.String())
 			}
 			if len(o.report.Violations) > 0 {
 				failed = append(failed, it.label+" after "+s.String())
 			}
 		}
+		notKilled = append(notKilled, missed...)
 		Expect(failed).To(BeEmpty(), "iterations with violations (their reports and timelines are above)")
-		Expect(notKilled).To(BeEmpty(), "every recorded step is a kill point in a rotation like the recorded one")
+		Expect(missed).To(BeEmpty(), "every recorded step is a kill point in a rotation like the recorded one")
 	}
 
 	It("learns the writes of one surge rotation", func(ctx SpecContext) {
@@ -234,8 +229,27 @@ var _ = Describe("crash campaign", Label("crash"), Ordered, func() {
 		success = steps(o.writes)
 		GinkgoWriter.Printf("a surge rotation is %d steps:\n  %s\n", len(success), strings.Join(stepStrings(success), "\n  "))
 		Expect(o.report.Violations).To(BeEmpty())
-		Expect(success).To(HaveLen(13), "anchor, claim pending, freeze old, cordon, placeholder, surge-claim, freeze surge host, "+
-			"draining mirror, claim draining, placeholder delete, claim delete, unfreeze, release")
+		// What the rotation must write whatever else it writes; a step the
+		// controller adds is killed after too, without a change here.
+		var types []string
+		for _, st := range success {
+			types = append(types, st.Type)
+		}
+		Expect(types).To(ContainElements(
+			"PATCH nodepools +noderotation.io/active-rotation +noderotation.io/active-rotation-state=pending",
+			"PATCH nodeclaims +noderotation.io/started-at +noderotation.io/state=pending",
+			"PATCH nodes +karpenter.sh/do-not-disrupt +noderotation.io/do-not-disrupt-owned +noderotation.io/surge-for",
+			"PATCH nodes +noderotation.io/cordoned +spec.unschedulable",
+			"POST pods",
+			"PATCH nodepools +noderotation.io/active-rotation-state=draining +noderotation.io/draining-at +noderotation.io/surge-node +noderotation.io/surge-wait",
+			"PATCH nodeclaims +noderotation.io/state=draining",
+			"DELETE pods",
+			"DELETE nodeclaims",
+			"PATCH nodes -karpenter.sh/do-not-disrupt -noderotation.io/do-not-disrupt-owned -noderotation.io/surge-for",
+		), "the writes of a surge rotation (docs/design.md#surge)")
+		Expect(success).To(ContainElement(step{"PATCH nodes +karpenter.sh/do-not-disrupt +noderotation.io/do-not-disrupt-owned +noderotation.io/surge-for", 2}),
+			"the surge host frozen too")
+		Expect(success[len(success)-1].Type).To(ContainSubstring("-"+v1alpha1.AnnotationActiveRotation+" "), "the anchor released last")
 	}, NodeTimeout(8*time.Minute))
 
 	It("holds every invariant after a kill right after each write of a surge rotation", func(ctx SpecContext) {
@@ -266,6 +280,7 @@ var _ = Describe("crash campaign", Label("crash"), Ordered, func() {
 			GinkgoWriter.Printf("a rolled-back attempt is %d steps, %d not in a surge rotation:\n  %s\n", len(all), len(failure), strings.Join(stepStrings(failure), "\n  "))
 			Expect(o.report.Violations).To(BeEmpty())
 			Expect(failedClaims(ctx, w)).NotTo(BeEmpty(), "the attempt failed")
+			Expect(invariants.Created(w.rec, []string{w.pool}, o.since)).To(BeZero(), "Karpenter provisioned no surge")
 			Expect(failure).NotTo(BeEmpty())
 		}, NodeTimeout(8*time.Minute))
 

@@ -67,6 +67,9 @@ func newWorld(ctx context.Context, pool string, nodes int) *world {
 	var err error
 	w.rec, err = recorder.Start(watcher)
 	Expect(err).NotTo(HaveOccurred())
+	// a previous run's namespace may still be terminating
+	Eventually(func() error { return kube.Get(ctx, client.ObjectKey{Name: w.ns}, &corev1.Namespace{}) }).
+		WithContext(ctx).WithTimeout(3*time.Minute).Should(Satisfy(notFound), "namespace %s of an earlier run gone", w.ns)
 	Expect(kube.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: w.ns}})).To(Succeed())
 	Expect(kube.Create(ctx, w.nodePool())).To(Succeed())
 	Expect(kube.Create(ctx, &policyv1.PodDisruptionBudget{
@@ -85,6 +88,8 @@ func newWorld(ctx context.Context, pool string, nodes int) *world {
 		// the next suite's startup sweep need not clean up after this one
 		_ = kube.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(controllerNS), client.MatchingLabels{v1alpha1.LabelNodePool: w.pool})
 		Eventually(func() []karpv1.NodeClaim { return w.claims(ctx) }).WithTimeout(3*time.Minute).Should(BeEmpty(), "the pool's NodeClaims removed")
+		Eventually(func() error { return kube.Get(ctx, client.ObjectKey{Name: w.ns}, &corev1.Namespace{}) }).
+			WithTimeout(3*time.Minute).Should(Satisfy(notFound), "namespace %s removed", w.ns)
 	})
 	start := time.Now()
 	Eventually(func() int { return w.healthy(ctx) }).WithTimeout(4*time.Minute).WithPolling(time.Second).Should(Equal(w.replicas()),
@@ -126,9 +131,14 @@ func (w *world) roomy() resource.Quantity { return resource.MustParse("64") }
 // capacity its Pods requested, and both the controller's headroom and
 // Karpenter's limit check subtract that.
 func (w *world) tight(ctx context.Context) resource.Quantity {
-	used := w.nodePoolNow(ctx).Status.Resources[corev1.ResourceCPU]
-	Expect(used.IsZero()).To(BeFalse(), "the pool reports the CPUs it uses")
-	limit := used.DeepCopy()
+	// Every node was provisioned for one 3-CPU Pod or placeholder; the
+	// status catches up with a new pool a few seconds late.
+	want := *resource.NewQuantity(int64(w.nodes*podCPU), resource.DecimalSI)
+	Eventually(func() int64 {
+		used := w.nodePoolNow(ctx).Status.Resources[corev1.ResourceCPU]
+		return used.MilliValue()
+	}).WithContext(ctx).WithTimeout(time.Minute).Should(Equal(want.MilliValue()), "the pool's status.resources counts its nodes")
+	limit := want.DeepCopy()
 	limit.Add(*resource.NewQuantity(podCPU, resource.DecimalSI))
 	return limit
 }
@@ -290,7 +300,6 @@ func (w *world) quiesce(ctx context.Context, bound time.Duration) {
 // campaign accumulates what a suite's iterations did, for its summary line.
 type campaign struct {
 	kills, rotations, violations, lost, iterations int
-	failed                                         []string // iterations with violations
 }
 
 // check runs the invariant checker over the run since sinceRV, prints its
@@ -381,7 +390,7 @@ func (w *world) explain(sinceRV int64, seq0 int) string {
 	b.WriteString("--- the controller's writes (proxy record) ---\n")
 	for _, wr := range proxy.Writes(seq0) {
 		if !wr.Background {
-			fmt.Fprintf(&b, "%s %s\n", wr.Time[11:23], wr)
+			fmt.Fprintf(&b, "%s %s\n", wr.Time.Format("15:04:05.000"), wr)
 		}
 	}
 	b.WriteString("--- timeline of the pool's objects (watch record, resourceVersion order) ---\n")
