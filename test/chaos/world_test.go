@@ -19,7 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -398,82 +397,8 @@ func (w *world) explain(sinceRV int64, seq0 int) string {
 	return b.String()
 }
 
-// timeline renders each watch record of the pool's NodePool, NodeClaims,
-// Nodes and placeholders since sinceRV with the rotation's keys on it.
-func (w *world) timeline(sinceRV int64) string {
-	var b strings.Builder
-	var t0 time.Time
-	last := map[string]string{}
-	for _, r := range w.rec.Sorted() {
-		if r.RV <= sinceRV || !w.mine(r) {
-			continue
-		}
-		if t0.IsZero() {
-			t0 = r.Seen
-		}
-		desc := describe(r)
-		key := r.Kind + "/" + r.Obj.GetName()
-		if last[key] == desc {
-			continue // a status update that changed nothing of ours
-		}
-		last[key] = desc
-		fmt.Fprintf(&b, "%7.1fs rv=%d %-8s %s/%s %s\n", r.Seen.Sub(t0).Seconds(), r.RV, r.Type, r.Kind, r.Obj.GetName(), desc)
-	}
-	return b.String()
-}
-
-func (w *world) mine(r recorder.Record) bool {
-	switch r.Kind {
-	case "NodePool":
-		return r.Obj.GetName() == w.pool
-	case "NodeClaim", "Node":
-		return r.Obj.GetLabels()[karpv1.NodePoolLabelKey] == w.pool
-	case "Pod":
-		return r.Obj.GetNamespace() == controllerNS && r.Obj.GetLabels()[v1alpha1.LabelNodePool] == w.pool
-	}
-	return false
-}
-
-// describe is a record's rotation keys and the facts a rotation reads.
-func describe(r recorder.Record) string {
-	var parts []string
-	for _, m := range []map[string]string{r.Obj.GetLabels(), r.Obj.GetAnnotations()} {
-		keys := make([]string, 0, len(m))
-		for k := range m {
-			if strings.HasPrefix(k, v1alpha1.Prefix) || k == v1alpha1.KarpenterDoNotDisrupt {
-				keys = append(keys, k)
-			}
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			parts = append(parts, strings.TrimPrefix(k, v1alpha1.Prefix)+"="+m[k])
-		}
-	}
-	if r.Obj.GetDeletionTimestamp() != nil && r.Type != watch.Deleted {
-		parts = append(parts, "deleting")
-	}
-	switch o := r.Obj.(type) {
-	case *karpv1.NodeClaim:
-		if o.Status.NodeName != "" {
-			parts = append(parts, "node="+o.Status.NodeName)
-		}
-	case *corev1.Node:
-		if o.Spec.Unschedulable {
-			parts = append(parts, "unschedulable")
-		}
-		for _, c := range o.Status.Conditions {
-			if c.Type == corev1.NodeReady {
-				parts = append(parts, "Ready="+string(c.Status))
-			}
-		}
-	case *corev1.Pod:
-		parts = append(parts, "phase="+string(o.Status.Phase))
-		if o.Spec.NodeName != "" {
-			parts = append(parts, "on="+o.Spec.NodeName)
-		}
-	}
-	return strings.Join(parts, " ")
-}
+// timeline is the pool's objects since sinceRV as the watch saw them.
+func (w *world) timeline(sinceRV int64) string { return w.rec.Timeline(sinceRV, w.pool, controllerNS) }
 
 // notFound: only NotFound means gone; another error says nothing.
 func notFound(err error) bool { return apierrors.IsNotFound(err) }
