@@ -51,6 +51,24 @@ image: ## build the controller's image as an OCI archive in dist/ (no Docker, no
 	@echo "==> [$$(date +%T)] make image done"
 	@grep -E '^(image digest|archive):' $(IMAGE_DIR)/build.txt
 
+# Reproducibility, as the chart's users need it: the image built twice —
+# the second time with every package recompiled (go build -a) into another
+# directory — has the same digest.
+IMAGE_REBUILD_DIR := dist/image-rebuild
+
+.PHONY: image-reproducible
+image-reproducible: image ## build the image a second time from a full recompile and require the same digest
+	@echo "==> [$$(date +%T)] the image again, every package recompiled (go build -a)"
+	@mkdir -p $(IMAGE_REBUILD_DIR)
+	CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) $(GO) build -a $(IMAGE_GOBUILD_FLAGS) -o $(IMAGE_REBUILD_DIR)/node-rotation-controller ./cmd/node-rotation-controller
+	cd build/image && $(GO) run . -binary $(CURDIR)/$(IMAGE_REBUILD_DIR)/node-rotation-controller \
+	  -out $(CURDIR)/$(IMAGE_REBUILD_DIR)/image.oci.tar -repository $(IMAGE_REPOSITORY) -tag $(IMAGE_TAG) -version $(VERSION) \
+	  -arch $(IMAGE_ARCH) > $(CURDIR)/$(IMAGE_REBUILD_DIR)/build.txt
+	@first=$$(grep '^image digest:' $(IMAGE_DIR)/build.txt); second=$$(grep '^image digest:' $(IMAGE_REBUILD_DIR)/build.txt); \
+	  echo "first build:  $$first"; echo "second build: $$second"; \
+	  if [ -z "$$first" ] || [ "$$first" != "$$second" ]; then echo "the image is not reproducible"; exit 1; fi; \
+	  echo "ok: the same digest twice"
+
 lint: ## gofmt + go vet + go mod tidy leaves no diff
 	@echo "==> [$$(date +%T)] gofmt"
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -131,9 +149,10 @@ test-e2e: testbin-cluster image ## the suites on real Karpenter: e2e matrix, cha
 	NODE_BOOT_DELAY_MS=$(NODE_BOOT_DELAY_MS) NRC_CONTROLLER_BIN=$(CURDIR)/$(IMAGE_DIR)/extracted/node-rotation-controller \
 	  test/world/e2e.sh $(E2E_SUITES)
 
-test-all: ## everything CI runs: make test, then make test-e2e
+test-all: ## everything CI runs: make test, the image built twice to one digest, then make test-e2e
 	@start=$$(date +%s); \
 	  $(MAKE) --no-print-directory test && \
+	  $(MAKE) --no-print-directory image-reproducible && \
 	  $(MAKE) --no-print-directory test-e2e && \
 	  echo "==> [$$(date +%T)] make test-all done in $$(( $$(date +%s) - start ))s"
 

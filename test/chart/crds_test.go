@@ -55,4 +55,20 @@ func TestCRDsRender(t *testing.T) {
 	if !slices.Contains(crd.Spec.Names.ShortNames, "rotpol") {
 		t.Errorf("short names %v lack rotpol (NOTES.txt and the README use it)", crd.Spec.Names.ShortNames)
 	}
+	// `kubectl get rotpol` must tell a policy that can never start
+	// (Ready, but Feasible False) from one that can.
+	cols := map[string]string{}
+	for _, v := range crd.Spec.Versions {
+		for _, c := range v.AdditionalPrinterColumns {
+			cols[c.Name] = c.JSONPath
+		}
+	}
+	for name, path := range map[string]string{
+		"Ready":    `.status.conditions[?(@.type=="Ready")].reason`,
+		"Feasible": `.status.conditions[?(@.type=="Feasible")].status`,
+	} {
+		if cols[name] != path {
+			t.Errorf("printer column %s = %q, want %q (all columns: %v)", name, cols[name], path, cols)
+		}
+	}
 }

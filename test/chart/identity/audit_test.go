@@ -12,7 +12,9 @@ import (
 	"testing"
 	"time"
 
+	rbacv1 "k8s.io/api/rbac/v1"
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // expectNoForbidden reads the API server's audit log (cluster.sh records
@@ -44,6 +46,7 @@ func (w *world) expectNoForbidden(t *testing.T, sa string, since time.Time) {
 	if len(forbidden) > 0 {
 		t.Errorf("requests of %s answered 403 (the chart's RBAC is missing a grant):\n  %s", user, strings.Join(forbidden, "\n  "))
 	}
+	w.expectEveryGrantUsed(t, used)
 	// The rotation's own writes, so a run that never acted as the
 	// ServiceAccount (a wrong kubeconfig, an idle controller) cannot pass.
 	for _, want := range []string{
@@ -52,6 +55,46 @@ func (w *world) expectNoForbidden(t *testing.T, sa string, since time.Time) {
 	} {
 		if used[want] == 0 {
 			t.Errorf("the audit log shows no %q by %s: the controller did not act under the chart's identity", want, user)
+		}
+	}
+}
+
+// notExercised are the chart's grants a rollback-and-rotation run may not
+// use, each with the reason it is granted all the same.
+var notExercised = map[string]string{
+	"get noderotation.io/rotationpolicies": "the cache serves every read of a policy; granted with list and watch, as the cache's informer may be asked for one",
+	"patch events":                         "the Event recorder patches an Event only when the same Event repeats within its aggregation window",
+}
+
+// expectEveryGrantUsed: each verb the chart's ClusterRole and Role grant
+// was used by the run (as verb group/resource in the audit log), or is one
+// the run cannot exercise (notExercised). A list is also served by a
+// watch: client-go's informers make their initial list as a streaming
+// watch request (WatchListClient).
+func (w *world) expectEveryGrantUsed(t *testing.T, used map[string]int) {
+	t.Helper()
+	cr := &rbacv1.ClusterRole{}
+	must(t, w.admin.Get(w.ctx, client.ObjectKey{Name: release}, cr), "reading the chart's ClusterRole")
+	role := &rbacv1.Role{}
+	must(t, w.admin.Get(w.ctx, client.ObjectKey{Namespace: namespace, Name: release}, role), "reading the chart's Role")
+	for _, rule := range append(cr.Rules, role.Rules...) {
+		for _, g := range rule.APIGroups {
+			for _, res := range rule.Resources {
+				r := res
+				if g != "" {
+					r = g + "/" + res
+				}
+				for _, verb := range rule.Verbs {
+					key := verb + " " + r
+					switch {
+					case used[key] > 0, verb == "list" && used["watch "+r] > 0:
+					case notExercised[key] != "":
+						t.Logf("granted, not exercised by this run: %s (%s)", key, notExercised[key])
+					default:
+						t.Errorf("the chart grants %q and the controller never used it in a rollback and a rotation: drop it, or name why in notExercised", key)
+					}
+				}
+			}
 		}
 	}
 }

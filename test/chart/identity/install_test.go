@@ -13,6 +13,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/kubernetes"
@@ -55,7 +56,13 @@ func (w *world) installChart(t *testing.T) string {
 		if _, err := action.NewUninstall(w.helmConfig(t)).Run(release); err != nil {
 			t.Errorf("helm uninstall: %v", err)
 		}
+		// helm uninstall leaves the namespace it created, and in it the
+		// Lease: a later run on this cluster must create its own.
+		_ = w.admin.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}})
 	})
+	// An earlier run's Lease (its namespace still terminating, or kept):
+	// this run's controller must create the Lease itself.
+	_ = w.admin.Delete(w.ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "node-rotation-controller"}})
 	return w.deployment(t).Spec.Template.Spec.ServiceAccountName
 }
 
