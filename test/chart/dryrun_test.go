@@ -134,6 +134,11 @@ func TestServerSideDryRun(t *testing.T) {
 		everything,
 		{"metrics.port=0", "serviceAccount.create=false", "serviceAccount.name=existing", "placeholderPriorityClass.create=false",
 			"podDisruptionBudget.enabled=false", "defaultAffinity.avoidKarpenterNodes=false", "defaultAffinity.spreadReplicas=none"},
+		podKnobs,
+		{"metrics.secure=false", "serviceMonitor.enabled=true", "serviceAccount.annotations.example\\.com/role=nrc",
+			"affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0].key=role",
+			"affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0].operator=In",
+			"affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0].values[0]=system"},
 	} {
 		r := mustRender(t, c0, caps, sets...)
 		if strings.Contains(strings.Join(sets, " "), "serviceMonitor.enabled=true") && find[*monitoringv1.ServiceMonitor](t, r) == nil {

@@ -198,19 +198,23 @@ func TestAffinity(t *testing.T) {
 	}
 }
 
+// podKnobs sets every Pod-level knob at once; TestPodKnobs checks what it
+// renders and TestServerSideDryRun that the API server accepts it.
+var podKnobs = []string{
+	"image.repository=registry.example/nrc", "image.tag=dev", "image.pullPolicy=Always",
+	"imagePullSecrets[0].name=regcred", "replicaCount=1", "priorityClassName=",
+	"nodeSelector.role=system", "tolerations[0].key=dedicated", "tolerations[0].operator=Exists", "tolerations[0].effect=NoSchedule",
+	"topologySpreadConstraints[0].maxSkew=1", "topologySpreadConstraints[0].topologyKey=topology.kubernetes.io/zone",
+	"topologySpreadConstraints[0].whenUnsatisfiable=ScheduleAnyway",
+	"podLabels.team=platform", "podAnnotations.example\\.com/owner=platform",
+	"podSecurityContext.runAsUser=null", "podSecurityContext.fsGroup=65532", "securityContext.readOnlyRootFilesystem=false",
+	"resources.limits.cpu=1", "placeholderImage=mirror.example/pause:3.10", "logFormat=text", "logVerbosity=1",
+	"podDisruptionBudget.maxUnavailable=50%",
+}
+
 func TestPodKnobs(t *testing.T) {
 	c := loadChart(t)
-	r := mustRender(t, c, renderOpts{},
-		"image.repository=registry.example/nrc", "image.tag=dev", "image.pullPolicy=Always",
-		"imagePullSecrets[0].name=regcred", "replicaCount=1", "priorityClassName=",
-		"nodeSelector.role=system", "tolerations[0].key=dedicated", "tolerations[0].operator=Exists", "tolerations[0].effect=NoSchedule",
-		"topologySpreadConstraints[0].maxSkew=1", "topologySpreadConstraints[0].topologyKey=topology.kubernetes.io/zone",
-		"topologySpreadConstraints[0].whenUnsatisfiable=ScheduleAnyway",
-		"podLabels.team=platform", "podAnnotations.example\\.com/owner=platform",
-		"podSecurityContext.runAsUser=null", "podSecurityContext.fsGroup=65532", "securityContext.readOnlyRootFilesystem=false",
-		"resources.limits.cpu=1", "placeholderImage=mirror.example/pause:3.10", "logFormat=text", "logVerbosity=1",
-		"podDisruptionBudget.maxUnavailable=50%",
-	)
+	r := mustRender(t, c, renderOpts{}, podKnobs...)
 	d := find[*appsv1.Deployment](t, r)
 	ctr := controller(t, d)
 	ps := d.Spec.Template.Spec
