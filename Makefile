@@ -142,7 +142,7 @@ cluster-smoke: ## prove the local cluster provisions, drains and surges
 # running the controller binary taken out of the image `make image` builds.
 # E2E_SUITES picks some of them (e2e identity chaos).
 NODE_BOOT_DELAY_MS ?= 8000
-E2E_SUITES ?= e2e identity
+E2E_SUITES ?= e2e identity chaos
 
 test-e2e: testbin-cluster image ## the suites on real Karpenter: e2e matrix, chart identity, chaos (cluster up, run, down)
 	@echo "==> [$$(date +%T)] suites on real Karpenter: $(E2E_SUITES) (node boot delay $(NODE_BOOT_DELAY_MS)ms)"

@@ -28,8 +28,11 @@ var _ = Describe("graceful rotation on real Karpenter", Label("rotation"), Order
 		ctrl = startController("rotation")
 	})
 
-	It("starts with the Deployment on four nodes", func() {
-		Expect(s.originals).To(HaveLen(4))
+	// Karpenter's kwok provider sizes a node to the requests that made it,
+	// so how many nodes eight Pods get depends on how Karpenter batched
+	// them: four when they come in one batch, more otherwise.
+	It("starts with the Deployment on four nodes or more", func() {
+		Expect(len(s.originals)).To(BeNumerically(">=", 4))
 	})
 
 	It("rotates every original node once a policy governs the pool", func() {

@@ -63,8 +63,10 @@ func TestChartIdentity(t *testing.T) {
 
 	w.createWorkload(t)
 	originals := w.claimNames(t)
-	if len(originals) != 2 {
-		t.Fatalf("the workload should fill two nodes, got claims %v", originals)
+	// Two nodes or more: Karpenter's kwok provider sizes a node to the
+	// requests that made it, so the count depends on its batching.
+	if len(originals) < 2 {
+		t.Fatalf("the workload should fill two nodes or more, got claims %v", originals)
 	}
 
 	failed := w.rollBack(t, originals)
