@@ -4,16 +4,15 @@ package chaos_test
 
 import (
 	"fmt"
-	"net"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+
+	"github.com/noderotation/node-rotation-controller/test/process"
 )
 
 // controller runs the controller binary as a local process against the
@@ -24,16 +23,13 @@ type controller struct {
 	dir string
 
 	mu   sync.Mutex
-	cmd  *exec.Cmd
-	done chan struct{} // closed when the current run's process exited
+	cur  *process.Controller // the running process run, nil between runs
 	runs []*run
 }
 
 type run struct {
-	log    string
-	pid    int
+	*process.Controller
 	killed bool // by us: SIGKILL
-	exit   error
 }
 
 func newController() *controller {
@@ -43,79 +39,54 @@ func newController() *controller {
 	return &controller{dir: dir}
 }
 
-// freePort asks the kernel for a loopback port nobody listens on.
-func freePort() string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	Expect(err).NotTo(HaveOccurred())
-	defer l.Close()
-	return l.Addr().String()
-}
-
 // start starts a new process run. Its listeners take free loopback ports:
 // a killed run's ports are free again at once, but fresh ones never race
 // another suite's controller either.
 func (c *controller) start() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	Expect(c.cmd == nil).To(BeTrue(), "a controller is already running")
-	r := &run{log: filepath.Join(c.dir, fmt.Sprintf("run-%02d.log", len(c.runs)+1))}
-	f, err := os.Create(r.log)
+	Expect(c.cur == nil).To(BeTrue(), "a controller is already running")
+	ports, err := process.FreePorts(2)
 	Expect(err).NotTo(HaveOccurred())
-	cmd := exec.Command(binary, "-kubeconfig", proxyKC, "-namespace", controllerNS,
+	p, err := process.Start(binary, c.dir, fmt.Sprintf("run-%02d", len(c.runs)+1),
+		"-kubeconfig", proxyKC, "-namespace", controllerNS,
 		"-placeholder-priority-class", priorityClass, "-leader-elect=false", "-log-format=json",
-		"-metrics-bind-address="+freePort(), "-metrics-secure=false", "-health-probe-bind-address="+freePort())
-	cmd.Stdout, cmd.Stderr = f, f
-	Expect(cmd.Start()).To(Succeed())
-	r.pid = cmd.Process.Pid
-	done := make(chan struct{})
-	go func() {
-		err := cmd.Wait()
-		_ = f.Close()
-		c.mu.Lock()
-		r.exit = err
-		c.mu.Unlock()
-		close(done)
-	}()
-	c.cmd, c.done = cmd, done
-	c.runs = append(c.runs, r)
+		fmt.Sprintf("-metrics-bind-address=127.0.0.1:%d", ports[0]), "-metrics-secure=false",
+		fmt.Sprintf("-health-probe-bind-address=127.0.0.1:%d", ports[1]))
+	Expect(err).NotTo(HaveOccurred())
+	c.cur = p
+	c.runs = append(c.runs, &run{Controller: p})
 }
 
 // kill SIGKILLs the running process and waits until it is gone: when kill
 // returns, the process can neither read an answer nor write anything more.
 func (c *controller) kill() {
 	c.mu.Lock()
-	cmd, done := c.cmd, c.done
-	if cmd != nil {
+	cur := c.cur
+	if cur != nil {
 		c.runs[len(c.runs)-1].killed = true
 	}
 	c.mu.Unlock()
-	if cmd == nil {
+	if cur == nil {
 		return
 	}
-	_ = cmd.Process.Kill()
-	<-done
+	cur.Kill()
 	c.mu.Lock()
-	c.cmd, c.done = nil, nil
+	c.cur = nil
 	c.mu.Unlock()
 }
 
-// stop ends the running process with SIGINT (a clean stop), SIGKILL after 15 s.
+// stop ends the running process cleanly (SIGTERM), SIGKILL after 15 s.
 func (c *controller) stop() {
 	c.mu.Lock()
-	cmd, done := c.cmd, c.done
+	cur := c.cur
 	c.mu.Unlock()
-	if cmd == nil {
+	if cur == nil {
 		return
 	}
-	_ = cmd.Process.Signal(os.Interrupt)
-	select {
-	case <-done:
-	case <-time.After(15 * time.Second):
-		_ = cmd.Process.Kill()
-		<-done
-	}
+	cur.Stop(15 * time.Second)
 	c.mu.Lock()
-	c.cmd, c.done = nil, nil
+	c.cur = nil
 	c.mu.Unlock()
 }
 
@@ -124,16 +95,13 @@ func (c *controller) stop() {
 func (c *controller) running() (bool, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.cmd == nil {
+	if c.cur == nil {
 		return false, nil
 	}
-	select {
-	case <-c.done:
-		r := c.runs[len(c.runs)-1]
-		return false, fmt.Errorf("controller run %d (pid %d) exited by itself: %v\n%s", len(c.runs), r.pid, r.exit, tailOf(r.log, 4000))
-	default:
-		return true, nil
+	if c.cur.Exited() {
+		return false, fmt.Errorf("controller run %d (pid %d) exited by itself: %v\n%s", len(c.runs), c.cur.Pid(), c.cur.ExitErr(), c.cur.Tail(4000))
 	}
+	return true, nil
 }
 
 // alive fails the spec when the controller exited by itself.
@@ -148,7 +116,7 @@ func (c *controller) logs() []string {
 	defer c.mu.Unlock()
 	out := make([]string, len(c.runs))
 	for i, r := range c.runs {
-		out[i] = r.log
+		out[i] = r.Log
 	}
 	return out
 }
@@ -168,21 +136,12 @@ func (c *controller) kills() int {
 // tail is the last n bytes of the last two runs' logs: a kill's victim and
 // its successor.
 func (c *controller) tail(n int) string {
-	logs := c.logs()
+	c.mu.Lock()
+	runs := c.runs[max(0, len(c.runs)-2):]
+	c.mu.Unlock()
 	var b strings.Builder
-	for i := max(0, len(logs)-2); i < len(logs); i++ {
-		fmt.Fprintf(&b, "--- controller run %d (%s) ---\n%s\n", i+1, logs[i], tailOf(logs[i], n))
+	for _, r := range runs {
+		fmt.Fprintf(&b, "--- controller run %s ---\n%s\n", r.Log, r.Tail(n))
 	}
 	return b.String()
-}
-
-func tailOf(path string, n int) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return fmt.Sprintf("(cannot read %s: %v)", path, err)
-	}
-	if len(b) > n {
-		b = b[len(b)-n:]
-	}
-	return string(b)
 }

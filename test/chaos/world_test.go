@@ -26,6 +26,7 @@ import (
 
 	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
 	"github.com/noderotation/node-rotation-controller/test/apiproxy"
+	"github.com/noderotation/node-rotation-controller/test/fixtures"
 	"github.com/noderotation/node-rotation-controller/test/invariants"
 	"github.com/noderotation/node-rotation-controller/test/recorder"
 )
@@ -98,25 +99,13 @@ func newWorld(ctx context.Context, pool string, nodes int) *world {
 	return w
 }
 
+// nodePool is the rotation pool of the e2e matrix (test/fixtures) with
+// nodes of nodeCPU cores and room for every node and a surge node.
 func (w *world) nodePool() *karpv1.NodePool {
-	return &karpv1.NodePool{
-		ObjectMeta: metav1.ObjectMeta{Name: w.pool, Labels: map[string]string{"chaos": w.pool}},
-		Spec: karpv1.NodePoolSpec{
-			Template: karpv1.NodeClaimTemplate{Spec: karpv1.NodeClaimTemplateSpec{
-				NodeClassRef: &karpv1.NodeClassReference{Group: "karpenter.kwok.sh", Kind: "KWOKNodeClass", Name: "default"},
-				Requirements: []karpv1.NodeSelectorRequirementWithMinValues{
-					{Key: corev1.LabelOSStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"linux"}},
-					{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64"}},
-					{Key: karpv1.CapacityTypeLabelKey, Operator: corev1.NodeSelectorOpIn, Values: []string{karpv1.CapacityTypeOnDemand}},
-					{Key: "karpenter.kwok.sh/instance-cpu", Operator: corev1.NodeSelectorOpIn, Values: []string{fmt.Sprint(nodeCPU)}},
-				},
-				ExpireAfter:            karpv1.MustParseNillableDuration("2h"),
-				TerminationGracePeriod: &metav1.Duration{Duration: 2 * time.Minute},
-			}},
-			Disruption: karpv1.Disruption{ConsolidationPolicy: karpv1.ConsolidationPolicyWhenEmpty, ConsolidateAfter: karpv1.MustParseNillableDuration("10s")},
-			Limits:     karpv1.Limits{corev1.ResourceCPU: w.roomy()},
-		},
-	}
+	np := fixtures.RotationPool(w.pool)
+	np.Spec.Template.Spec.Requirements[3].Values = []string{fmt.Sprint(nodeCPU)}
+	np.Spec.Limits = karpv1.Limits{corev1.ResourceCPU: w.roomy()}
+	return np
 }
 
 // roomy is a limit with room for every node and a surge node.
@@ -142,41 +131,19 @@ func (w *world) tight(ctx context.Context) resource.Quantity {
 	return limit
 }
 
+// deployment is one podCPU-core Pod per node.
 func (w *world) deployment() *appsv1.Deployment {
-	return &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: w.ns},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To(int32(w.replicas())),
-			Selector: &metav1.LabelSelector{MatchLabels: w.app},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: w.app},
-				Spec: corev1.PodSpec{
-					NodeSelector: map[string]string{karpv1.NodePoolLabelKey: w.pool},
-					Containers: []corev1.Container{{
-						Name: "app", Image: "registry.k8s.io/pause:3.10",
-						Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: *resource.NewQuantity(podCPU, resource.DecimalSI)}},
-					}},
-				},
-			},
-		},
-	}
+	return fixtures.Workload(w.ns, "web", w.pool, int32(w.replicas()), fmt.Sprint(podCPU), w.app)
 }
 
+// policy governs the pool with rotations paused; each iteration resumes
+// them. No cooldown and no failure pause: each iteration starts its
+// rotation at once. A failed claim waits retryBackoff, then is a candidate
+// again (the retry path).
 func (w *world) policy() *v1alpha1.RotationPolicy {
-	return &v1alpha1.RotationPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: w.pool},
-		Spec: v1alpha1.RotationPolicySpec{
-			NodePoolSelector: metav1.LabelSelector{MatchLabels: map[string]string{"chaos": w.pool}},
-			AgeThreshold:     paused,
-			MaintenanceWindows: []v1alpha1.MaintenanceWindow{{
-				Timezone: "UTC", Days: []v1alpha1.Weekday{"Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"}, Start: "00:00", End: "24:00",
-			}},
-			// No cooldown and no failure pause: each iteration starts its
-			// rotation at once. A failed claim waits retryBackoff, then is
-			// a candidate again (the retry path).
-			Surge: v1alpha1.SurgeSpec{ReadyTimeout: "3m", CooldownAfter: "0s", FailurePause: "0s", RetryBackoff: "20s"},
-		},
-	}
+	p := fixtures.Policy(w.pool, paused)
+	p.Spec.Surge = v1alpha1.SurgeSpec{ReadyTimeout: "3m", CooldownAfter: "0s", FailurePause: "0s", RetryBackoff: "20s"}
+	return p
 }
 
 // editPolicy changes the policy through the admin's client (never the proxy).
@@ -237,19 +204,8 @@ func (w *world) claimNames(ctx context.Context) []string {
 
 // healthy counts the Deployment's Pods the PDB counts: Ready, not terminating.
 func (w *world) healthy(ctx context.Context) int {
-	pods := &corev1.PodList{}
-	Expect(kube.List(ctx, pods, client.InNamespace(w.ns), client.MatchingLabels(w.app))).To(Succeed())
-	n := 0
-	for _, p := range pods.Items {
-		if p.DeletionTimestamp != nil {
-			continue
-		}
-		for _, c := range p.Status.Conditions {
-			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
-				n++
-			}
-		}
-	}
+	n, err := fixtures.HealthyPods(ctx, kube, w.ns, w.app)
+	Expect(err).NotTo(HaveOccurred())
 	return n
 }
 

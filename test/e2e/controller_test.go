@@ -15,13 +15,8 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
-	schedulingv1 "k8s.io/api/scheduling/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/noderotation/node-rotation-controller/test/fixtures"
 	"github.com/noderotation/node-rotation-controller/test/process"
 	"github.com/noderotation/node-rotation-controller/test/testenv"
 )
@@ -39,15 +34,8 @@ var logDir = filepath.Join(os.TempDir(), "node-rotation-controller-e2e")
 func installPrerequisites(ctx context.Context) {
 	root, err := testenv.RepoRoot()
 	Expect(err).NotTo(HaveOccurred())
-	_, err = envtest.InstallCRDs(restConfig, envtest.CRDInstallOptions{Paths: []string{filepath.Join(root, "config/crd")}})
-	Expect(err).NotTo(HaveOccurred())
-	if err := kube.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: controllerNS}}); err != nil && !apierrors.IsAlreadyExists(err) {
-		Expect(err).NotTo(HaveOccurred())
-	}
-	pc := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: priorityClass}, Value: -10, PreemptionPolicy: ptr.To(corev1.PreemptNever)}
-	if err := kube.Create(ctx, pc); err != nil && !apierrors.IsAlreadyExists(err) {
-		Expect(err).NotTo(HaveOccurred())
-	}
+	c := &fixtures.Cluster{Config: restConfig, Client: kube, Watcher: watcher}
+	Expect(c.InstallPrerequisites(ctx, root, controllerNS, priorityClass)).To(Succeed())
 }
 
 // controller is one run of the real controller binary ($NRC_CONTROLLER_BIN,

@@ -33,14 +33,7 @@ var _ = Describe("a claim force-expired while its rotation is pending", Label("e
 
 	It("ends the rotation as expired, once, when the claim is deleted mid-pending", func() {
 		s.govern(ctx, "30s", nil)
-		var claim string
-		Eventually(func() string {
-			claim = poolOf(ctx, s.name).Annotations[v1alpha1.AnnotationActiveRotation]
-			if claim == "" || claimState(ctx, claim)() != v1alpha1.StatePending {
-				return ""
-			}
-			return claim
-		}).WithTimeout(2*time.Minute).WithPolling(100*time.Millisecond).ShouldNot(BeEmpty(), "a rotation is pending")
+		claim := s.awaitRotation(ctx, 2*time.Minute, "a rotation is pending", pending(ctx))
 		Expect(kube.Delete(ctx, &karpv1.NodeClaim{ObjectMeta: objectMeta(claim)})).To(Succeed())
 		deleted = claim
 		GinkgoWriter.Printf("deleted %s while pending\n", claim)

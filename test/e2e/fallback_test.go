@@ -58,15 +58,9 @@ var _ = Describe("forceful fallback on real Karpenter", Label("fallback"), Order
 			p.Spec.Surge.ForcefulFallback.Enabled = true
 			p.Spec.Surge.CooldownAfter = "1h" // one rotation, then gate A holds
 		})
-		var claim string
-		Eventually(func() string {
-			a := poolOf(ctx, s.name).Annotations
-			if a[v1alpha1.AnnotationRotationMode] != v1alpha1.RotationModeFallback {
-				return ""
-			}
-			claim = a[v1alpha1.AnnotationActiveRotation]
-			return claim
-		}).WithTimeout(2*time.Minute).ShouldNot(BeEmpty(), "a forceful-fallback rotation starts")
+		claim := s.awaitRotation(ctx, 2*time.Minute, "a forceful-fallback rotation starts", func(a map[string]string, _ string) bool {
+			return a[v1alpha1.AnnotationRotationMode] == v1alpha1.RotationModeFallback
+		})
 		Eventually(gone(ctx, claim)).WithTimeout(4*time.Minute).Should(Satisfy(notFound), "the claim is drained away")
 		Eventually(func() int { return events(ctx, "RotationCompleted", s.name) }).WithTimeout(time.Minute).Should(Equal(1))
 		Expect(events(ctx, "ForcefulFallback", s.name)).To(Equal(1))

@@ -42,14 +42,7 @@ var _ = Describe("leader SIGKILLed mid-rotation", Label("leader"), Ordered, func
 			return false
 		}).WithTimeout(time.Minute).Should(BeTrue(), "one replica leads")
 		s.govern(ctx, "30s", func(p *v1alpha1.RotationPolicy) { p.Spec.Surge.CooldownAfter = "1h" })
-		var claim string
-		Eventually(func() string {
-			claim = poolOf(ctx, s.name).Annotations[v1alpha1.AnnotationActiveRotation]
-			if claim == "" || claimState(ctx, claim)() != v1alpha1.StatePending {
-				return ""
-			}
-			return claim
-		}).WithTimeout(2*time.Minute).WithPolling(100*time.Millisecond).ShouldNot(BeEmpty(), "a rotation is pending")
+		claim := s.awaitRotation(ctx, 2*time.Minute, "a rotation is pending", pending(ctx))
 		leader.Kill()
 		killed := time.Now()
 		GinkgoWriter.Printf("leader %s SIGKILLed with %s pending\n", leader.Log, claim)

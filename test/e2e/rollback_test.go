@@ -51,11 +51,7 @@ var _ = Describe("readyTimeout rollback when Karpenter cannot provision the surg
 			p.Spec.Surge.RetryBackoff = "1h"
 			p.Spec.Surge.FailurePause = "1h"
 		})
-		var claim string
-		Eventually(func() string {
-			claim = poolOf(ctx, s.name).Annotations[v1alpha1.AnnotationActiveRotation]
-			return claim
-		}).WithTimeout(2*time.Minute).ShouldNot(BeEmpty(), "a rotation starts: the headroom check passes")
+		claim := s.awaitRotation(ctx, 2*time.Minute, "a rotation starts: the headroom check passes", func(map[string]string, string) bool { return true })
 		started := time.Now()
 		Eventually(claimState(ctx, claim)).WithTimeout(3*time.Minute).Should(Equal(v1alpha1.StateFailed), "the attempt is rolled back")
 		GinkgoWriter.Printf("attempt on %s rolled back after %s\n", claim, time.Since(started).Round(time.Second))

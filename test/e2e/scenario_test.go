@@ -113,6 +113,27 @@ func (s *scenario) pause(ctx context.Context, within time.Duration) {
 		ShouldNot(HaveKey(v1alpha1.AnnotationActiveRotation), "the rotation in flight ends")
 }
 
+// awaitRotation waits for the pool to anchor a rotation for which ready
+// holds (given the pool's annotations and the anchored claim), polling
+// every 100 ms so a short phase is not missed, and returns the claim.
+func (s *scenario) awaitRotation(ctx context.Context, within time.Duration, what string, ready func(pool map[string]string, claim string) bool) string {
+	var claim string
+	Eventually(func() string {
+		a := poolOf(ctx, s.name).Annotations
+		claim = a[v1alpha1.AnnotationActiveRotation]
+		if claim == "" || !ready(a, claim) {
+			return ""
+		}
+		return claim
+	}).WithTimeout(within).WithPolling(100*time.Millisecond).ShouldNot(BeEmpty(), what)
+	return claim
+}
+
+// pending holds while the anchored claim's surge is pending.
+func pending(ctx context.Context) func(map[string]string, string) bool {
+	return func(_ map[string]string, claim string) bool { return claimState(ctx, claim)() == v1alpha1.StatePending }
+}
+
 // gone is a matcher body: the claim is NotFound (any other error says
 // nothing about it).
 func gone(ctx context.Context, claim string) func() error {

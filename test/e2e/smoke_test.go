@@ -128,21 +128,10 @@ func claimsOf(ctx context.Context, pool string) []karpv1.NodeClaim {
 	return list.Items
 }
 
-// healthyPods counts pods the disruption controller would count as healthy:
+// healthyPods counts the Pods the disruption controller counts as healthy:
 // Ready and not terminating.
 func healthyPods(ctx context.Context, ns string, labels map[string]string) int {
-	pods := &corev1.PodList{}
-	Expect(kube.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels(labels))).To(Succeed())
-	n := 0
-	for _, p := range pods.Items {
-		if p.DeletionTimestamp != nil {
-			continue
-		}
-		for _, c := range p.Status.Conditions {
-			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
-				n++
-			}
-		}
-	}
+	n, err := fixtures.HealthyPods(ctx, kube, ns, labels)
+	Expect(err).NotTo(HaveOccurred())
 	return n
 }

@@ -42,15 +42,9 @@ var _ = Describe("a drain held by a PDB that cannot be satisfied", Label("stuckd
 
 	It("reports the drain stuck after tGP + buffer and keeps the gate held", func() {
 		s.govern(ctx, "30s", nil)
-		var claim string
-		Eventually(func() string {
-			a := poolOf(ctx, s.name).Annotations
-			if a[v1alpha1.AnnotationActiveRotationState] != v1alpha1.StateDraining {
-				return ""
-			}
-			claim = a[v1alpha1.AnnotationActiveRotation]
-			return claim
-		}).WithTimeout(3*time.Minute).ShouldNot(BeEmpty(), "a rotation reaches its drain")
+		claim := s.awaitRotation(ctx, 3*time.Minute, "a rotation reaches its drain", func(a map[string]string, _ string) bool {
+			return a[v1alpha1.AnnotationActiveRotationState] == v1alpha1.StateDraining
+		})
 		drainStart := time.Now()
 		Expect(ctrl.metric("noderotation_drain_stuck", `nodepool="stuck-e2e"`)).To(Equal(0.0), "not stuck yet")
 		Eventually(func() float64 { return ctrl.metric("noderotation_drain_stuck", `nodepool="stuck-e2e"`) }).

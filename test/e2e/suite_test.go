@@ -9,10 +9,9 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/noderotation/node-rotation-controller/internal/scheme"
+	"github.com/noderotation/node-rotation-controller/test/fixtures"
 )
 
 // kube talks to the local cluster test/world/cluster.sh brought up.
@@ -28,15 +27,7 @@ func TestE2E(t *testing.T) {
 }
 
 var _ = BeforeSuite(func() {
-	path := os.Getenv("KUBECONFIG")
-	Expect(path).NotTo(BeEmpty(), "KUBECONFIG must name the local cluster's kubeconfig: run through `make test-e2e`")
-	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	c, err := fixtures.Connect(os.Getenv("KUBECONFIG"))
 	Expect(err).NotTo(HaveOccurred())
-	s, err := scheme.New()
-	Expect(err).NotTo(HaveOccurred())
-	kube, err = client.New(cfg, client.Options{Scheme: s})
-	Expect(err).NotTo(HaveOccurred())
-	watcher, err = client.NewWithWatch(cfg, client.Options{Scheme: s})
-	Expect(err).NotTo(HaveOccurred())
-	restConfig = cfg
+	kube, watcher, restConfig = c.Client, c.Watcher, c.Config
 })

@@ -57,8 +57,9 @@ type Controller struct {
 	Args []string
 	Log  string // the run's combined stdout and stderr
 
-	cmd  *exec.Cmd
-	done chan struct{}
+	cmd     *exec.Cmd
+	done    chan struct{}
+	exitErr error // set before done is closed
 }
 
 // Start runs bin with args, logging to a new file under logDir named after
@@ -80,7 +81,7 @@ func Start(bin, logDir, name string, args ...string) (*Controller, error) {
 		return nil, fmt.Errorf("starting %s: %w", bin, err)
 	}
 	c.done = make(chan struct{})
-	go func() { _ = c.cmd.Wait(); f.Close(); close(c.done) }()
+	go func() { c.exitErr = c.cmd.Wait(); f.Close(); close(c.done) }()
 	return c, nil
 }
 
@@ -95,6 +96,15 @@ func (c *Controller) Exited() bool {
 	default:
 		return false
 	}
+}
+
+// ExitErr is how the process ended (nil for exit status 0); only
+// meaningful once Exited.
+func (c *Controller) ExitErr() error {
+	if !c.Exited() {
+		return nil
+	}
+	return c.exitErr
 }
 
 // Stop ends the process as a Deployment's rollout does: SIGTERM, then

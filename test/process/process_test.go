@@ -46,6 +46,9 @@ func TestKillEndsTheProcessAtOnce(t *testing.T) {
 	if !c.Exited() || len(c.LogLines("term")) != 0 {
 		t.Fatalf("Kill should end the process without a SIGTERM: exited=%v log %q", c.Exited(), c.Tail(200))
 	}
+	if err := c.ExitErr(); err == nil || !strings.Contains(err.Error(), "killed") {
+		t.Fatalf("ExitErr() = %v, want the SIGKILL", err)
+	}
 }
 
 func TestBinaryPrefersTheEnvironment(t *testing.T) {
