@@ -48,6 +48,7 @@ func TestChaos(t *testing.T) {
 }
 
 var _ = BeforeSuite(func(ctx SpecContext) {
+	Expect(fixtures.RequireBootDelay(8000)).To(Succeed())
 	c, err := fixtures.Connect(os.Getenv("KUBECONFIG"))
 	Expect(err).NotTo(HaveOccurred())
 	kube, watcher, restConfig = c.Client, c.Watcher, c.Config

@@ -11,7 +11,6 @@ import (
 	. "github.com/onsi/gomega"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
-	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
 	"github.com/noderotation/node-rotation-controller/test/fixtures"
 )
 
@@ -43,7 +42,7 @@ var _ = Describe("a claim force-expired while its rotation is pending", Label("e
 		Expect(ctrl.metric("noderotation_completed_total", `nodepool="expiry-e2e"`, `outcome="expired"`)).To(Equal(1.0))
 		Expect(ctrl.metric("noderotation_completed_total", `nodepool="expiry-e2e"`, `outcome="success"`)).To(BeNumerically("<=", 0), "an expiry is no success")
 		Expect(events(ctx, "RotationCompleted", s.name)).To(BeZero())
-		Eventually(func() string { return poolOf(ctx, s.name).Annotations[v1alpha1.AnnotationActiveRotation] }).
+		Eventually(anchorOf(ctx, s.name)).
 			WithTimeout(time.Minute).ShouldNot(Equal(claim), "the gate opens")
 	})
 

@@ -75,7 +75,7 @@ var _ = Describe("forceful fallback on real Karpenter", Label("fallback"), Order
 		Expect(lines).To(Equal(1), "one completion line")
 		Expect(placeholdersSeen(s.rec)).To(BeEmpty(), "surge-less: no placeholder was ever created")
 		Eventually(func() int { return healthyPods(ctx, s.name, s.app) }).WithTimeout(2 * time.Minute).Should(Equal(int(s.replicas)))
-		Consistently(func() map[string]string { return poolOf(ctx, s.name).Annotations }).WithTimeout(5*time.Second).
+		Consistently(poolAnnotations(ctx, s.name)).WithTimeout(5*time.Second).
 			ShouldNot(HaveKey(v1alpha1.AnnotationActiveRotation), "cooldownAfter holds the next start")
 		s.expectSettled(ctx, []*controller{ctrl}, []string{claim}, 1)
 	})

@@ -54,7 +54,7 @@ var _ = Describe("leader SIGKILLed mid-rotation", Label("leader"), Ordered, func
 		Expect(leader.completions(claim)).To(BeZero(), "the leader died before the completion")
 		Expect(events(ctx, "RotationCompleted", s.name)).To(Equal(1))
 		Expect(createdClaims(s.rec, s.name, s.originals)).To(HaveLen(1), "one surge NodeClaim across both replicas")
-		Consistently(func() map[string]string { return poolOf(ctx, s.name).Annotations }).WithTimeout(5*time.Second).
+		Consistently(poolAnnotations(ctx, s.name)).WithTimeout(5*time.Second).
 			ShouldNot(HaveKey(v1alpha1.AnnotationActiveRotation), "cooldownAfter holds the next start")
 		s.expectSettled(ctx, replicas, []string{claim}, 0)
 	})

@@ -55,7 +55,7 @@ var _ = Describe("readyTimeout rollback when Karpenter cannot provision the surg
 		started := time.Now()
 		Eventually(claimState(ctx, claim)).WithTimeout(3*time.Minute).Should(Equal(v1alpha1.StateFailed), "the attempt is rolled back")
 		GinkgoWriter.Printf("attempt on %s rolled back after %s\n", claim, time.Since(started).Round(time.Second))
-		Eventually(func() map[string]string { return poolOf(ctx, s.name).Annotations }).WithTimeout(time.Minute).
+		Eventually(poolAnnotations(ctx, s.name)).WithTimeout(time.Minute).
 			ShouldNot(HaveKey(v1alpha1.AnnotationActiveRotation))
 
 		c := &karpv1.NodeClaim{}
@@ -75,7 +75,7 @@ var _ = Describe("readyTimeout rollback when Karpenter cannot provision the surg
 	})
 
 	It("starts nothing during failurePause and leaves nothing behind", func() {
-		Consistently(func() map[string]string { return poolOf(ctx, s.name).Annotations }).WithTimeout(5 * time.Second).
+		Consistently(poolAnnotations(ctx, s.name)).WithTimeout(5 * time.Second).
 			ShouldNot(HaveKey(v1alpha1.AnnotationActiveRotation))
 		s.expectSettled(ctx, []*controller{ctrl}, nil, 0)
 		Expect(healthyPods(ctx, s.name, s.app)).To(Equal(int(s.replicas)), "no workload Pod was disrupted")

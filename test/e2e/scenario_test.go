@@ -5,6 +5,7 @@ package e2e_test
 import (
 	"context"
 	"slices"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -43,6 +44,7 @@ func newScenario(name string, pool *karpv1.NodePool, replicas, pdbMaxUnavailable
 // records the pool's claims as the originals; teardown deletes it all and
 // waits for the pool's nodes to go.
 func (s *scenario) setUp(ctx context.Context) {
+	Expect(fixtures.RequireBootDelay(8000)).To(Succeed())
 	var err error
 	s.rec, err = recorder.Start(watcher)
 	Expect(err).NotTo(HaveOccurred())
@@ -109,8 +111,26 @@ func (s *scenario) updatePool(ctx context.Context, edit func(*karpv1.NodePool)) 
 // waits for any rotation in flight to end.
 func (s *scenario) pause(ctx context.Context, within time.Duration) {
 	s.updatePolicy(ctx, func(p *v1alpha1.RotationPolicy) { p.Spec.AgeThreshold = "720h" })
-	Eventually(func() map[string]string { return poolOf(ctx, s.name).Annotations }).WithTimeout(within).
+	Eventually(poolAnnotations(ctx, s.name)).WithTimeout(within).
 		ShouldNot(HaveKey(v1alpha1.AnnotationActiveRotation), "the rotation in flight ends")
+}
+
+// poolAnnotations polls the pool's annotations; a failed read is a failed
+// poll (retried by Eventually), never a failed spec.
+func poolAnnotations(ctx context.Context, name string) func() (map[string]string, error) {
+	return func() (map[string]string, error) {
+		np := &karpv1.NodePool{}
+		err := kube.Get(ctx, client.ObjectKey{Name: name}, np)
+		return np.Annotations, err
+	}
+}
+
+// anchorOf polls the claim the pool anchors ("" when none).
+func anchorOf(ctx context.Context, name string) func() (string, error) {
+	return func() (string, error) {
+		a, err := poolAnnotations(ctx, name)()
+		return a[v1alpha1.AnnotationActiveRotation], err
+	}
 }
 
 // awaitRotation waits for the pool to anchor a rotation for which ready
@@ -118,13 +138,13 @@ func (s *scenario) pause(ctx context.Context, within time.Duration) {
 // every 100 ms so a short phase is not missed, and returns the claim.
 func (s *scenario) awaitRotation(ctx context.Context, within time.Duration, what string, ready func(pool map[string]string, claim string) bool) string {
 	var claim string
-	Eventually(func() string {
-		a := poolOf(ctx, s.name).Annotations
+	Eventually(func() (string, error) {
+		a, err := poolAnnotations(ctx, s.name)()
 		claim = a[v1alpha1.AnnotationActiveRotation]
-		if claim == "" || !ready(a, claim) {
-			return ""
+		if err != nil || claim == "" || !ready(a, claim) {
+			return "", err
 		}
-		return claim
+		return claim, nil
 	}).WithTimeout(within).WithPolling(100*time.Millisecond).ShouldNot(BeEmpty(), what)
 	return claim
 }
@@ -196,11 +216,35 @@ func (s *scenario) expectSettled(ctx context.Context, runs []*controller, rotate
 	if s.pdb > 0 {
 		in.Workloads = []invariants.Workload{{Namespace: s.name, Selector: s.app, MinHealthy: int(s.replicas - s.pdb)}}
 	}
+	for _, r := range runs {
+		s.expectCountedOnce(r)
+	}
 	report, err := invariants.Check(ctx, in)
 	Expect(err).NotTo(HaveOccurred())
 	GinkgoWriter.Printf("e2e summary: scenario=%s rotations=%d attempts=%d nodeclaims-created=%d violations=%d (%s)\n",
 		s.name, report.Completions, in.Attempts-extraNodes, in.Created, len(report.Violations), report.Summary())
 	Expect(report.Violations).To(BeEmpty(), report.String())
+}
+
+// expectCountedOnce: a live run's noderotation_completed_total for the
+// pool, per outcome, equals its announcement lines — no completion or
+// failure counted twice, or announced without being counted. A killed run's
+// metrics died with it.
+func (s *scenario) expectCountedOnce(r *controller) {
+	if r.Exited() {
+		return
+	}
+	pool := `"nodepool":"` + s.name + `"`
+	for outcome, msg := range map[string]string{"success": `"rotation complete"`, "expired": `"rotation complete"`, "failure": `"rotation attempt failed"`} {
+		lines := 0
+		for _, l := range r.LogLines(msg) {
+			if strings.Contains(l, pool) && (outcome == "failure" || strings.Contains(l, `"outcome":"`+outcome+`"`)) {
+				lines++
+			}
+		}
+		counted := max(r.metric("noderotation_completed_total", `nodepool="`+s.name+`"`, `outcome="`+outcome+`"`), 0)
+		Expect(counted).To(Equal(float64(lines)), "%s: noderotation_completed_total{outcome=%q} against %d %s lines", r.Log, outcome, lines, msg)
+	}
 }
 
 // notFound wraps apierrors.IsNotFound for Satisfy.

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -82,9 +81,7 @@ func TestChartIdentity(t *testing.T) {
 func newWorld(t *testing.T) *world {
 	// The rollback below needs a surge node slower to boot than its 4 s
 	// readyTimeout.
-	if d, _ := strconv.Atoi(os.Getenv("NODE_BOOT_DELAY_MS")); d < 6000 {
-		t.Fatalf("NODE_BOOT_DELAY_MS=%q: the cluster must boot nodes in 6 s or more (test/world/e2e.sh uses 8000); export the value the cluster was started with", os.Getenv("NODE_BOOT_DELAY_MS"))
-	}
+	must(t, fixtures.RequireBootDelay(6000), "the node boot delay")
 	kubecfg := os.Getenv("KUBECONFIG")
 	audit := os.Getenv("NRC_AUDIT_LOG")
 	if kubecfg == "" || audit == "" {
