@@ -8,7 +8,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
@@ -26,7 +25,7 @@ var (
 	}
 	anchorReleaseAction = action{
 		spec: engine.ActionSpec{Name: "anchor-release", Role: engine.RoleAnchorEnd, Reports: true,
-			Description: "completion: one conditional write, only while the anchor names this rotation, that reads the outcome (draining mirror → success) from the same fresh copy, stamps last-rotation-at on success and clears the rotation-scoped set"},
+			Description: "completion: one conditional write, only while the anchor names this rotation, that reads the outcome (draining mirror → success) from the same copy the write is locked on, stamps last-rotation-at on success and clears the rotation-scoped set"},
 		run: anchorRelease,
 	}
 	anchorClearAction = action{
@@ -43,12 +42,6 @@ var (
 	}
 )
 
-// freshPool is an empty NodePool for a fresh read: never a copy of the
-// observed object, whose maps a decode would merge into.
-func (p *Pass) freshPool() *karpv1.NodePool {
-	return &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: p.Targets.Pool.Name}}
-}
-
 func (p *Pass) stamp() string { return p.Targets.Now.UTC().Format(time.RFC3339) }
 
 // anchorWrite writes the anchor only if absent: the write that elects the
@@ -60,7 +53,7 @@ func anchorWrite(ctx context.Context, p *Pass, args map[string]any) (Result, err
 	if args["mode"] == "readopt" {
 		return readopt(ctx, p)
 	}
-	np := p.freshPool()
+	np := p.pool()
 	out, err := p.write(ctx, np, func() (bool, error) {
 		if np.Annotations[v1alpha1.AnnotationActiveRotation] != "" {
 			return false, nil
@@ -81,11 +74,12 @@ func anchorWrite(ctx context.Context, p *Pass, args map[string]any) (Result, err
 }
 
 // anchorRelease is completion's one conditional write: only while the
-// anchor names this rotation, it reads the outcome from the same fresh copy
+// anchor names this rotation, it reads the outcome from the same copy the
+// write is locked on
 // (draining mirror → success, stamping last-rotation-at; else expired) and
 // clears the rotation-scoped set. Only the pass that released announces.
 func anchorRelease(ctx context.Context, p *Pass, _ map[string]any) (Result, error) {
-	np := p.freshPool()
+	np := p.pool()
 	vals := map[string]string{}
 	out, err := p.write(ctx, np, func() (bool, error) {
 		a := np.Annotations
@@ -117,13 +111,13 @@ func anchorRelease(ctx context.Context, p *Pass, _ map[string]any) (Result, erro
 // the pool's and the claim's failed-at: a crash-recovery release must not
 // shorten the pause).
 func anchorClear(ctx context.Context, p *Pass, args map[string]any) (Result, error) {
-	np := p.freshPool()
+	np := p.pool()
 	out, err := p.write(ctx, np, func() (bool, error) {
 		if np.Annotations[v1alpha1.AnnotationActiveRotation] != p.Targets.Claim {
 			return false, nil
 		}
 		if args["ifNoMirror"] == true && np.Annotations[v1alpha1.AnnotationActiveRotationState] != "" {
-			return false, nil // a fresh copy with a mirror is a live rotation's, whatever the cache showed
+			return false, nil // a copy with a mirror is a live rotation's
 		}
 		conditional.DeleteAnnotations(np, v1alpha1.RotationScoped...)
 		switch args["lastFailureAt"] {
@@ -162,7 +156,7 @@ func laterFailure(pool, claim string) string {
 // surge-node, once each; the expired mirror is written once, by the one
 // pass that then announces the expiry (a second pass finds it and races).
 func poolMirror(ctx context.Context, p *Pass, args map[string]any) (Result, error) {
-	np := p.freshPool()
+	np := p.pool()
 	if args["state"] == v1alpha1.StateExpired {
 		out, err := p.write(ctx, np, func() (bool, error) {
 			a := np.Annotations
@@ -213,7 +207,7 @@ func readopt(ctx context.Context, p *Pass) (Result, error) {
 	if state != v1alpha1.StatePending && state != v1alpha1.StateDraining {
 		return Result{Outcome: Raced, Did: "re-adopt " + c.Name + ": no longer in flight"}, nil
 	}
-	np := p.freshPool()
+	np := p.pool()
 	out, err := p.write(ctx, np, func() (bool, error) {
 		if np.Annotations[v1alpha1.AnnotationActiveRotation] != "" {
 			return false, nil

@@ -246,8 +246,8 @@ func TestPoolMirror(t *testing.T) {
 	}
 }
 
-// Running every pool write through the same observation twice leaves the
-// pool as the first run left it.
+// Running every pool write twice — again on the same observation (stale),
+// then on one that caught up — leaves the pool as the first run left it.
 func TestPoolWritesIdempotent(t *testing.T) {
 	steps := []struct {
 		action string
@@ -258,19 +258,23 @@ func TestPoolWritesIdempotent(t *testing.T) {
 		{"anchor-release", nil},
 	}
 	e := newEnv(t, mkPool(poolName, nil), mkClaim(claimA, ann(keyStarted, "2026-11-30T09:00:00Z")))
-	targets := e.targets()
 	for _, s := range steps {
+		targets := e.targets()
 		first, err := step(e.pass(targets), s.action, s.args)
 		if err != nil || first.Outcome != Claimed {
 			t.Fatalf("%s: %s %v", s.action, first.Outcome, err)
 		}
 		after := e.state()
-		second, err := step(e.pass(targets), s.action, s.args)
+		again, err := step(e.pass(targets), s.action, s.args)
+		if err != nil || again.Outcome != Stale {
+			t.Fatalf("%s on the same observation: %s %v, want stale", s.action, again.Outcome, err)
+		}
+		second, err := step(e.pass(e.targets()), s.action, s.args)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if e.state() != after {
-			t.Fatalf("%s: the second run changed the pool", s.action)
+			t.Fatalf("%s: a second run changed the pool", s.action)
 		}
 		if second.Outcome == Claimed && s.action != "pool-mirror" {
 			t.Fatalf("%s: the second run claimed again", s.action)

@@ -7,9 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
 	"github.com/noderotation/node-rotation-controller/engine"
@@ -49,11 +47,11 @@ var (
 var clearKeys = map[string]string{"startedAt": v1alpha1.AnnotationStartedAt, "surgeClaim": v1alpha1.AnnotationSurgeClaim}
 
 // claimState writes the claim's state. With `from`, it accepts only those
-// pre-states on a fresh copy (the conditional write that elects the pass
+// pre-states on the pass's copy (the conditional write that elects the pass
 // owning a transition); it reports claimed, raced or gone, and the values
 // it produced (e.g. the retry-count the failure write made).
 func claimState(ctx context.Context, p *Pass, args map[string]any) (Result, error) {
-	c := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: p.Targets.Claim}}
+	c := p.claim(p.Targets.Claim)
 	to, _ := args["to"].(string)
 	now := p.stamp()
 	out, err := p.write(ctx, c, func() (bool, error) {
@@ -99,59 +97,53 @@ func claimState(ctx context.Context, p *Pass, args map[string]any) (Result, erro
 
 // claimDelete deletes the old NodeClaim through Karpenter's voluntary path,
 // with a UID precondition so a recreated claim of the same name is safe,
-// and a resourceVersion precondition so a cache that has not yet seen an
-// earlier delete never issues (and announces) a second one: on a conflict
-// it decides again on a fresh read.
+// and the resourceVersion of the pass's newest copy as a precondition, so a
+// cache that has not yet seen an earlier delete never issues (and
+// announces) a second one: a conflict stops the pass as stale, and the next
+// pass decides on a cache that shows the delete.
 func claimDelete(ctx context.Context, p *Pass, _ map[string]any) (Result, error) {
-	c := p.Targets.ClaimObject
-	if c == nil {
+	c := p.claim(p.Targets.Claim)
+	switch {
+	case c.ResourceVersion == "":
 		return Result{Outcome: Done, Did: "claim already gone"}, nil
+	case c.DeletionTimestamp != nil:
+		return Result{Outcome: Done, Did: "claim already deleting"}, nil
+	case p.stale:
+		return Result{Outcome: Stale, Did: "delete NodeClaim " + c.Name + ": stale"}, nil
 	}
-	for attempt := 0; attempt < conditional.Retries; attempt++ {
-		if c.DeletionTimestamp != nil {
-			return Result{Outcome: Done, Did: "claim already deleting"}, nil
-		}
-		uid, rv := c.UID, c.ResourceVersion
-		pre := client.Preconditions{UID: &uid}
-		if rv != "" {
-			pre.ResourceVersion = &rv
-		}
-		err := p.Client.Delete(ctx, c, pre)
-		switch {
-		case err == nil:
-			return Result{Outcome: Done, Changed: true, Did: "deleted NodeClaim " + c.Name}, nil
-		case apierrors.IsNotFound(err):
-			return Result{Outcome: Done, Did: "claim already gone"}, nil
-		case !apierrors.IsConflict(err):
-			return Result{}, fmt.Errorf("deleting NodeClaim %s: %w", c.Name, err)
-		}
-		fresh := &karpv1.NodeClaim{}
-		if err := p.Fresh.Get(ctx, client.ObjectKeyFromObject(c), fresh); err != nil {
-			if apierrors.IsNotFound(err) {
-				return Result{Outcome: Done, Did: "claim already gone"}, nil
-			}
-			return Result{}, fmt.Errorf("reading NodeClaim %s: %w", c.Name, err)
-		}
-		if fresh.UID != uid {
-			return Result{Outcome: Done, Did: "claim " + c.Name + " was recreated: not deleted"}, nil
-		}
-		c = fresh
+	if ok, err := p.confirmElection(ctx); !ok || err != nil {
+		return unconfirmedResult("delete NodeClaim"), err
 	}
-	return Result{}, fmt.Errorf("deleting NodeClaim %s: still conflicting after %d fresh reads", c.Name, conditional.Retries)
+	uid, rv := c.UID, c.ResourceVersion
+	err := p.Client.Delete(ctx, c, client.Preconditions{UID: &uid, ResourceVersion: &rv})
+	switch {
+	case err == nil:
+		return Result{Outcome: Done, Changed: true, Did: "deleted NodeClaim " + c.Name}, nil
+	case apierrors.IsNotFound(err):
+		return Result{Outcome: Done, Did: "claim already gone"}, nil
+	case apierrors.IsConflict(err):
+		p.stale = true
+		return Result{Outcome: Stale, Did: "delete NodeClaim " + c.Name + ": stale"}, nil
+	}
+	return Result{}, fmt.Errorf("deleting NodeClaim %s: %w", c.Name, err)
 }
 
 // surgeClaimPersist records the surge host's NodeClaim on the old claim as
 // soon as the placeholder's node is observable.
 func surgeClaimPersist(ctx context.Context, p *Pass, _ map[string]any) (Result, error) {
-	hc, c := p.Targets.SurgeHostClaim, p.Targets.ClaimObject
-	if hc == nil || c == nil || c.Annotations[v1alpha1.AnnotationSurgeClaim] == hc.Name {
+	hc, c := p.Targets.SurgeHostClaim, p.claim(p.Targets.Claim)
+	if hc == nil || c.ResourceVersion == "" || c.Annotations[v1alpha1.AnnotationSurgeClaim] == hc.Name {
 		return Result{Outcome: Done, Did: "surge claim unchanged"}, nil
+	}
+	if ok, err := p.confirmElection(ctx); !ok || err != nil {
+		return unconfirmedResult("persist surge claim"), err
 	}
 	n := c.DeepCopy()
 	conditional.SetAnnotation(n, v1alpha1.AnnotationSurgeClaim, hc.Name)
 	if err := patch(ctx, p.Client, c, n); err != nil {
 		return Result{}, err
 	}
+	p.hold(n)
 	return Result{Outcome: Done, Did: "surge claim " + hc.Name}, nil
 }
 
@@ -162,6 +154,9 @@ func surgeClaimReap(ctx context.Context, p *Pass, _ map[string]any) (Result, err
 	target := p.Targets.InducedClaim
 	if target == nil {
 		return Result{Outcome: Done, Did: "no induced surge claim"}, nil
+	}
+	if ok, err := p.confirmElection(ctx); !ok || err != nil {
+		return unconfirmedResult("reap surge NodeClaim"), err
 	}
 	if busy, err := p.hostsWorkload(ctx, target.Status.NodeName); err != nil || busy {
 		return Result{Outcome: Done, Did: "surge claim " + target.Name + " hosts workloads: kept"}, err

@@ -155,7 +155,12 @@ func TestClaimStateIdempotent(t *testing.T) {
 			}
 			after := e.state()
 			e.resetLog()
-			res, err := step(e.pass(targets), "claim-state", tc.args)
+			// the same observation again: behind the first run's write
+			if res, err := step(e.pass(targets), "claim-state", tc.args); err != nil || res.Outcome != Stale || e.state() != after {
+				t.Fatalf("again on the same observation: %s %v, want stale and nothing changed", res.Outcome, err)
+			}
+			e.resetLog()
+			res, err := step(e.pass(e.targets()), "claim-state", tc.args)
 			if err != nil || res.Outcome != tc.second {
 				t.Fatalf("second run: %s %v, want %s", res.Outcome, err, tc.second)
 			}
@@ -197,8 +202,8 @@ func TestClaimDelete(t *testing.T) {
 		}
 		targets.ClaimObject = observed
 		res, err := step(e.pass(targets), "claim-delete", nil)
-		if err != nil || res.Outcome != Done {
-			t.Fatalf("%s %v", res.Outcome, err)
+		if err != nil || res.Outcome != Stale {
+			t.Fatalf("%s %v, want stale: the UID precondition fails", res.Outcome, err)
 		}
 		if !e.exists(recreated) || e.claim(claimA).UID != "uid-recreated" {
 			t.Fatal("the recreated claim was deleted")

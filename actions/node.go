@@ -7,7 +7,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
@@ -48,12 +47,13 @@ func freeze(ctx context.Context, p *Pass, args map[string]any) (Result, error) {
 	if node == nil {
 		return Result{Outcome: Done, Did: fmt.Sprintf("freeze %v: no node", args["node"])}, nil
 	}
-	// Decided on the cached copy, written with its resourceVersion: a cache
+	// Decided on the pass's copy, written with its resourceVersion: a cache
 	// that has not seen an operator's do-not-disrupt costs a conflict and a
-	// fresh decision, never the adoption of the operator's annotation.
-	n := node.DeepCopy()
+	// decision on a fresher cache, never the adoption of the operator's
+	// annotation.
+	n := p.node(node.Name)
 	operatorOwned := false
-	out, err := conditional.WriteFromCache(ctx, p.Fresh, p.Client, n, func() (bool, error) {
+	out, err := p.write(ctx, n, func() (bool, error) {
 		a := n.Annotations
 		operatorOwned = a[v1alpha1.KarpenterDoNotDisrupt] == "true" && a[v1alpha1.AnnotationDoNotDisruptOwned] != "true"
 		if !operatorOwned {
@@ -69,8 +69,11 @@ func freeze(ctx context.Context, p *Pass, args map[string]any) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	if out == Gone {
+	switch out {
+	case Gone:
 		return Result{Outcome: Done, Did: fmt.Sprintf("freeze %s: node gone", n.Name)}, nil
+	case Stale:
+		return Result{Outcome: Stale, Did: fmt.Sprintf("freeze %s: stale", n.Name)}, nil
 	}
 	return Result{Outcome: Done, Did: fmt.Sprintf("froze %s (operator-owned: %v)", n.Name, operatorOwned)}, nil
 }
@@ -83,8 +86,16 @@ func unfreeze(ctx context.Context, p *Pass, _ map[string]any) (Result, error) {
 		return Result{}, fmt.Errorf("listing nodes paired with %s: %w", p.Targets.Claim, err)
 	}
 	var names []string
+	if len(nodes.Items) > 0 {
+		if ok, err := p.confirmElection(ctx); !ok || err != nil {
+			return unconfirmedResult("unfreeze"), err
+		}
+	}
 	for i := range nodes.Items {
-		n := nodes.Items[i].DeepCopy()
+		n := p.node(nodes.Items[i].Name) // a node this pass wrote: its newest copy
+		if n.ResourceVersion == "" {
+			n = nodes.Items[i].DeepCopy()
+		}
 		orig := n.DeepCopy()
 		delete(n.Labels, v1alpha1.LabelSurgeFor)
 		if n.Annotations[v1alpha1.AnnotationDoNotDisruptOwned] == "true" {
@@ -94,19 +105,20 @@ func unfreeze(ctx context.Context, p *Pass, _ map[string]any) (Result, error) {
 		if err := patch(ctx, p.Client, orig, n); err != nil {
 			return Result{}, err
 		}
+		p.hold(n)
 		names = append(names, n.Name)
 	}
 	return Result{Outcome: Done, Did: fmt.Sprintf("unfroze %v", names), Values: map[string]string{"nodes": strings.Join(names, " ")}}, nil
 }
 
 // cordon sets spec.unschedulable on the old node with our marker, unless
-// someone else already cordoned it: decided on a fresh read and written
+// someone else already cordoned it: decided on the pass's copy and written
 // with its resourceVersion, so an operator's cordon is never adopted.
 func cordon(ctx context.Context, p *Pass, _ map[string]any) (Result, error) {
 	if p.Targets.OldNode == nil {
 		return Result{Outcome: Done, Did: "cordon: no node"}, nil
 	}
-	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: p.Targets.OldNode.Name}}
+	n := p.node(p.Targets.OldNode.Name)
 	out, err := p.write(ctx, n, func() (bool, error) {
 		if n.Spec.Unschedulable {
 			return n.Annotations[v1alpha1.AnnotationCordoned] == "true", nil // ours: in place; else not ours
@@ -118,12 +130,13 @@ func cordon(ctx context.Context, p *Pass, _ map[string]any) (Result, error) {
 	return Result{Outcome: Done, Did: fmt.Sprintf("cordon %s: %s", n.Name, out)}, err
 }
 
-// uncordon undoes only our own cordon, by the marker, on a fresh read.
+// uncordon undoes only our own cordon, by the marker, decided on the pass's
+// copy and written with its resourceVersion.
 func uncordon(ctx context.Context, p *Pass, _ map[string]any) (Result, error) {
 	if p.Targets.OldNode == nil {
 		return Result{Outcome: Done, Did: "uncordon: no node"}, nil
 	}
-	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: p.Targets.OldNode.Name}}
+	n := p.node(p.Targets.OldNode.Name)
 	out, err := p.write(ctx, n, func() (bool, error) {
 		if n.Annotations[v1alpha1.AnnotationCordoned] != "true" {
 			return false, nil

@@ -2,6 +2,7 @@ package actions
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -15,8 +16,9 @@ import (
 type Pass struct {
 	// Client writes (and reads through the cache).
 	Client client.Client
-	// Fresh reads bypass the cache: every conditional write validates its
-	// precondition against a fresh copy and writes with its resourceVersion.
+	// Fresh reads bypass the cache: only the recovery steps (re-adopt,
+	// repair) and a write to an object the pass never observed validate
+	// against one; every other write decides on the pass's own copy.
 	Fresh   client.Reader
 	Targets Targets
 	// Announce is called at each announce step, in step order, with the
@@ -25,7 +27,23 @@ type Pass struct {
 	Announce func(ctx context.Context, what Announcement, results []Result) error
 	// Results: what each step of this pass reported, in order.
 	Results []Result
+
+	// held is the newest copy of each object the pass observed or wrote
+	// (copies.go); stale is set once a write met a newer object.
+	held  map[copyKey]client.Object
+	stale bool
+	// electing: the running step elects. confirmed: objects whose copy the
+	// server returned in this pass. unconfirmed: an election made on a copy
+	// the server never saw (confirm.go).
+	electing    bool
+	confirmed   map[copyKey]bool
+	unconfirmed client.Object
 }
+
+// ErrStale stops a pass one of whose writes met a newer object than the one
+// it decided on: the reconciler requeues it, and the next pass decides on a
+// cache that has caught up (docs/design.md#cache-based-writes).
+var ErrStale = errors.New("a write met a newer object than this pass observed")
 
 // Outcome of a step: a conditional write's Claimed, Raced or Gone, or Done
 // for an unconditional step.
@@ -36,6 +54,7 @@ const (
 	Claimed = conditional.Claimed
 	Raced   = conditional.Raced
 	Gone    = conditional.Gone
+	Stale   = conditional.Stale
 	Done    = Outcome("done") // an unconditional step did its work (or found it done)
 )
 
@@ -111,11 +130,15 @@ func Run(ctx context.Context, p *Pass, d engine.Decision) (owned bool, err error
 		if !ok {
 			return false, fmt.Errorf("transition %s step %d: action %q is not implemented", d.Transition, i+1, st.Action)
 		}
+		p.electing = st.Elect
 		res, err := run(ctx, p, st.Args)
 		res.Action = st.Action
 		p.Results = append(p.Results, res)
 		if err != nil {
 			return false, fmt.Errorf("transition %s step %d (%s): %w", d.Transition, i+1, st.Action, err)
+		}
+		if p.stale {
+			return false, fmt.Errorf("transition %s step %d (%s): %w", d.Transition, i+1, st.Action, ErrStale)
 		}
 		if st.Elect && !res.Won() {
 			return false, nil
@@ -138,9 +161,23 @@ func (p *Pass) claimAnnotation(key string) string {
 	return p.Targets.ClaimObject.Annotations[key]
 }
 
-// write is a conditional write with the pass's clients.
+// write is a conditional write decided on obj, the pass's newest copy of
+// its target (p.pool, p.claim, p.node): what it writes becomes the newest
+// copy; a conflict marks the pass stale and no later write of it is sent.
 func (p *Pass) write(ctx context.Context, obj client.Object, mutate conditional.Mutate) (Outcome, error) {
-	return conditional.Write(ctx, p.Fresh, p.Client, obj, mutate)
+	if p.stale {
+		return Stale, nil
+	}
+	rvBefore := obj.GetResourceVersion()
+	out, err := conditional.WriteFromCache(ctx, p.Fresh, p.Client, obj, mutate)
+	switch out {
+	case Claimed:
+		p.hold(obj)
+		p.noteElection(obj, rvBefore)
+	case Stale:
+		p.stale = true
+	}
+	return out, err
 }
 
 // arg specs shared by the catalog entries.

@@ -34,6 +34,9 @@ func placeholderEnsure(ctx context.Context, p *Pass, _ map[string]any) (Result, 
 	if pod == nil {
 		return Result{}, fmt.Errorf("placeholder for %s: no claim or sizing observed", p.Targets.Claim)
 	}
+	if ok, err := p.confirmElection(ctx); !ok || err != nil {
+		return unconfirmedResult("create placeholder"), err
+	}
 	pod = pod.DeepCopy()
 	err := p.Client.Create(ctx, pod)
 	switch {
@@ -51,6 +54,9 @@ func placeholderEnsure(ctx context.Context, p *Pass, _ map[string]any) (Result, 
 func placeholderDelete(ctx context.Context, p *Pass, _ map[string]any) (Result, error) {
 	if p.Targets.Placeholder == nil {
 		return Result{Outcome: Done, Did: "placeholder already gone"}, nil
+	}
+	if ok, err := p.confirmElection(ctx); !ok || err != nil {
+		return unconfirmedResult("delete placeholder"), err
 	}
 	key := p.Targets.PlaceholderKey
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}

@@ -5,9 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
@@ -26,10 +24,11 @@ var repairStrandedAction = action{
 // pool is read fresh first: an artefact the fresh anchor names is the live
 // rotation's, never touched, whatever the cache showed.
 func repairStranded(ctx context.Context, p *Pass, _ map[string]any) (Result, error) {
-	np := p.freshPool()
-	if err := p.Fresh.Get(ctx, client.ObjectKeyFromObject(np), np); err != nil {
-		return Result{}, fmt.Errorf("reading NodePool %s: %w", np.Name, err)
+	np := &karpv1.NodePool{}
+	if err := p.Fresh.Get(ctx, client.ObjectKey{Name: p.Targets.Pool.Name}, np); err != nil {
+		return Result{}, fmt.Errorf("reading NodePool %s: %w", p.Targets.Pool.Name, err)
 	}
+	p.hold(np)
 	anchor := np.Annotations[v1alpha1.AnnotationActiveRotation]
 	var did []string
 	claims, failed, err := p.failStranded(ctx, anchor)
@@ -69,7 +68,7 @@ func (p *Pass) failStranded(ctx context.Context, anchor string) (did, failed []s
 		if sc.Name == anchor {
 			continue
 		}
-		c := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: sc.Name}}
+		c := p.claim(sc.Name)
 		from := ""
 		out, err := p.write(ctx, c, func() (bool, error) {
 			if !markers.InFlight(c) || c.DeletionTimestamp != nil {
@@ -92,12 +91,12 @@ func (p *Pass) failStranded(ctx context.Context, anchor string) (did, failed []s
 	return did, failed, nil
 }
 
-// reverseStranded takes our markers off each stranded node the fresh read
-// still shows marked and not paired with the anchor.
+// reverseStranded takes our markers off each stranded node its copy still
+// shows marked and not paired with the anchor.
 func (p *Pass) reverseStranded(ctx context.Context, anchor string) ([]string, error) {
 	var did []string
 	for _, sn := range p.Targets.Stranded.Nodes {
-		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: sn.Name}}
+		n := p.node(sn.Name)
 		what := ""
 		out, err := p.write(ctx, n, func() (bool, error) {
 			if !markers.Marked(n) || (anchor != "" && n.Labels[v1alpha1.LabelSurgeFor] == anchor) {

@@ -9,8 +9,8 @@ import (
 )
 
 // Targets are the objects one pass's steps may write, as the pass observed
-// them. A conditional write re-reads its target fresh; the observed copies
-// are what unconditional, idempotent writes patch from.
+// them: every write decides on these copies (or on what the pass's own
+// earlier write returned) and locks on their resourceVersion.
 type Targets struct {
 	// Now is the pass's clock reading: every stamp of the pass uses it.
 	Now time.Time

@@ -20,9 +20,9 @@ var (
 	}
 )
 
-// windowStamp records window-opened-at, only if absent on a fresh copy.
+// windowStamp records window-opened-at, only if absent on the pass's copy.
 func windowStamp(ctx context.Context, p *Pass, _ map[string]any) (Result, error) {
-	np := p.freshPool()
+	np := p.pool()
 	out, err := p.write(ctx, np, func() (bool, error) {
 		if np.Annotations[v1alpha1.AnnotationWindowOpenedAt] != "" {
 			return false, nil
@@ -38,7 +38,7 @@ func windowStamp(ctx context.Context, p *Pass, _ map[string]any) (Result, error)
 // announces a missed window (a stop in between drops the signal).
 func windowClear(ctx context.Context, p *Pass, _ map[string]any) (Result, error) {
 	seen := p.Targets.Pool.Annotations[v1alpha1.AnnotationWindowOpenedAt]
-	np := p.freshPool()
+	np := p.pool()
 	out, err := p.write(ctx, np, func() (bool, error) {
 		if seen == "" || np.Annotations[v1alpha1.AnnotationWindowOpenedAt] != seen {
 			return false, nil

@@ -10,8 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
-
-	"github.com/noderotation/node-rotation-controller/internal/conditional"
 )
 
 // condCase is one conditional-write action in the three worlds a fresh
@@ -31,6 +29,21 @@ type condCase struct {
 	steal func(t *testing.T, c client.Client)
 	// node: the action writes the old node (cordon, uncordon).
 	node bool
+}
+
+// unobserved is t as a pass that holds no lockable copy of its targets:
+// the pool and the node without a resourceVersion, no claim.
+func unobserved(t Targets) Targets {
+	np := t.Pool.DeepCopy()
+	np.ResourceVersion = ""
+	t.Pool = np
+	t.ClaimObject = nil
+	if t.OldNode != nil {
+		n := t.OldNode.DeepCopy()
+		n.ResourceVersion = ""
+		t.OldNode = n
+	}
+	return t
 }
 
 func (cc condCase) targets(e *env) Targets {
@@ -186,6 +199,9 @@ func TestConditionalWriteActions(t *testing.T) {
 				if !strings.Contains(e.bodies[0], `"resourceVersion":"999"`) {
 					t.Errorf("patch %s carries no resourceVersion precondition", e.bodies[0])
 				}
+				if e.gets != 0 {
+					t.Errorf("%d fresh reads: an observed target is written from its copy", e.gets)
+				}
 			})
 			t.Run("raced", func(t *testing.T) {
 				e := newEnv(t, cc.raced...)
@@ -227,22 +243,23 @@ func TestConditionalWriteActions(t *testing.T) {
 					t.Fatalf("outcome %q (%s), want gone", got, res.Did)
 				}
 			})
-			t.Run("one conflict, then claimed on a fresh read", func(t *testing.T) {
+			t.Run("a conflict is stale: nothing read, the pass stops", func(t *testing.T) {
 				e := newEnv(t, cc.claimed...)
+				before := e.state()
 				e.conflicts(1)
-				res, err := step(e.pass(cc.targets(e)), cc.action, cc.args)
+				p := e.pass(cc.targets(e))
+				res, err := step(p, cc.action, cc.args)
 				if err != nil {
 					t.Fatal(err)
 				}
-				if got := outcome(res); got != Claimed {
-					t.Fatalf("outcome %q (%s), want claimed", got, res.Did)
+				if got := outcome(res); got != Stale || !p.stale {
+					t.Fatalf("outcome %q (%s), stale pass %v; want stale", got, res.Did, p.stale)
 				}
-				if e.gets != 2 || len(e.writes) != 2 {
-					t.Fatalf("%d fresh reads and writes %v, want 2 reads and 2 patches", e.gets, e.writes)
+				if e.gets != 0 || len(e.writes) != 1 || e.state() != before {
+					t.Fatalf("%d fresh reads, writes %v; want none and one refused patch", e.gets, e.writes)
 				}
-				cc.check(t, e)
 			})
-			t.Run("a conflict re-validates the precondition", func(t *testing.T) {
+			t.Run("another writer first: stale, its write kept", func(t *testing.T) {
 				e := newEnv(t, cc.claimed...)
 				var stolen string
 				e.beforeFirstPatch(func(c client.Client) {
@@ -253,35 +270,31 @@ func TestConditionalWriteActions(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if got := outcome(res); got != Raced {
-					t.Fatalf("outcome %q (%s), want raced: the write landed over another writer's", got, res.Did)
+				if got := outcome(res); got != Stale {
+					t.Fatalf("outcome %q (%s), want stale: the write landed over another writer's", got, res.Did)
 				}
 				if e.state() != stolen {
 					t.Fatalf("the other writer's state was overwritten:\n%s\nwant\n%s", e.state(), stolen)
 				}
-				if e.gets != 2 {
-					t.Fatalf("%d fresh reads, want 2", e.gets)
+				if e.gets != 0 {
+					t.Fatalf("%d fresh reads, want 0", e.gets)
 				}
 			})
-			t.Run("persistent conflict", func(t *testing.T) {
+			t.Run("a target the pass never observed is validated on a fresh read", func(t *testing.T) {
 				e := newEnv(t, cc.claimed...)
-				before := e.state()
-				e.conflicts(1000)
-				_, err := step(e.pass(cc.targets(e)), cc.action, cc.args)
-				if err == nil || !strings.Contains(err.Error(), "still conflicting") {
-					t.Fatalf("error %v, want still conflicting", err)
+				res, err := step(e.pass(unobserved(cc.targets(e))), cc.action, cc.args)
+				if err != nil {
+					t.Fatal(err)
 				}
-				if len(e.writes) != conditional.Retries || e.gets != conditional.Retries {
-					t.Fatalf("%d reads, %d patches, want %d of each", e.gets, len(e.writes), conditional.Retries)
+				if got := outcome(res); got != Claimed || e.gets != 1 {
+					t.Fatalf("outcome %q (%s) after %d fresh reads, want claimed after 1", got, res.Did, e.gets)
 				}
-				if e.state() != before {
-					t.Fatal("state changed")
-				}
+				cc.check(t, e)
 			})
 			t.Run("read error", func(t *testing.T) {
 				e := newEnv(t, cc.claimed...)
 				e.onGet = func(client.ObjectKey, client.Object) error { return errors.New("etcd unavailable") }
-				_, err := step(e.pass(cc.targets(e)), cc.action, cc.args)
+				_, err := step(e.pass(unobserved(cc.targets(e))), cc.action, cc.args)
 				if err == nil || !strings.Contains(err.Error(), "etcd unavailable") {
 					t.Fatalf("error %v, want the read error", err)
 				}
@@ -297,16 +310,29 @@ func TestConditionalWriteActions(t *testing.T) {
 				}
 				after := e.state()
 				e.resetLog()
-				// a retried pass on the same observation
+				// a retried pass on the same observation: its copy is behind
+				// the first run's write (stale), or the first run wrote nothing
 				res, err := step(e.pass(targets), cc.action, cc.args)
 				if err != nil {
 					t.Fatal(err)
 				}
-				if got := outcome(res); got != Claimed && got != Raced {
+				if got := outcome(res); got != Stale && got != Claimed && got != Raced {
 					t.Fatalf("second run: %q (%s)", got, res.Did)
 				}
-				if len(e.writes) != 0 || e.state() != after {
+				if e.state() != after {
 					t.Fatalf("second run wrote %v", e.writes)
+				}
+				// a pass on a cache that caught up: nothing left to write
+				e.resetLog()
+				res, err = step(e.pass(cc.targets(e)), cc.action, cc.args)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := outcome(res); got != Claimed && got != Raced {
+					t.Fatalf("third run: %q (%s)", got, res.Did)
+				}
+				if len(e.writes) != 0 || e.state() != after {
+					t.Fatalf("third run wrote %v", e.writes)
 				}
 			})
 		})

@@ -24,6 +24,9 @@ type options struct {
 	logFormat        string
 	verbosity        int
 	kubeconfig       string
+	workers          int
+	apiQPS           float64
+	apiBurst         int
 }
 
 func parseFlags(args []string) (options, error) {
@@ -42,6 +45,9 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.logFormat, "log-format", "json", "log format: json or text")
 	fs.IntVar(&o.verbosity, "v", 0, "log verbosity; 1 adds the per-pass findings and a heartbeat")
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig path (default: in-cluster, or $KUBECONFIG)")
+	fs.IntVar(&o.workers, "workers", 10, "NodePools reconciled at once (each pool stays serial)")
+	fs.Float64Var(&o.apiQPS, "kube-api-qps", 50, "requests per second to the API server, shared by every worker")
+	fs.IntVar(&o.apiBurst, "kube-api-burst", 100, "burst above -kube-api-qps, shared by every worker")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fs.SetOutput(os.Stdout)
@@ -63,6 +69,10 @@ func parseFlags(args []string) (options, error) {
 		return o, errors.New("-namespace must not be empty")
 	case o.priorityClass == "":
 		return o, errors.New("-placeholder-priority-class must not be empty")
+	case o.workers < 1:
+		return o, fmt.Errorf("-workers %d: must be at least 1", o.workers)
+	case o.apiQPS <= 0 || o.apiBurst < 1:
+		return o, fmt.Errorf("-kube-api-qps %g, -kube-api-burst %d: must be positive", o.apiQPS, o.apiBurst)
 	}
 	return o, nil
 }

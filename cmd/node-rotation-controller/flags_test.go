@@ -11,7 +11,8 @@ import (
 
 func TestFlags(t *testing.T) {
 	o, err := parseFlags(nil)
-	if err != nil || o.namespace != "node-rotation-system" || !o.leaderElect || !o.metricsSecure || o.logFormat != "json" || o.metricsAddr != ":8443" {
+	if err != nil || o.namespace != "node-rotation-system" || !o.leaderElect || !o.metricsSecure || o.logFormat != "json" || o.metricsAddr != ":8443" ||
+		o.workers != 10 || o.apiQPS != 50 || o.apiBurst != 100 {
 		t.Fatalf("defaults = %+v, %v", o, err)
 	}
 	for args, want := range map[string]string{
@@ -22,6 +23,9 @@ func TestFlags(t *testing.T) {
 		"-placeholder-priority-class=": "-placeholder-priority-class must not be empty",
 		"extra":                        `unexpected argument "extra"`,
 		"-leader-elect=maybe":          "invalid boolean value",
+		"-workers=0":                   "-workers 0: must be at least 1",
+		"-kube-api-qps=0":              "must be positive",
+		"-kube-api-burst=0":            "must be positive",
 	} {
 		_, err := parseFlags(strings.Fields(args))
 		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "\n") {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"time"
 
 	"go.uber.org/zap/zapcore"
@@ -35,6 +37,8 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
+	limitClients(cfg, o)
+	setMemoryLimit(log)
 	s, err := scheme.New()
 	if err != nil {
 		return err
@@ -57,11 +61,11 @@ func run(o options) error {
 	if err := addProbes(mgr); err != nil {
 		return err
 	}
-	rcfg := controller.Config{Namespace: o.namespace, PlaceholderPriorityClass: o.priorityClass, PlaceholderImage: o.placeholderImage}
+	rcfg := controller.Config{Namespace: o.namespace, PlaceholderPriorityClass: o.priorityClass, PlaceholderImage: o.placeholderImage, Workers: o.workers}
 	if _, err := controller.Setup(mgr, rcfg, log.WithName("rotation")); err != nil {
 		return err
 	}
-	log.Info("starting manager", "namespace", o.namespace, "leaderElection", o.leaderElect)
+	log.Info("starting manager", "namespace", o.namespace, "leaderElection", o.leaderElect, "workers", o.workers)
 	return mgr.Start(ctrl.SetupSignalHandler())
 }
 
@@ -82,6 +86,11 @@ func restConfig(kubeconfig string) (*rest.Config, error) {
 
 func managerOptions(o options, s *runtime.Scheme) ctrl.Options {
 	metrics := metricsserver.Options{BindAddress: o.metricsAddr, SecureServing: o.metricsSecure}
+	if o.metricsSecure {
+		// controller-runtime's default directory for a mounted certificate
+		certDir := filepath.Join(os.TempDir(), "k8s-metrics-server", "serving-certs")
+		metrics.TLSOpts = append(metrics.TLSOpts, selfSignedWhenNoneMounted(certDir))
+	}
 	if o.metricsAuth {
 		metrics.FilterProvider = filters.WithAuthenticationAndAuthorization
 	}

@@ -22,6 +22,9 @@ const (
 	// Gone: the object no longer exists (or is being finalized with no
 	// finalizer left to hold it).
 	Gone Outcome = "gone"
+	// Stale: a write decided on a cached copy met a newer object (409); the
+	// pass stops and decides again on a fresher cache.
+	Stale Outcome = "stale"
 )
 
 // Retries bounds how often a write re-reads and re-validates after losing
@@ -29,63 +32,78 @@ const (
 // error and its reconcile is retried with backoff.
 const Retries = 5
 
-// Mutate checks the precondition on the fresh copy the write is validated
-// against and changes that copy; it returns false when the precondition does
+// Mutate checks the precondition on the copy the write is validated against
+// (fresh or cached) and changes that copy; it returns false when the precondition does
 // not hold (nothing is written, the outcome is Raced).
 type Mutate func() (bool, error)
+
+// WriteFromCache decides on obj as given — a cached copy — instead of a
+// fresh read: the precondition is checked on that copy and the patch carries
+// its resourceVersion, so the write lands only on the very object the
+// decision saw. A copy the server has moved past earns a 409 and the outcome
+// Stale, with nothing read and nothing written: the caller stops its pass
+// and decides again once its cache has caught up, which is what a fresh read
+// would have bought at the price of a GET per write
+// (docs/design.md#cache-based-writes). When the copy already satisfies the
+// change, nothing is sent at all. A copy without a resourceVersion (an
+// object the caller never observed) cannot lock and is written as Write does.
+func WriteFromCache(ctx context.Context, fresh client.Reader, writer client.Writer, obj client.Object, mutate Mutate) (Outcome, error) {
+	if obj.GetResourceVersion() == "" {
+		return Write(ctx, fresh, writer, obj, mutate)
+	}
+	out, err := attempt(ctx, writer, obj, mutate)
+	if apierrors.IsConflict(err) {
+		return Stale, nil
+	}
+	return out, err
+}
 
 // Write re-reads obj through fresh, lets mutate validate and change it, and
 // merge-patches the difference with a resourceVersion precondition through
 // writer. On a conflict it starts over from a fresh read, so the outcome
 // always describes the copy the write was validated against.
 func Write(ctx context.Context, fresh client.Reader, writer client.Writer, obj client.Object, mutate Mutate) (Outcome, error) {
-	return write(ctx, fresh, writer, obj, mutate, false)
-}
-
-// WriteFromCache is Write that starts from obj as given — a cached copy —
-// instead of a fresh read: the precondition is checked on that copy and the
-// patch carries its resourceVersion, so a cache that missed a change costs
-// a conflict and a fresh retry, never a decision on stale data. When the
-// copy already satisfies the change, nothing is sent at all.
-func WriteFromCache(ctx context.Context, fresh client.Reader, writer client.Writer, obj client.Object, mutate Mutate) (Outcome, error) {
-	return write(ctx, fresh, writer, obj, mutate, true)
-}
-
-func write(ctx context.Context, fresh client.Reader, writer client.Writer, obj client.Object, mutate Mutate, fromCache bool) (Outcome, error) {
 	key := client.ObjectKeyFromObject(obj)
-	for attempt := 0; attempt < Retries; attempt++ {
-		if attempt == 0 && fromCache && obj.GetResourceVersion() != "" {
-			// the first attempt decides on the copy it was given; a copy
-			// without a resourceVersion cannot lock, so it is read fresh
-		} else if err := fresh.Get(ctx, key, obj); err != nil {
+	for range Retries {
+		if err := fresh.Get(ctx, key, obj); err != nil {
 			if apierrors.IsNotFound(err) {
 				return Gone, nil
 			}
 			return "", fmt.Errorf("reading %s: %w", key, err)
 		}
-		if obj.GetDeletionTimestamp() != nil && len(obj.GetFinalizers()) == 0 {
-			return Gone, nil
+		out, err := attempt(ctx, writer, obj, mutate)
+		if !apierrors.IsConflict(err) {
+			return out, err
 		}
-		orig := obj.DeepCopyObject().(client.Object)
-		ok, err := mutate()
-		if err != nil || !ok {
-			return Raced, err
-		}
-		if equality.Semantic.DeepEqual(orig, obj) {
-			return Claimed, nil
-		}
-		err = writer.Patch(ctx, obj, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
-		switch {
-		case err == nil:
-			return Claimed, nil
-		case apierrors.IsNotFound(err):
-			return Gone, nil
-		case apierrors.IsConflict(err):
-			continue
-		}
-		return "", fmt.Errorf("patching %s: %w", key, err)
 	}
 	return "", fmt.Errorf("writing %s: still conflicting after %d fresh reads", key, Retries)
+}
+
+// attempt validates and changes obj through mutate and patches the
+// difference with obj's resourceVersion. A conflict is returned as the API
+// error itself for the caller to judge; every other failure is wrapped.
+func attempt(ctx context.Context, writer client.Writer, obj client.Object, mutate Mutate) (Outcome, error) {
+	if obj.GetDeletionTimestamp() != nil && len(obj.GetFinalizers()) == 0 {
+		return Gone, nil
+	}
+	orig := obj.DeepCopyObject().(client.Object)
+	ok, err := mutate()
+	if err != nil || !ok {
+		return Raced, err
+	}
+	if equality.Semantic.DeepEqual(orig, obj) {
+		return Claimed, nil
+	}
+	err = writer.Patch(ctx, obj, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
+	switch {
+	case err == nil:
+		return Claimed, nil
+	case apierrors.IsNotFound(err):
+		return Gone, nil
+	case apierrors.IsConflict(err):
+		return "", err
+	}
+	return "", fmt.Errorf("patching %s: %w", client.ObjectKeyFromObject(obj), err)
 }
 
 // SetAnnotation sets one annotation on obj, creating the map if needed.

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"errors"
+	"fmt"
 	"reflect"
 	"testing"
 	"time"
@@ -311,15 +312,18 @@ func TestAllPools(t *testing.T) {
 }
 
 // The cache holds Pods only in the controller's namespace and only those
-// labelled surge-for.
+// labelled surge-for; Nodes, NodeClaims and NodePools through their
+// transforms (cache_test.go).
 func TestCacheOptions(t *testing.T) {
 	opts := CacheOptions(ns)
-	if len(opts.ByObject) != 1 {
-		t.Fatalf("by object %v", opts.ByObject)
-	}
+	kinds := map[string]bool{}
 	for obj, by := range opts.ByObject {
+		kinds[fmt.Sprintf("%T", obj)] = true
+		if by.Transform == nil {
+			t.Errorf("%T cached without a transform", obj)
+		}
 		if _, ok := obj.(*corev1.Pod); !ok {
-			t.Errorf("scoped %T, want Pods", obj)
+			continue
 		}
 		if len(by.Namespaces) != 1 {
 			t.Errorf("namespaces %v", by.Namespaces)
@@ -336,5 +340,9 @@ func TestCacheOptions(t *testing.T) {
 				t.Errorf("selector %s matches %q: %v", by.Label, set, got)
 			}
 		}
+	}
+	want := map[string]bool{"*v1.Pod": true, "*v1.Node": true, "*v1.NodeClaim": true, "*v1.NodePool": true}
+	if !reflect.DeepEqual(kinds, want) {
+		t.Errorf("cached by object: %v, want %v", kinds, want)
 	}
 }

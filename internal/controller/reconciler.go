@@ -26,6 +26,11 @@ const Backstop = time.Minute
 // new pass that re-reads the cache.
 const immediately = 50 * time.Millisecond
 
+// staleRetry brings back a pass that stopped on a stale cache
+// (actions.ErrStale). The watch event of the newer object normally requeues
+// the pool sooner; this bounds the wait if it does not.
+const staleRetry = time.Second
+
 // NodePoolReconciler drives each NodePool's rotation one step per pass.
 type NodePoolReconciler struct {
 	Client    client.Client
@@ -109,6 +114,10 @@ func (r *NodePoolReconciler) act(ctx context.Context, obs *observe.Observation, 
 		owned, err := actions.Run(ctx, pass, d)
 		if log.V(1).Enabled() {
 			log.V(1).Info("pass", "machine", d.Machine, "transition", d.Transition, "owned", owned, "facts", d.Facts, "did", did(pass.Results[before:]))
+		}
+		if errors.Is(err, actions.ErrStale) {
+			log.V(1).Info("pass stopped on a stale cache", "transition", d.Transition, "error", err.Error())
+			return staleRetry, nil
 		}
 		if err != nil {
 			return 0, err

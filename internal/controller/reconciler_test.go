@@ -110,17 +110,24 @@ func TestPendingCreatesThePlaceholder(t *testing.T) {
 }
 
 // A pass that loses the election (the anchor is already in the API, not
-// yet in its cache) writes and announces nothing and comes back after the
-// row's onLost (30s).
+// yet in its cache) writes and announces nothing: its anchor write meets
+// the newer pool (409), the pass stops as stale and comes back within
+// staleRetry to decide on a fresher cache.
 func TestLostElection(t *testing.T) {
 	objs := func(pool *karpv1.NodePool) []client.Object {
 		return []client.Object{pool, governing(), nodeClaim("general-a", 20*time.Minute, "node-a"), node("node-a")}
 	}
 	cache := newAPI(t, nil, objs(nodePool("general"))...)
-	api := newAPI(t, nil, objs(nodePool("general", v1alpha1.AnnotationActiveRotation, "general-z"))...)
+	api := newAPI(t, nil, objs(nodePool("general"))...)
+	// the other pass's anchor: a newer pool than the cache holds
+	winner := get(t, api, "general", "", &karpv1.NodePool{})
+	winner.Annotations = map[string]string{v1alpha1.AnnotationActiveRotation: "general-z"}
+	if err := api.Update(context.Background(), winner); err != nil {
+		t.Fatal(err)
+	}
 	w := wire(t, cache, api)
-	if res := w.reconcile(t, "general"); res != (reconcile.Result{RequeueAfter: 30 * time.Second}) {
-		t.Errorf("result %+v, want the onLost 30s", res)
+	if res := w.reconcile(t, "general"); res != (reconcile.Result{RequeueAfter: staleRetry}) {
+		t.Errorf("result %+v, want the stale retry %s", res, staleRetry)
 	}
 	if got := get(t, api, "general", "", &karpv1.NodePool{}).Annotations[v1alpha1.AnnotationActiveRotation]; got != "general-z" {
 		t.Errorf("anchor %q: the winner's anchor was overwritten", got)
@@ -128,12 +135,15 @@ func TestLostElection(t *testing.T) {
 	if ev := w.rec.drain(); len(ev) != 0 {
 		t.Errorf("events %v, want none from a lost election", ev)
 	}
-	if want := []string{"idle.start", "window.open.stamped"}; !reflect.DeepEqual(w.transitions(), want) {
-		t.Errorf("decisions %v", w.transitions())
+	if want := []string{"idle.start"}; !reflect.DeepEqual(w.transitions(), want) {
+		t.Errorf("decisions %v, want the pass to stop at its stale write", w.transitions())
 	}
-	if passes := w.linesWith("pass"); len(passes) != 2 || passes[0].kv["owned"] != false ||
-		!reflect.DeepEqual(passes[0].kv["did"], []any{"anchor general-a: raced"}) {
+	if passes := w.linesWith("pass"); len(passes) != 1 || passes[0].kv["owned"] != false ||
+		!reflect.DeepEqual(passes[0].kv["did"], []any{"anchor general-a: stale"}) {
 		t.Errorf("pass lines %+v", passes)
+	}
+	if stale := w.linesWith("pass stopped on a stale cache"); len(stale) != 1 {
+		t.Errorf("stale lines %+v, want one", stale)
 	}
 }
 

@@ -5,14 +5,8 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/selection"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
 	"github.com/noderotation/node-rotation-controller/internal/announce"
 	"github.com/noderotation/node-rotation-controller/internal/metrics"
 	"github.com/noderotation/node-rotation-controller/internal/observe"
@@ -28,15 +22,9 @@ type Config struct {
 	// Name distinguishes controllers when several run in one process (tests).
 	Name  string
 	Clock func() time.Time
-}
-
-// CacheOptions keeps the cache small: Pods only in the controller's
-// namespace and only our placeholders (no cluster-wide Pod cache).
-func CacheOptions(namespace string) cache.Options {
-	surgeFor, _ := labels.NewRequirement(v1alpha1.LabelSurgeFor, selection.Exists, nil)
-	return cache.Options{ByObject: map[client.Object]cache.ByObject{
-		&corev1.Pod{}: {Namespaces: map[string]cache.Config{namespace: {}}, Label: labels.NewSelector().Add(*surgeFor)},
-	}}
+	// Workers is how many NodePools are reconciled at once (default 1); a
+	// pool is never reconciled by two workers at once, so each stays serial.
+	Workers int
 }
 
 // Setup loads and proves the rules table and registers the NodePool
@@ -65,7 +53,7 @@ func Setup(mgr ctrl.Manager, cfg Config, log logr.Logger) (*NodePoolReconciler, 
 	}
 	sw := &sweep.Sweeper{Client: mgr.GetClient(), Fresh: mgr.GetAPIReader(), Namespace: cfg.Namespace, Log: log.WithName("sweep"), Alert: r.Announcer, Clock: cfg.Clock}
 	r.Sweep = sw.Run
-	if err := r.SetupWithManager(mgr, cfg.Name); err != nil {
+	if err := r.SetupWithManager(mgr, cfg.Name, max(cfg.Workers, 1)); err != nil {
 		return nil, fmt.Errorf("setting up the NodePool reconciler: %w", err)
 	}
 	ps := &PolicyStatusReconciler{Client: mgr.GetClient(), Log: log.WithName("policy-status"), Clock: cfg.Clock}

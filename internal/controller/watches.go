@@ -9,6 +9,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -21,7 +22,7 @@ import (
 // SetupWithManager registers the reconciler keyed on NodePool, watching
 // NodeClaims (→ their pool), placeholder Pods (→ their pool), the pool's
 // Nodes on changes that matter, and RotationPolicies (→ every pool).
-func (r *NodePoolReconciler) SetupWithManager(mgr ctrl.Manager, name string) error {
+func (r *NodePoolReconciler) SetupWithManager(mgr ctrl.Manager, name string, workers int) error {
 	byLabel := func(key string) handler.EventHandler {
 		return handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 			if pool := o.GetLabels()[key]; pool != "" {
@@ -32,8 +33,9 @@ func (r *NodePoolReconciler) SetupWithManager(mgr ctrl.Manager, name string) err
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(name).
+		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		For(&karpv1.NodePool{}).
-		Watches(&karpv1.NodeClaim{}, byLabel(karpv1.NodePoolLabelKey)).
+		Watches(&karpv1.NodeClaim{}, byLabel(karpv1.NodePoolLabelKey), builder.WithPredicates(claimChangeMatters())).
 		Watches(&corev1.Pod{}, byLabel(v1alpha1.LabelNodePool)).
 		Watches(&corev1.Node{}, byLabel(karpv1.NodePoolLabelKey), builder.WithPredicates(nodeChangeMatters())).
 		Watches(&v1alpha1.RotationPolicy{}, handler.EnqueueRequestsFromMapFunc(r.allPools)).
@@ -66,6 +68,35 @@ func nodeChangeMatters() predicate.Predicate {
 				o.Spec.Unschedulable != n.Spec.Unschedulable || readyOf(o) != readyOf(n)
 		},
 	}
+}
+
+// claimChangeMatters passes NodeClaim creation/deletion and updates of
+// what a fact reads — metadata, spec, node name, resources, Ready — not
+// Karpenter's status churn (its other conditions, lastPodEventTime), which
+// at fleet scale is most of the update events and moves no decision.
+func claimChangeMatters() predicate.Predicate {
+	return predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			o, n := e.ObjectOld.(*karpv1.NodeClaim), e.ObjectNew.(*karpv1.NodeClaim)
+			return !equality.Semantic.DeepEqual(o.Labels, n.Labels) ||
+				!equality.Semantic.DeepEqual(o.Annotations, n.Annotations) ||
+				!equality.Semantic.DeepEqual(o.DeletionTimestamp, n.DeletionTimestamp) ||
+				!equality.Semantic.DeepEqual(o.Finalizers, n.Finalizers) ||
+				!equality.Semantic.DeepEqual(o.Spec, n.Spec) ||
+				o.Status.NodeName != n.Status.NodeName || o.Status.ProviderID != n.Status.ProviderID ||
+				!equality.Semantic.DeepEqual(o.Status.Allocatable, n.Status.Allocatable) ||
+				claimReadyOf(o) != claimReadyOf(n)
+		},
+	}
+}
+
+func claimReadyOf(c *karpv1.NodeClaim) string {
+	for _, s := range c.Status.Conditions {
+		if s.Type == "Ready" {
+			return string(s.Status)
+		}
+	}
+	return ""
 }
 
 func readyOf(n *corev1.Node) corev1.ConditionStatus {

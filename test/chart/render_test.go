@@ -64,9 +64,16 @@ func TestDefaults(t *testing.T) {
 		"-namespace=" + namespace, "-placeholder-priority-class=node-rotation-placeholder",
 		"-metrics-bind-address=:8443", "-metrics-secure=true", "-metrics-auth=false",
 		"-health-probe-bind-address=:8081", "-leader-elect=true", "-log-format=json", "-v=0",
+		"-workers=10", "-kube-api-qps=50", "-kube-api-burst=100",
 	}
 	if !slices.Equal(ctr.Args, wantArgs) {
 		t.Errorf("args = %q, want %q", ctr.Args, wantArgs)
+	}
+	// the runtime's memory limit follows the container's (cmd/.../limits.go)
+	if len(ctr.Env) != 1 || ctr.Env[0].Name != "NRC_MEMORY_LIMIT" || ctr.Env[0].ValueFrom == nil ||
+		ctr.Env[0].ValueFrom.ResourceFieldRef == nil || ctr.Env[0].ValueFrom.ResourceFieldRef.Resource != "limits.memory" ||
+		ctr.Env[0].ValueFrom.ResourceFieldRef.Divisor.String() != "1" {
+		t.Errorf("env = %+v, want NRC_MEMORY_LIMIT from limits.memory in bytes", ctr.Env)
 	}
 	if ctr.Image != "ghcr.io/noderotation/node-rotation-controller:0.1.0" || ctr.ImagePullPolicy != corev1.PullIfNotPresent {
 		t.Errorf("image = %s (%s)", ctr.Image, ctr.ImagePullPolicy)

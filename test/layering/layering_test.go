@@ -59,6 +59,7 @@ var forbidden = map[string][]string{
 var testOnly = []string{
 	"github.com/onsi/ginkgo", "github.com/onsi/gomega",
 	"sigs.k8s.io/controller-runtime/pkg/envtest", "sigs.k8s.io/controller-runtime/pkg/client/fake",
+	"helm.sh/helm", "github.com/prometheus/prometheus", // the chart tests' Helm SDK, the PromQL tests' parser
 	module + "/test/", module + "/internal/golden",
 }
 

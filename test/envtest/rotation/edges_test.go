@@ -257,6 +257,9 @@ var _ = Describe("in-flight edges", func() {
 		}
 		advanceClock(time.Hour + 3*time.Minute) // past tGP (1h) + buffer (2m)
 		DeferCleanup(func() { skew.Store(0) })  // other specs compare stamps with server timestamps
+		// A skewed clock is no event: without one the next pass comes at
+		// draining.wait's 30 s requeue. A label on the pool is one.
+		pokePool("stuck")
 		assertsTransition("stuck", "draining.stuck")
 		Eventually(scrape("noderotation_drain_stuck", series("stuck")), timeout).Should(Equal(1.0))
 		Consistently(poolAnnotations("stuck"), 2*time.Second).Should(HaveKeyWithValue(v1alpha1.AnnotationActiveRotation, "stuck-old"))

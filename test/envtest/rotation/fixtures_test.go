@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
@@ -170,6 +171,12 @@ func getPool(name string) *karpv1.NodePool {
 	np := &karpv1.NodePool{}
 	Expect(env.Client.Get(ctx, client.ObjectKey{Name: name}, np)).To(Succeed())
 	return np
+}
+
+// pokePool labels the pool: an event that brings its next pass now.
+func pokePool(name string) {
+	patch := []byte(fmt.Sprintf(`{"metadata":{"labels":{"test.noderotation.io/poke":"%d"}}}`, time.Now().UnixNano()))
+	Expect(env.Client.Patch(ctx, &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: name}}, client.RawPatch(types.MergePatchType, patch))).To(Succeed())
 }
 
 func poolAnnotations(name string) func() map[string]string {

@@ -36,6 +36,7 @@ var _ = Describe("the rotation of one NodePool", func() {
 			p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "DaemonSet", Name: "ds", UID: "ds-uid", Controller: ptr.To(true)}}
 		})
 		Expect(err).NotTo(HaveOccurred())
+		mark := controllerRequests.mark()
 		createPool(pool, v1alpha1.SurgeSpec{ReadyTimeout: "5m", CooldownAfter: "1h"}, nil)
 		By("stamping the open window's occurrence once")
 		stamp := getPool(pool).Annotations[v1alpha1.AnnotationWindowOpenedAt]
@@ -130,6 +131,15 @@ var _ = Describe("the rotation of one NodePool", func() {
 		Expect(scrape("noderotation_completed_total", series(pool, "outcome", "failure"))()).To(Equal(-1.0))
 		Eventually(scrape("noderotation_in_progress", series(pool)), timeout).Should(Equal(0.0))
 		Expect(scrape("noderotation_rules_info", map[string]string{"version": rulesVersion()})()).To(Equal(1.0))
+
+		By("costing each instance at most 5 reads of the rotation's objects, and at most 22 writes landed (docs/design.md#cache-based-writes)")
+		rs := controllerRequests.touching(mark, pool, old, surgeClaim, oldNode, surgeNode, phName)
+		AddReportEntry("requests", describe(rs))
+		GinkgoWriter.Printf("rotation requests: reads per instance %v, %d writes landed, %d refused as stale\n", readsByInstance(rs), landedWrites(rs), refusedWrites(rs))
+		for instance, n := range readsByInstance(rs) {
+			Expect(n).To(BeNumerically("<=", 5), "reads of %s: %v", instance, describe(rs))
+		}
+		Expect(landedWrites(rs)).To(BeNumerically("<=", 22), "writes: %v", describe(rs))
 
 		By("announcing the start and the completion once, across both controller instances")
 		Eventually(eventCount(pool, "RotationCompleted"), timeout).Should(BeNumerically("==", 1))

@@ -12,6 +12,7 @@ import (
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -184,10 +185,13 @@ func startInstances(e *testenv.Env, prefix string, n int, leaderElection bool, m
 			opts.LeaderElectionNamespace = controllerNS
 			opts.LeaderElectionReleaseOnCancel = true
 		}
-		mgr, err := ctrl.NewManager(e.Config, opts)
+		cfg := rest.CopyConfig(e.Config)
+		cfg.Wrap(controllerRequests.wrap(name))
+		mgr, err := ctrl.NewManager(cfg, opts)
 		Expect(err).NotTo(HaveOccurred())
 		r, err := controller.Setup(mgr, controller.Config{
 			Namespace: controllerNS, PlaceholderPriorityClass: priorityClass, Name: name, Clock: clock,
+			Workers: 4, // pools side by side, as the binary runs them (-workers)
 		}, log.WithName(name))
 		Expect(err).NotTo(HaveOccurred())
 		r.OnDecision = func(pool string, d engine.Decision) { coverage.record(name, pool, d) }

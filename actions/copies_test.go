@@ -1,0 +1,114 @@
+package actions
+
+import (
+	"errors"
+	"slices"
+	"testing"
+
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	"github.com/noderotation/node-rotation-controller/engine"
+)
+
+// A second write of one object in one pass locks on the resourceVersion the
+// first write returned, not on the observation: no read, no conflict.
+func TestSecondWriteOfAnObjectLocksOnTheFirstsResponse(t *testing.T) {
+	e := newEnv(t, mkPool(poolName, nil), mkClaim(claimA, nil))
+	p := e.pass(e.targets())
+	d := engine.Decision{Transition: "test", Steps: []engine.Step{
+		{Action: "window-stamp"},
+		{Action: "anchor-write", Elect: true, Args: map[string]any{"mode": "surge"}},
+	}}
+	owned, err := Run(ctxb, p, d)
+	if err != nil || !owned {
+		t.Fatalf("owned %v err %v", owned, err)
+	}
+	if e.gets != 0 || len(e.bodies) != 2 {
+		t.Fatalf("%d reads, patches %v; want 0 reads, 2 patches", e.gets, e.bodies)
+	}
+	if got := e.pool(poolName).Annotations; got[keyAnchor] != claimA || got[keyWindow] != nowStamp {
+		t.Fatalf("pool annotations %v", got)
+	}
+}
+
+// An electing write that changes nothing on the pass's copy is confirmed
+// with a lock-only patch before an effect no resourceVersion guards (here
+// the placeholder's create); on a current copy the effect runs.
+func TestNoOpElectionIsConfirmedBeforeAnUnguardedEffect(t *testing.T) {
+	e := newEnv(t, mkPool(poolName, ann(keyAnchor, claimA, keyMirror, "pending")), mkClaim(claimA, ann(keyState, "pending", keyStarted, "2026-11-30T09:00:00Z")))
+	targets := e.targets()
+	targets.NewPlaceholder = newPlaceholder()
+	owned, err := Run(ctxb, e.pass(targets), pendingCreate())
+	if err != nil || !owned {
+		t.Fatalf("owned %v err %v", owned, err)
+	}
+	want := []string{"patch NodeClaim/" + claimA, "create Pod/" + phNS + "/ph-" + claimA}
+	if !slices.Equal(e.writes, want) {
+		t.Fatalf("writes %v, want %v", e.writes, want)
+	}
+	if e.bodies[0] != `{"metadata":{"resourceVersion":"999"}}` {
+		t.Fatalf("confirmation %s", e.bodies[0])
+	}
+}
+
+// The same pass on a copy another writer has moved past (the claim was
+// rolled back): the confirmation is refused and nothing is created.
+func TestStaleNoOpElectionCreatesNothing(t *testing.T) {
+	e := newEnv(t, mkPool(poolName, ann(keyAnchor, claimA, keyMirror, "pending")), mkClaim(claimA, ann(keyState, "pending", keyStarted, "2026-11-30T09:00:00Z")))
+	targets := e.targets()
+	targets.NewPlaceholder = newPlaceholder()
+	update(t, e.base, mkClaim(claimA, nil), func(c *karpv1.NodeClaim) { c.Annotations[keyState] = "failed" })
+	owned, err := Run(ctxb, e.pass(targets), pendingCreate())
+	if !errors.Is(err, ErrStale) || owned {
+		t.Fatalf("owned %v err %v, want stale", owned, err)
+	}
+	if !slices.Equal(e.writes, []string{"patch NodeClaim/" + claimA}) {
+		t.Fatalf("writes %v, want only the refused confirmation", e.writes)
+	}
+	if e.exists(newPlaceholder()) || e.claim(claimA).Annotations[keyState] != "failed" {
+		t.Fatal("a stale pass created a placeholder or undid the rollback")
+	}
+}
+
+// An election that wrote needs no confirmation: the server answered it.
+func TestWrittenElectionNeedsNoConfirmation(t *testing.T) {
+	e := newEnv(t, mkPool(poolName, ann(keyAnchor, claimA, keyMirror, "pending")), mkClaim(claimA, nil))
+	targets := e.targets()
+	targets.NewPlaceholder = newPlaceholder()
+	if owned, err := Run(ctxb, e.pass(targets), pendingCreate()); err != nil || !owned {
+		t.Fatalf("owned %v err %v", owned, err)
+	}
+	if len(e.writes) != 2 || e.writes[1] != "create Pod/"+phNS+"/ph-"+claimA {
+		t.Fatalf("writes %v, want the claim's write and the create", e.writes)
+	}
+}
+
+// A stale write stops the pass: no later step runs, and Run says why.
+func TestStaleWriteStopsThePass(t *testing.T) {
+	e := newEnv(t, mkPool(poolName, nil), mkClaim(claimA, nil))
+	targets := e.targets()
+	update(t, e.base, mkPool(poolName, nil), func(np *karpv1.NodePool) { np.Labels = map[string]string{"touched": "yes"} })
+	d := engine.Decision{Transition: "test", Steps: []engine.Step{
+		{Action: "window-stamp"},
+		{Action: "claim-state", Args: map[string]any{"to": "pending"}},
+	}}
+	p := e.pass(targets)
+	if _, err := Run(ctxb, p, d); !errors.Is(err, ErrStale) {
+		t.Fatalf("err %v, want stale", err)
+	}
+	if len(p.Results) != 1 || e.claim(claimA).Annotations[keyState] != "" {
+		t.Fatalf("results %+v: a step ran after the stale write", p.Results)
+	}
+	// and a later write in the same pass sends nothing
+	c := p.claim(claimA)
+	if out, err := p.write(ctxb, c, func() (bool, error) { return true, nil }); out != Stale || err != nil {
+		t.Fatalf("write after stale: %s %v", out, err)
+	}
+}
+
+func pendingCreate() engine.Decision {
+	return engine.Decision{Transition: "test", Steps: []engine.Step{
+		{Action: "claim-state", Elect: true, Args: map[string]any{"from": []any{"none", "pending"}, "to": "pending", "stampStartedAtOnce": true}},
+		{Action: "placeholder-ensure"},
+	}}
+}

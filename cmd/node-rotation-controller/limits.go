@@ -1,0 +1,53 @@
+package main
+
+import (
+	"os"
+	"runtime/debug"
+	"strconv"
+
+	"github.com/go-logr/logr"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/flowcontrol"
+)
+
+// limitClients gives every client built from cfg one token bucket: the
+// workers share -kube-api-qps and -kube-api-burst instead of each client
+// getting its own (client-go's default when cfg.RateLimiter is nil).
+func limitClients(cfg *rest.Config, o options) {
+	cfg.QPS, cfg.Burst = float32(o.apiQPS), o.apiBurst
+	cfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(cfg.QPS, cfg.Burst)
+}
+
+// memoryLimitEnv carries the container's memory limit in bytes; the chart
+// sets it from the downward API (resourceFieldRef limits.memory).
+const memoryLimitEnv = "NRC_MEMORY_LIMIT"
+
+// memoryLimitShare is the part of the container limit the Go heap may grow
+// to before the collector works harder: the rest is the binary's
+// file-backed pages, goroutine stacks and what the runtime has not yet
+// returned — room that keeps a busy controller from an OOM kill.
+const memoryLimitShare = 0.9
+
+// setMemoryLimit sets the runtime's soft memory limit from the container's
+// limit, unless GOMEMLIMIT already says what it should be.
+func setMemoryLimit(log logr.Logger) {
+	if os.Getenv("GOMEMLIMIT") != "" {
+		return
+	}
+	limit, ok := memoryLimit(os.Getenv(memoryLimitEnv))
+	if !ok {
+		return
+	}
+	debug.SetMemoryLimit(limit)
+	log.Info("memory limit set from the container's", "bytes", limit, "containerBytes", os.Getenv(memoryLimitEnv))
+}
+
+// memoryLimit is memoryLimitShare of a byte count; false for an absent,
+// malformed or non-positive value (no limit is set).
+func memoryLimit(containerBytes string) (int64, bool) {
+	n, err := strconv.ParseInt(containerBytes, 10, 64)
+	if err != nil || n <= 0 {
+		return 0, false
+	}
+	return int64(float64(n) * memoryLimitShare), true
+}

@@ -1,0 +1,79 @@
+package controller
+
+import (
+	"github.com/awslabs/operatorpkg/status"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
+)
+
+// CacheOptions keeps the cache small, because it holds every Node and
+// NodeClaim of the cluster (docs/performance.md#fleet-scale): Pods only in
+// the controller's namespace and only our placeholders (no cluster-wide Pod
+// cache), and Nodes and NodeClaims without what no fact reads.
+//
+// A trimmed copy is safe to write from: every write is a merge patch
+// computed between two copies that lack the same fields, so it never
+// names — and never removes — what the cache dropped; nothing cached is
+// written back whole with Update.
+func CacheOptions(namespace string) cache.Options {
+	surgeFor, _ := labels.NewRequirement(v1alpha1.LabelSurgeFor, selection.Exists, nil)
+	strip := cache.TransformStripManagedFields()
+	return cache.Options{ByObject: map[client.Object]cache.ByObject{
+		&corev1.Pod{}:       {Namespaces: map[string]cache.Config{namespace: {}}, Label: labels.NewSelector().Add(*surgeFor), Transform: strip},
+		&karpv1.NodePool{}:  {Transform: strip},
+		&karpv1.NodeClaim{}: {Transform: leanClaim},
+		&corev1.Node{}:      {Transform: leanNode},
+	}}
+}
+
+// leanNode keeps of a Node what the facts read — metadata, spec and the
+// Ready condition — and drops managedFields, the image list (often the
+// largest part of a Node), volumes, addresses, node info and every other
+// condition, which the kubelet rewrites on each heartbeat.
+func leanNode(obj any) (any, error) {
+	n, ok := obj.(*corev1.Node)
+	if !ok {
+		return obj, nil
+	}
+	n.ManagedFields = nil
+	n.Status.Images = nil
+	n.Status.VolumesInUse = nil
+	n.Status.VolumesAttached = nil
+	n.Status.Addresses = nil
+	n.Status.NodeInfo = corev1.NodeSystemInfo{}
+	n.Status.DaemonEndpoints = corev1.NodeDaemonEndpoints{}
+	n.Status.Config = nil
+	n.Status.RuntimeHandlers = nil
+	n.Status.Features = nil
+	n.Status.Conditions = onlyCondition(n.Status.Conditions, func(c corev1.NodeCondition) bool { return c.Type == corev1.NodeReady })
+	return n, nil
+}
+
+// leanClaim keeps of a NodeClaim its metadata, spec, node name, resources
+// and Ready condition; Karpenter's other conditions (Launched, Registered,
+// Initialized, Consolidatable, Drifted, …) churn without moving a fact.
+func leanClaim(obj any) (any, error) {
+	c, ok := obj.(*karpv1.NodeClaim)
+	if !ok {
+		return obj, nil
+	}
+	c.ManagedFields = nil
+	c.Status.Conditions = onlyCondition(c.Status.Conditions, func(s status.Condition) bool { return s.Type == "Ready" })
+	return c, nil
+}
+
+func onlyCondition[T any](cs []T, keep func(T) bool) []T {
+	var out []T
+	for _, c := range cs {
+		if keep(c) {
+			out = append(out, c)
+		}
+	}
+	return out
+}

@@ -1,0 +1,104 @@
+package controller
+
+import (
+	"testing"
+	"time"
+
+	"github.com/awslabs/operatorpkg/status"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+)
+
+// leanNode keeps what the facts read and drops the rest.
+func TestLeanNode(t *testing.T) {
+	n := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: "n", Labels: map[string]string{"a": "b"}, Annotations: map[string]string{"c": "d"},
+			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubelet"}}},
+		Spec: corev1.NodeSpec{Unschedulable: true, Taints: []corev1.Taint{{Key: "t", Effect: corev1.TaintEffectNoSchedule}}},
+		Status: corev1.NodeStatus{
+			Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")},
+			Conditions: []corev1.NodeCondition{
+				{Type: corev1.NodeMemoryPressure, Status: corev1.ConditionFalse},
+				{Type: corev1.NodeReady, Status: corev1.ConditionTrue},
+			},
+			Images:    []corev1.ContainerImage{{Names: []string{"registry.example/app:1"}, SizeBytes: 1 << 30}},
+			NodeInfo:  corev1.NodeSystemInfo{KubeletVersion: "v1.35.4"},
+			Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.0.0.1"}},
+		},
+	}
+	got, err := leanNode(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := got.(*corev1.Node)
+	if l.ManagedFields != nil || l.Status.Images != nil || l.Status.Addresses != nil || l.Status.NodeInfo.KubeletVersion != "" {
+		t.Errorf("kept what no fact reads: %+v", l)
+	}
+	if len(l.Status.Conditions) != 1 || l.Status.Conditions[0].Type != corev1.NodeReady {
+		t.Errorf("conditions %v, want Ready alone", l.Status.Conditions)
+	}
+	if l.Labels["a"] != "b" || l.Annotations["c"] != "d" || !l.Spec.Unschedulable || len(l.Spec.Taints) != 1 || l.Status.Allocatable.Cpu().String() != "4" {
+		t.Errorf("dropped what a fact reads: %+v", l)
+	}
+	if other, _ := leanNode(&corev1.Pod{}); other == nil {
+		t.Error("another kind is dropped, not passed through")
+	}
+}
+
+// leanClaim keeps the Ready condition alone.
+func TestLeanClaim(t *testing.T) {
+	c := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "c", ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "karpenter"}}}}
+	c.Status.NodeName = "n"
+	c.Status.Conditions = []status.Condition{{Type: "Launched", Status: metav1.ConditionTrue}, {Type: "Ready", Status: metav1.ConditionTrue}, {Type: "Drifted", Status: metav1.ConditionFalse}}
+	got, err := leanClaim(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := got.(*karpv1.NodeClaim)
+	if l.ManagedFields != nil || len(l.Status.Conditions) != 1 || l.Status.Conditions[0].Type != "Ready" || l.Status.NodeName != "n" {
+		t.Errorf("lean claim %+v", l)
+	}
+	c.Status.Conditions = nil
+	if got, _ := leanClaim(c); len(got.(*karpv1.NodeClaim).Status.Conditions) != 0 {
+		t.Error("a claim without Ready gained a condition")
+	}
+}
+
+// Karpenter's status churn on a NodeClaim does not enqueue a pass; a change
+// a fact reads does.
+func TestClaimChangeMatters(t *testing.T) {
+	base := func() *karpv1.NodeClaim {
+		c := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "c", ResourceVersion: "1"}}
+		c.Status.NodeName = "n"
+		c.Status.Conditions = []status.Condition{{Type: "Ready", Status: metav1.ConditionTrue}, {Type: "Consolidatable", Status: metav1.ConditionFalse}}
+		return c
+	}
+	p := claimChangeMatters()
+	for name, tc := range map[string]struct {
+		change func(*karpv1.NodeClaim)
+		want   bool
+	}{
+		"another condition flips": {func(c *karpv1.NodeClaim) { c.Status.Conditions[1].Status = metav1.ConditionTrue }, false},
+		"lastPodEventTime":        {func(c *karpv1.NodeClaim) { c.Status.LastPodEventTime = metav1.Time{Time: time.Now()} }, false},
+		"resourceVersion alone":   {func(c *karpv1.NodeClaim) { c.ResourceVersion = "2" }, false},
+		"Ready flips":             {func(c *karpv1.NodeClaim) { c.Status.Conditions[0].Status = metav1.ConditionFalse }, true},
+		"an annotation":           {func(c *karpv1.NodeClaim) { c.Annotations = map[string]string{"noderotation.io/state": "pending"} }, true},
+		"a label":                 {func(c *karpv1.NodeClaim) { c.Labels = map[string]string{"karpenter.sh/nodepool": "p"} }, true},
+		"deletion":                {func(c *karpv1.NodeClaim) { c.DeletionTimestamp = &metav1.Time{Time: time.Now()} }, true},
+		"finalizers":              {func(c *karpv1.NodeClaim) { c.Finalizers = []string{"karpenter.sh/termination"} }, true},
+		"node name":               {func(c *karpv1.NodeClaim) { c.Status.NodeName = "m" }, true},
+		"allocatable": {func(c *karpv1.NodeClaim) {
+			c.Status.Allocatable = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}
+		}, true},
+		"spec": {func(c *karpv1.NodeClaim) { c.Spec.ExpireAfter = karpv1.MustParseNillableDuration("1h") }, true},
+	} {
+		n := base()
+		tc.change(n)
+		if got := p.Update(event.UpdateEvent{ObjectOld: base(), ObjectNew: n}); got != tc.want {
+			t.Errorf("%s: enqueues %v, want %v", name, got, tc.want)
+		}
+	}
+}
