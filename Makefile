@@ -9,7 +9,7 @@ TESTBIN := test/world/testbin.sh
 CLUSTER := test/world/cluster.sh
 FUZZTIME ?= 5s
 
-.PHONY: all build demo test test-all test-e2e lint generate fuzz testbin testbin-cluster cluster-up cluster-down cluster-smoke clean
+.PHONY: all build demo test test-all test-e2e test-e2e-matrix lint generate fuzz testbin testbin-cluster cluster-up cluster-down cluster-smoke clean bench-scale
 
 all: build
 
@@ -149,11 +149,37 @@ test-e2e: testbin-cluster image ## the suites on real Karpenter: e2e matrix, cha
 	NODE_BOOT_DELAY_MS=$(NODE_BOOT_DELAY_MS) NRC_CONTROLLER_BIN=$(CURDIR)/$(IMAGE_DIR)/extracted/node-rotation-controller \
 	  test/world/e2e.sh $(E2E_SUITES)
 
-test-all: ## everything CI runs: make test, the image built twice to one digest, then make test-e2e
+# The fleet-scale benchmark (docs/performance.md, "Fleet scale"): its own
+# local cluster (run directory /tmp/nrc-scale, ports no other cluster here
+# uses, nodes Ready at once), SCALE_NODES NodeClaims and Nodes across
+# SCALE_POOLS NodePools and SCALE_PODS Pods, the controller watching them
+# under a closed window: memory, idle CPU and CPU per NodeClaim status
+# update, printed as a table. A measurement, never part of test-all or CI.
+# NRC_CONTROLLER_BIN names the binary to measure (default: built from the
+# checkout).
+SCALE_NODES ?= 1000
+SCALE_PODS ?= 10000
+SCALE_POOLS ?= 20
+
+bench-scale: ## measure the controller's memory and CPU at fleet scale on its own local cluster (about 12 minutes; not in test-all)
+	@echo "==> [$$(date +%T)] fleet-scale benchmark: $(SCALE_NODES) nodes, $(SCALE_PODS) Pods, $(SCALE_POOLS) NodePools"
+	$(GO) run -tags scale ./test/scale -nodes $(SCALE_NODES) -pods $(SCALE_PODS) -pools $(SCALE_POOLS)
+
+# The Karpenter versions besides the default that the e2e smoke and rotation
+# run against (README.md, "Supported Karpenter versions").
+KARPENTER_MATRIX ?= 1.10.0 1.12.1 1.14.1
+
+test-e2e-matrix: testbin-cluster image ## the e2e smoke and rotation on each Karpenter version of KARPENTER_MATRIX (build, cluster up, run, down)
+	@echo "==> [$$(date +%T)] Karpenter version matrix: $(KARPENTER_MATRIX)"
+	NODE_BOOT_DELAY_MS=$(NODE_BOOT_DELAY_MS) NRC_CONTROLLER_BIN=$(CURDIR)/$(IMAGE_DIR)/extracted/node-rotation-controller \
+	  test/world/matrix.sh $(KARPENTER_MATRIX)
+
+test-all: ## everything CI runs: make test, the image built twice to one digest, make test-e2e, then the Karpenter version matrix
 	@start=$$(date +%s); \
 	  $(MAKE) --no-print-directory test && \
 	  $(MAKE) --no-print-directory image-reproducible && \
 	  $(MAKE) --no-print-directory test-e2e && \
+	  $(MAKE) --no-print-directory test-e2e-matrix && \
 	  echo "==> [$$(date +%T)] make test-all done in $$(( $$(date +%s) - start ))s"
 
 clean: ## stop the cluster; the binary cache is kept

@@ -25,6 +25,9 @@ KARPENTER_HEALTH_PORT=${KARPENTER_HEALTH_PORT:-18081}
 # Node boot delay: kwok marks a node Ready this long after it appears, so
 # Karpenter sees a node that is launched but not yet ready, as in a cloud.
 NODE_BOOT_DELAY_MS=${NODE_BOOT_DELAY_MS:-0}
+# The Karpenter version to run (its kwok provider and its CRDs); testbin.sh
+# builds it when missing. The default is the one go.mod builds against.
+KARPENTER_VERSION=${KARPENTER_VERSION:-1.13.0}
 
 # Order matters: up starts in this order, down stops in reverse.
 components=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok karpenter)
@@ -130,9 +133,11 @@ apiserver_ready() {
 }
 
 install_crds() {
+  # the CRDs of the Karpenter that runs (testbin.sh keeps its module copy)
   local kdir
-  kdir=$(cd "$repo" && go list -m -f '{{.Dir}}' sigs.k8s.io/karpenter)
-  log "installing Karpenter CRDs from $kdir"
+  kdir="$(dirname "$bin")/work/karpenter-$KARPENTER_VERSION"
+  [ -d "$kdir/pkg/apis/crds" ] || die "no Karpenter $KARPENTER_VERSION source at $kdir: run test/world/testbin.sh karpenter $KARPENTER_VERSION"
+  log "installing Karpenter $KARPENTER_VERSION CRDs from $kdir"
   "$bin/kubectl" --kubeconfig "$kubeconfig" apply --server-side \
     -f "$kdir/pkg/apis/crds/" -f "$kdir/kwok/apis/crds/" >/dev/null
   "$bin/kubectl" --kubeconfig "$kubeconfig" wait --for condition=Established --timeout=60s \
@@ -158,6 +163,7 @@ stage_files() {
 up() {
   ensure_tools
   "$here/testbin.sh" cluster
+  "$here/testbin.sh" karpenter "$KARPENTER_VERSION"
   bin=$("$here/testbin.sh" path)
   stages=$(dirname "$bin")/kwok-stages
   if alive kube-apiserver; then log "already running; kubeconfig: $kubeconfig"; echo "$kubeconfig"; return; fi
@@ -202,7 +208,7 @@ up() {
 
   start karpenter env KUBECONFIG="$kubeconfig" DISABLE_LEADER_ELECTION=true SYSTEM_NAMESPACE=kube-system \
     METRICS_PORT="$KARPENTER_METRICS_PORT" HEALTH_PROBE_PORT="$KARPENTER_HEALTH_PORT" \
-    BATCH_IDLE_DURATION=1s BATCH_MAX_DURATION=5s LOG_LEVEL=info "$bin/karpenter-kwok"
+    BATCH_IDLE_DURATION=1s BATCH_MAX_DURATION=5s LOG_LEVEL=info "$bin/karpenter-kwok-$KARPENTER_VERSION"
   wait_for karpenter 120 curl -sf "http://127.0.0.1:$KARPENTER_HEALTH_PORT/readyz"
 
   log "cluster up in $((SECONDS - t0))s"

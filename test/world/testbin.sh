@@ -4,21 +4,27 @@
 # outside the repository. Nothing here downloads a prebuilt binary: everything
 # comes through the Go module proxy and is compiled on this machine.
 #
-# Usage: test/world/testbin.sh [envtest|cluster|all|path]
-#   envtest  etcd + kube-apiserver (what `make test` needs)
-#   cluster  everything the local e2e cluster needs (default: all)
-#   path     print the bin directory and exit
+# Usage: test/world/testbin.sh [envtest|cluster|all|path|karpenter VERSION...]
+#   envtest    etcd + kube-apiserver (what `make test` needs)
+#   cluster    everything the local e2e cluster needs, with Karpenter's kwok
+#              provider at KARPENTER_VERSION (default: all)
+#   karpenter  Karpenter's kwok provider at each VERSION (the version matrix)
+#   path       print the bin directory and exit
 #
-# The cache is keyed by versions and every binary carries a version stamp, so a
-# second run (or another checkout on the same machine) reuses what is there.
+# The cache is keyed by the shared versions (Kubernetes, etcd, kwok) and every
+# binary carries a version stamp, so a second run (or another checkout on the
+# same machine) reuses what is there. Each Karpenter version is one more
+# binary, karpenter-kwok-VERSION, beside the shared ones: the control plane is
+# built once, whatever the number of Karpenter versions.
 set -euo pipefail
 
 K8S_VERSION=${K8S_VERSION:-1.35.4}
 ETCD_VERSION=${ETCD_VERSION:-3.6.16}
 KWOK_VERSION=${KWOK_VERSION:-0.8.0}
+# the default Karpenter: what go.mod builds against and every suite runs on
 KARPENTER_VERSION=${KARPENTER_VERSION:-1.13.0}
 
-key="k8s-${K8S_VERSION}_etcd-${ETCD_VERSION}_kwok-${KWOK_VERSION}_karpenter-${KARPENTER_VERSION}"
+key="k8s-${K8S_VERSION}_etcd-${ETCD_VERSION}_kwok-${KWOK_VERSION}"
 root=${NRC_TESTBIN_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/node-rotation-controller/$key}
 bin="$root/bin"
 work="$root/work"
@@ -121,15 +127,18 @@ kwok() {
   done
 }
 
+# karpenter VERSION: builds karpenter-kwok-VERSION; its CRDs stay in
+# $work/karpenter-VERSION (cluster.sh installs the ones of the version it runs).
 karpenter() {
-  fresh karpenter-kwok "$KARPENTER_VERSION-loopback" && { log "karpenter-kwok $KARPENTER_VERSION: cached"; return; }
+  local v=$1
+  fresh "karpenter-kwok-$v" "$v-loopback" && { log "karpenter-kwok $v: cached"; return; }
   # Karpenter binds its metrics and health listeners to ":port" with no host
   # option; a copy of the module whose operator binds 127.0.0.1 keeps every
   # listener of the test world on loopback.
-  local d="$work/karpenter-$KARPENTER_VERSION"
+  local d="$work/karpenter-$v"
   if [ ! -f "$d/.patched" ]; then
     local src
-    src=$(cd "$work" && go mod download -json "sigs.k8s.io/karpenter@v$KARPENTER_VERSION" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
+    src=$(cd "$work" && go mod download -json "sigs.k8s.io/karpenter@v$v" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
     rm -rf "$d" && cp -r "$src" "$d" && chmod -R u+w "$d"
     local n
     n=$(grep -c 'fmt.Sprintf(":%d"' "$d/pkg/operator/operator.go" || true)
@@ -137,13 +146,15 @@ karpenter() {
     sed -i 's/fmt.Sprintf(":%d"/fmt.Sprintf("127.0.0.1:%d"/g' "$d/pkg/operator/operator.go"
     touch "$d/.patched"
   fi
-  gobuild karpenter-kwok "$KARPENTER_VERSION-loopback" "$d" ./kwok
+  gobuild "karpenter-kwok-$v" "$v-loopback" "$d" ./kwok
 }
 
 case "${1:-all}" in
   path) echo "$bin" ;;
   envtest) etcd; kube kube-apiserver ;;
-  cluster|all) etcd; kube kube-apiserver kube-controller-manager kube-scheduler kubectl; kwok; karpenter ;;
-  *) echo "usage: $0 [envtest|cluster|all|path]" >&2; exit 2 ;;
+  cluster|all) etcd; kube kube-apiserver kube-controller-manager kube-scheduler kubectl; kwok; karpenter "$KARPENTER_VERSION" ;;
+  karpenter) shift; [ $# -gt 0 ] || { echo "usage: $0 karpenter VERSION..." >&2; exit 2; }
+    for v in "$@"; do karpenter "$v"; done ;;
+  *) echo "usage: $0 [envtest|cluster|all|path|karpenter VERSION...]" >&2; exit 2 ;;
 esac
 [ "${1:-all}" = path ] || log "binaries ready in $bin"
