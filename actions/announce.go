@@ -53,10 +53,12 @@ var announceAction = action{
 }
 
 // announce hands the announcement to the reconciler's hook; it writes
-// nothing. It needs no confirmed election: an announcement a write earns
-// follows an electing write that changes its object (the server answered
-// it), and the others (SurgeWaiting, the idle findings) are said once by
-// the announcer's own memory. Without a hook (a dry run) it only records the step.
+// nothing. It needs no confirmed election: an announcement an electing
+// write earns follows one that changes its object (the server answered
+// it); PlaceholderCreated, DrainStarted and StrandedRepaired follow a create
+// or delete only one pass can make (onlyIfChanged); the others
+// (SurgeWaiting, the idle findings) are said once by the announcer's own
+// memory. Without a hook (a dry run) it only records the step.
 func announce(ctx context.Context, p *Pass, args map[string]any) (Result, error) {
 	what, _ := args["what"].(string)
 	if args["onlyIfChanged"] == true && !changedBefore(p.Results) {

@@ -129,22 +129,21 @@ func claimDelete(ctx context.Context, p *Pass, _ map[string]any) (Result, error)
 }
 
 // surgeClaimPersist records the surge host's NodeClaim on the old claim as
-// soon as the placeholder's node is observable.
+// soon as the placeholder's node is observable: a write locked on the
+// pass's copy of the claim, so a claim rolled back meanwhile is not marked.
 func surgeClaimPersist(ctx context.Context, p *Pass, _ map[string]any) (Result, error) {
 	hc, c := p.Targets.SurgeHostClaim, p.claim(p.Targets.Claim)
 	if hc == nil || c.ResourceVersion == "" || c.Annotations[v1alpha1.AnnotationSurgeClaim] == hc.Name {
 		return Result{Outcome: Done, Did: "surge claim unchanged"}, nil
 	}
-	if ok, err := p.confirmElection(ctx); !ok || err != nil {
-		return unconfirmedResult("persist surge claim"), err
+	out, err := p.write(ctx, c, func() (bool, error) {
+		conditional.SetAnnotation(c, v1alpha1.AnnotationSurgeClaim, hc.Name)
+		return true, nil
+	})
+	if out == Stale || out == Gone {
+		return Result{Outcome: out, Did: "surge claim " + hc.Name + ": " + string(out)}, err
 	}
-	n := c.DeepCopy()
-	conditional.SetAnnotation(n, v1alpha1.AnnotationSurgeClaim, hc.Name)
-	if err := patch(ctx, p.Client, c, n); err != nil {
-		return Result{}, err
-	}
-	p.hold(n)
-	return Result{Outcome: Done, Did: "surge claim " + hc.Name}, nil
+	return Result{Outcome: Done, Did: "surge claim " + hc.Name}, err
 }
 
 // surgeClaimReap deletes the surge NodeClaim the attempt induced on

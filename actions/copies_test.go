@@ -112,3 +112,74 @@ func pendingCreate() engine.Decision {
 		{Action: "placeholder-ensure"},
 	}}
 }
+
+// A no-op election is confirmed before a patch of another object too: a
+// pass whose cache still shows a rolled-back claim pending neither freezes
+// nor cordons its node.
+func TestStaleNoOpElectionPatchesNoOtherObject(t *testing.T) {
+	e := newEnv(t, mkPool(poolName, ann(keyAnchor, claimA, keyMirror, "pending")),
+		mkClaim(claimA, ann(keyState, "pending", keyStarted, "2026-11-30T09:00:00Z")),
+		mkNode(oldNode, nil, nil, false))
+	targets := e.targets()
+	update(t, e.base, mkClaim(claimA, nil), func(c *karpv1.NodeClaim) { c.Annotations[keyState] = "failed" })
+	before := e.node(oldNode)
+	d := engine.Decision{Transition: "test", Steps: []engine.Step{
+		{Action: "claim-state", Elect: true, Args: map[string]any{"from": []any{"none", "pending"}, "to": "pending", "stampStartedAtOnce": true}},
+		{Action: "freeze", Args: map[string]any{"node": "old"}},
+		{Action: "cordon"},
+	}}
+	if _, err := Run(ctxb, e.pass(targets), d); !errors.Is(err, ErrStale) {
+		t.Fatalf("err %v, want stale", err)
+	}
+	if !slices.Equal(e.writes, []string{"patch NodeClaim/" + claimA}) {
+		t.Fatalf("writes %v, want only the refused confirmation", e.writes)
+	}
+	if after := e.node(oldNode); after.ResourceVersion != before.ResourceVersion {
+		t.Fatalf("the node was written: %v %v", after.Annotations, after.Spec.Unschedulable)
+	}
+}
+
+// The surge-ready shape: a no-op election on the claim, the pool's mirror,
+// the claim's own write, the placeholder's delete. The election is
+// confirmed once (before the pool's patch) and no write is refused.
+func TestConfirmedElectionIsNotConfirmedAgain(t *testing.T) {
+	e := newEnv(t, mkPool(poolName, ann(keyAnchor, claimA, keyMirror, "pending")),
+		mkClaim(claimA, ann(keyState, "pending", keyStarted, "2026-11-30T09:00:00Z")),
+		mkPod(phNS, "ph-"+claimA, hostNode, map[string]string{labelPair: claimA}))
+	targets := e.targets()
+	targets.Placeholder = getPod(t, e, phNS, "ph-"+claimA)
+	d := engine.Decision{Transition: "test", Steps: []engine.Step{
+		{Action: "claim-state", Elect: true, Args: map[string]any{"from": []any{"none", "pending"}, "to": "pending", "stampStartedAtOnce": true}},
+		{Action: "pool-mirror", Elect: true, Args: map[string]any{"drainingAt": true}},
+		{Action: "claim-state", Elect: true, Args: map[string]any{"from": []any{"pending"}, "to": "draining"}},
+		{Action: "placeholder-delete"},
+	}}
+	if owned, err := Run(ctxb, e.pass(targets), d); err != nil || !owned {
+		t.Fatalf("owned %v err %v", owned, err)
+	}
+	want := []string{"patch NodeClaim/" + claimA, "patch NodePool/" + poolName, "patch NodeClaim/" + claimA, "delete Pod/" + phNS + "/ph-" + claimA}
+	if !slices.Equal(e.writes, want) {
+		t.Fatalf("writes %v, want %v", e.writes, want)
+	}
+	if e.bodies[0] != `{"metadata":{"resourceVersion":"999"}}` {
+		t.Fatalf("first write %s, want the confirmation", e.bodies[0])
+	}
+	if e.claim(claimA).Annotations[keyState] != "draining" || e.exists(targets.Placeholder) {
+		t.Fatal("the pass did not finish")
+	}
+}
+
+// A repair whose failure write meets a newer claim stops there: nothing is
+// deleted or unmarked that the announcement would then never name.
+func TestRepairStrandedStopsWhenStale(t *testing.T) {
+	e, targets := repairStrandedWorld(t, claimA)
+	update(t, e.base, mkClaim("claim-b", nil), func(c *karpv1.NodeClaim) { c.Labels = map[string]string{"touched": "yes"} })
+	p := e.pass(targets)
+	res, err := step(p, "repair-stranded", nil)
+	if err != nil || res.Outcome != Stale || !p.stale {
+		t.Fatalf("%s %v, want stale", res.Outcome, err)
+	}
+	if !e.exists(mkPod(phNS, "nrc-surge-claim-b", "", nil)) || e.node("node-b").Annotations[keyOwned] != "true" {
+		t.Fatal("a stale repair deleted or unmarked")
+	}
+}

@@ -92,9 +92,9 @@ func unfreeze(ctx context.Context, p *Pass, _ map[string]any) (Result, error) {
 		}
 	}
 	for i := range nodes.Items {
-		n := p.node(nodes.Items[i].Name) // a node this pass wrote: its newest copy
-		if n.ResourceVersion == "" {
-			n = nodes.Items[i].DeepCopy()
+		n := nodes.Items[i].DeepCopy()
+		if p.confirmedKeys()[copyKey{"Node", n.Name}] {
+			n = p.node(n.Name) // the server's answer to this pass's own write: newer than the list
 		}
 		orig := n.DeepCopy()
 		delete(n.Labels, v1alpha1.LabelSurgeFor)

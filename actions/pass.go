@@ -37,7 +37,7 @@ type Pass struct {
 	// the server never saw (confirm.go).
 	electing    bool
 	confirmed   map[copyKey]bool
-	unconfirmed client.Object
+	unconfirmed map[copyKey]client.Object
 }
 
 // ErrStale stops a pass one of whose writes met a newer object than the one
@@ -169,7 +169,8 @@ func (p *Pass) write(ctx context.Context, obj client.Object, mutate conditional.
 		return Stale, nil
 	}
 	rvBefore := obj.GetResourceVersion()
-	out, err := conditional.WriteFromCache(ctx, p.Fresh, p.Client, obj, mutate)
+	confirm := func() (bool, error) { return p.confirmElectionBefore(ctx, obj) }
+	out, err := conditional.WriteFromCacheConfirmed(ctx, p.Fresh, p.Client, obj, mutate, confirm)
 	switch out {
 	case Claimed:
 		p.hold(obj)

@@ -35,6 +35,9 @@ func repairStranded(ctx context.Context, p *Pass, _ map[string]any) (Result, err
 	if err != nil {
 		return Result{}, err
 	}
+	if p.stale {
+		return unconfirmedResult("repair stranded"), nil // deletes after a refused write would go unannounced
+	}
 	did = append(did, claims...)
 	for _, pod := range p.Targets.Stranded.Placeholders {
 		if pod.Labels[v1alpha1.LabelSurgeFor] == anchor {
@@ -51,6 +54,9 @@ func repairStranded(ctx context.Context, p *Pass, _ map[string]any) (Result, err
 	nodes, err := p.reverseStranded(ctx, anchor)
 	if err != nil {
 		return Result{}, err
+	}
+	if p.stale {
+		return unconfirmedResult("repair stranded"), nil
 	}
 	did = append(did, nodes...)
 	if len(did) == 0 {

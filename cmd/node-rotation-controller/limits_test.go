@@ -1,8 +1,14 @@
 package main
 
 import (
+	"crypto/tls"
+	"math"
+	"runtime/debug"
 	"testing"
 
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	clientscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 )
 
@@ -22,10 +28,55 @@ func TestLimitClientsSharesOneBucket(t *testing.T) {
 	if cfg.QPS != 7 || cfg.Burst != 9 || cfg.RateLimiter == nil {
 		t.Fatalf("qps %v burst %d limiter %v", cfg.QPS, cfg.Burst, cfg.RateLimiter)
 	}
-	if rest.CopyConfig(cfg).RateLimiter != cfg.RateLimiter {
-		t.Fatal("a copied config has its own limiter")
-	}
 	if qps := cfg.RateLimiter.QPS(); qps != 7 {
 		t.Fatalf("limiter qps %v", qps)
+	}
+	// two clients built from the config (as the manager's cache, client and
+	// event recorder are) draw from that one bucket
+	for range 2 {
+		c := rest.CopyConfig(cfg)
+		c.GroupVersion = &corev1.SchemeGroupVersion
+		c.NegotiatedSerializer = clientscheme.Codecs.WithoutConversion()
+		rc, err := rest.RESTClientFor(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rc.GetRateLimiter() != cfg.RateLimiter {
+			t.Fatal("a client has a limiter of its own")
+		}
+	}
+}
+
+// GOMEMLIMIT, when set, wins over the container's limit; without it the
+// runtime's limit is 90 % of the container's.
+func TestSetMemoryLimit(t *testing.T) {
+	prev := debug.SetMemoryLimit(-1)
+	t.Cleanup(func() { debug.SetMemoryLimit(prev) })
+	t.Setenv(memoryLimitEnv, "1000000000")
+	t.Setenv("GOMEMLIMIT", "2GiB")
+	debug.SetMemoryLimit(math.MaxInt64)
+	setMemoryLimit(logr.Discard())
+	if got := debug.SetMemoryLimit(-1); got != math.MaxInt64 {
+		t.Errorf("with GOMEMLIMIT set the limit became %d", got)
+	}
+	t.Setenv("GOMEMLIMIT", "")
+	setMemoryLimit(logr.Discard())
+	if got := debug.SetMemoryLimit(-1); got != 900000000 {
+		t.Errorf("limit %d, want 90 %% of the container's", got)
+	}
+}
+
+// Secure metrics get the ECDSA certificate option; plain HTTP none.
+func TestManagerOptionsMetricsCertificate(t *testing.T) {
+	if got := managerOptions(options{metricsSecure: true, metricsAddr: ":8443"}, nil).Metrics.TLSOpts; len(got) != 1 {
+		t.Fatalf("secure metrics: %d TLS options, want the self-signed ECDSA one", len(got))
+	}
+	cfg := &tls.Config{}
+	managerOptions(options{metricsSecure: true}, nil).Metrics.TLSOpts[0](cfg)
+	if cfg.GetCertificate == nil {
+		t.Fatal("the option installs no certificate (no mounted one in the default directory)")
+	}
+	if got := managerOptions(options{metricsSecure: false}, nil).Metrics.TLSOpts; len(got) != 0 {
+		t.Fatalf("plain metrics: %d TLS options", len(got))
 	}
 }

@@ -16,7 +16,7 @@ const shippedTable = "rules/rotation.yaml"
 func rulesCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "rules",
-		Short: "Lint, render and expand the rotation transition table",
+		Short: "Lint, render, expand and diff the rotation transition table",
 	}
 	var out string
 	render := &cobra.Command{
@@ -42,6 +42,7 @@ func rulesCommand() *cobra.Command {
 	}
 	render.Flags().StringVarP(&out, "output", "o", "", "write to this file instead of stdout")
 	cmd.AddCommand(
+		rulesDiffCommand(),
 		&cobra.Command{
 			Use:   "lint [file]",
 			Short: "Load and prove a table: complete, deterministic, no dead row, known actions",

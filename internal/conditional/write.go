@@ -32,6 +32,10 @@ const (
 // error and its reconcile is retried with backoff.
 const Retries = 5
 
+// Confirm is called just before a patch is sent, after the copy was found
+// to need one; false stops the write with the outcome Stale (nothing sent).
+type Confirm func() (bool, error)
+
 // Mutate checks the precondition on the copy the write is validated against
 // (fresh or cached) and changes that copy; it returns false when the precondition does
 // not hold (nothing is written, the outcome is Raced).
@@ -48,10 +52,17 @@ type Mutate func() (bool, error)
 // change, nothing is sent at all. A copy without a resourceVersion (an
 // object the caller never observed) cannot lock and is written as Write does.
 func WriteFromCache(ctx context.Context, fresh client.Reader, writer client.Writer, obj client.Object, mutate Mutate) (Outcome, error) {
+	return WriteFromCacheConfirmed(ctx, fresh, writer, obj, mutate, nil)
+}
+
+// WriteFromCacheConfirmed is WriteFromCache that calls confirm (when not
+// nil) before it sends a patch: the caller's chance to make sure what the
+// write depends on beyond this object still holds.
+func WriteFromCacheConfirmed(ctx context.Context, fresh client.Reader, writer client.Writer, obj client.Object, mutate Mutate, confirm Confirm) (Outcome, error) {
 	if obj.GetResourceVersion() == "" {
-		return Write(ctx, fresh, writer, obj, mutate)
+		return write(ctx, fresh, writer, obj, mutate, confirm)
 	}
-	out, err := attempt(ctx, writer, obj, mutate)
+	out, err := attempt(ctx, writer, obj, mutate, confirm)
 	if apierrors.IsConflict(err) {
 		return Stale, nil
 	}
@@ -63,6 +74,10 @@ func WriteFromCache(ctx context.Context, fresh client.Reader, writer client.Writ
 // writer. On a conflict it starts over from a fresh read, so the outcome
 // always describes the copy the write was validated against.
 func Write(ctx context.Context, fresh client.Reader, writer client.Writer, obj client.Object, mutate Mutate) (Outcome, error) {
+	return write(ctx, fresh, writer, obj, mutate, nil)
+}
+
+func write(ctx context.Context, fresh client.Reader, writer client.Writer, obj client.Object, mutate Mutate, confirm Confirm) (Outcome, error) {
 	key := client.ObjectKeyFromObject(obj)
 	for range Retries {
 		if err := fresh.Get(ctx, key, obj); err != nil {
@@ -71,7 +86,7 @@ func Write(ctx context.Context, fresh client.Reader, writer client.Writer, obj c
 			}
 			return "", fmt.Errorf("reading %s: %w", key, err)
 		}
-		out, err := attempt(ctx, writer, obj, mutate)
+		out, err := attempt(ctx, writer, obj, mutate, confirm)
 		if !apierrors.IsConflict(err) {
 			return out, err
 		}
@@ -82,7 +97,7 @@ func Write(ctx context.Context, fresh client.Reader, writer client.Writer, obj c
 // attempt validates and changes obj through mutate and patches the
 // difference with obj's resourceVersion. A conflict is returned as the API
 // error itself for the caller to judge; every other failure is wrapped.
-func attempt(ctx context.Context, writer client.Writer, obj client.Object, mutate Mutate) (Outcome, error) {
+func attempt(ctx context.Context, writer client.Writer, obj client.Object, mutate Mutate, confirm Confirm) (Outcome, error) {
 	if obj.GetDeletionTimestamp() != nil && len(obj.GetFinalizers()) == 0 {
 		return Gone, nil
 	}
@@ -93,6 +108,11 @@ func attempt(ctx context.Context, writer client.Writer, obj client.Object, mutat
 	}
 	if equality.Semantic.DeepEqual(orig, obj) {
 		return Claimed, nil
+	}
+	if confirm != nil {
+		if ok, err := confirm(); err != nil || !ok {
+			return Stale, err
+		}
 	}
 	err = writer.Patch(ctx, obj, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
 	switch {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/awslabs/operatorpkg/status"
 	"reflect"
 	"testing"
 	"time"
@@ -344,5 +345,22 @@ func TestCacheOptions(t *testing.T) {
 	want := map[string]bool{"*v1.Pod": true, "*v1.Node": true, "*v1.NodeClaim": true, "*v1.NodePool": true}
 	if !reflect.DeepEqual(kinds, want) {
 		t.Errorf("cached by object: %v, want %v", kinds, want)
+	}
+	// Nodes and NodeClaims go through the lean transforms, not just a
+	// managedFields strip
+	for obj, by := range opts.ByObject {
+		switch obj.(type) {
+		case *corev1.Node:
+			n := &corev1.Node{Status: corev1.NodeStatus{Images: []corev1.ContainerImage{{SizeBytes: 1}}}}
+			if got, _ := by.Transform(n); len(got.(*corev1.Node).Status.Images) != 0 {
+				t.Error("the Node cache keeps the image list")
+			}
+		case *karpv1.NodeClaim:
+			c := &karpv1.NodeClaim{}
+			c.Status.Conditions = []status.Condition{{Type: "Launched"}}
+			if got, _ := by.Transform(c); len(got.(*karpv1.NodeClaim).Status.Conditions) != 0 {
+				t.Error("the NodeClaim cache keeps conditions other than Ready")
+			}
+		}
 	}
 }

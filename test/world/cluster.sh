@@ -166,10 +166,17 @@ up() {
   "$here/testbin.sh" karpenter "$KARPENTER_VERSION"
   bin=$("$here/testbin.sh" path)
   stages=$(dirname "$bin")/kwok-stages
-  if alive kube-apiserver; then log "already running; kubeconfig: $kubeconfig"; echo "$kubeconfig"; return; fi
+  if alive kube-apiserver; then
+    # a running cluster is reused only if it runs the Karpenter asked for
+    local running
+    running=$(cat "$run/karpenter-version" 2>/dev/null || echo unknown)
+    [ "$running" = "$KARPENTER_VERSION" ] || die "a cluster running Karpenter $running is up in $run; bring it down first (cluster.sh down)"
+    log "already running; kubeconfig: $kubeconfig"; echo "$kubeconfig"; return
+  fi
   local t0=$SECONDS
   mkdir -p "$pids" "$logs"
   rm -f "$logs/audit.log"
+  echo "$KARPENTER_VERSION" >"$run/karpenter-version"
   make_pki
   write_kubeconfig
 

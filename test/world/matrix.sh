@@ -36,13 +36,25 @@ trap on_exit EXIT
 for v in "${versions[@]}"; do
   stage "Karpenter $v: building its kwok provider"
   t0=$SECONDS
-  "$here/testbin.sh" karpenter "$v"
+  if ! "$here/testbin.sh" karpenter "$v"; then
+    stage "Karpenter $v: build FAILED after $((SECONDS - t0))s"
+    failed+=("$v")
+    results+=("$(printf '%-8s build FAILED' "$v")")
+    continue
+  fi
   build=$((SECONDS - t0))
   stage "Karpenter $v: built in ${build}s; cluster up"
   t1=$SECONDS
-  "$here/cluster.sh" down >/dev/null 2>&1 || true
+  "$here/cluster.sh" down || true # a cluster left up with another version makes up fail below
   current=$v
-  kubeconfig=$(KARPENTER_VERSION=$v "$here/cluster.sh" up | tail -n 1)
+  if ! kubeconfig=$(KARPENTER_VERSION=$v "$here/cluster.sh" up | tail -n 1) || [ -z "$kubeconfig" ]; then
+    stage "Karpenter $v: cluster up FAILED"
+    KARPENTER_VERSION=$v "$here/cluster.sh" down || true
+    current=""
+    failed+=("$v")
+    results+=("$(printf '%-8s build %4ss  cluster up FAILED' "$v" "$build")")
+    continue
+  fi
   outcome=passed
   if ! KUBECONFIG=$kubeconfig KARPENTER_VERSION=$v "$GO" test -count=1 -v -timeout 20m -tags e2e ./test/e2e/ \
       -ginkgo.v -ginkgo.label-filter='smoke || rotation'; then
