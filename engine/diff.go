@@ -1,9 +1,12 @@
 package engine
 
 import (
+	"fmt"
+	"io"
 	"reflect"
 	"slices"
 	"sort"
+	"strings"
 )
 
 // Choice is what a table decides for one assignment of one state's facts:
@@ -181,4 +184,61 @@ func unionNames(a, b []string) []string {
 		}
 	}
 	return out
+}
+
+// diffGroup is the differences that share a state and a pair of choices.
+type diffGroup struct {
+	key   string
+	base  *Choice
+	head  *Choice
+	facts [][]FactValue
+}
+
+// RenderDiff writes differences as Markdown for a pull request: a header
+// naming both tables, then one section per state and pair of choices with
+// the assignments that take it.
+func RenderDiff(w io.Writer, baseSrc, headSrc string, bv, hv int, d []Difference) error {
+	var groups []*diffGroup
+	byKey := map[string]*diffGroup{}
+	for _, x := range d {
+		key := fmt.Sprintf("%s/%s: %s → %s", x.Machine, x.State, choiceName(x.Base), choiceName(x.Head))
+		if x.Base != nil && x.Head != nil && x.Base.Transition == x.Head.Transition {
+			key = fmt.Sprintf("%s/%s: %s, its target or steps changed", x.Machine, x.State, x.Base.Transition)
+		}
+		g := byKey[key]
+		if g == nil {
+			g = &diffGroup{key: key, base: x.Base, head: x.Head}
+			byKey[key] = g
+			groups = append(groups, g)
+		}
+		g.facts = append(g.facts, x.Facts)
+	}
+	p := &printer{w: w}
+	p.f("### rules diff: %s (version %d) → %s (version %d)\n\n", baseSrc, bv, headSrc, hv)
+	if len(d) == 0 {
+		p.f("No difference: the two tables choose the same transition, target and steps on every combination.\n")
+		return p.err
+	}
+	p.f("%d combinations decide differently, in %d groups.\n", len(d), len(groups))
+	for _, g := range groups {
+		p.f("\n#### %s (%d)\n\n", g.key, len(g.facts))
+		if g.base != nil && g.head != nil && g.base.Transition == g.head.Transition {
+			p.f("- base: to %s, steps %s\n- head: to %s, steps %s\n\n", g.base.To, steps(g.base.Steps), g.head.To, steps(g.head.Steps))
+		}
+		for _, fs := range g.facts {
+			parts := make([]string, len(fs))
+			for i, f := range fs {
+				parts[i] = fmt.Sprintf("%s=%v", f.Name, f.Value)
+			}
+			p.f("- `%s`\n", strings.Join(parts, " "))
+		}
+	}
+	return p.err
+}
+
+func choiceName(c *Choice) string {
+	if c == nil {
+		return "(none)"
+	}
+	return c.Transition
 }

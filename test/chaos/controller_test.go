@@ -12,6 +12,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/noderotation/node-rotation-controller/test/fixtures"
 	"github.com/noderotation/node-rotation-controller/test/process"
 )
 
@@ -49,8 +50,8 @@ func (c *controller) start() {
 	ports, err := process.FreePorts(2)
 	Expect(err).NotTo(HaveOccurred())
 	p, err := process.Start(binary, c.dir, fmt.Sprintf("run-%02d", len(c.runs)+1),
-		"-kubeconfig", proxyKC, "-namespace", controllerNS,
-		"-placeholder-priority-class", priorityClass, "-leader-elect=false", "-log-format=json",
+		"-kubeconfig", proxyKC, "-namespace", fixtures.ControllerNamespace,
+		"-placeholder-priority-class", fixtures.PlaceholderPriorityClass, "-leader-elect=false", "-log-format=json",
 		fmt.Sprintf("-metrics-bind-address=127.0.0.1:%d", ports[0]), "-metrics-secure=false",
 		fmt.Sprintf("-health-probe-bind-address=127.0.0.1:%d", ports[1]))
 	Expect(err).NotTo(HaveOccurred())

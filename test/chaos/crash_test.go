@@ -21,6 +21,7 @@ import (
 	"github.com/noderotation/node-rotation-controller/internal/schedule"
 	"github.com/noderotation/node-rotation-controller/internal/surge"
 	"github.com/noderotation/node-rotation-controller/test/apiproxy"
+	"github.com/noderotation/node-rotation-controller/test/fixtures"
 	"github.com/noderotation/node-rotation-controller/test/invariants"
 )
 
@@ -329,7 +330,7 @@ func (w *world) startupKill(ctx context.Context, c *campaign) outcome {
 	Eventually(func() bool {
 		w.ctl.alive()
 		claim = w.anchor(ctx)
-		err := kube.Get(ctx, client.ObjectKey{Namespace: controllerNS, Name: surge.PlaceholderName(claim)}, &corev1.Pod{})
+		err := kube.Get(ctx, client.ObjectKey{Namespace: fixtures.ControllerNamespace, Name: surge.PlaceholderName(claim)}, &corev1.Pod{})
 		return claim != "" && err == nil
 	}).WithContext(ctx).WithTimeout(3*time.Minute).WithPolling(200*time.Millisecond).Should(BeTrue(), "a rotation with its placeholder")
 	w.pause(ctx)
@@ -347,7 +348,7 @@ func (w *world) startupKill(ctx context.Context, c *campaign) outcome {
 	Expect(bystander).NotTo(BeNil(), "a node of the pool outside the rotation")
 	ghost := w.pool + "-ghost"
 	Expect(kube.Create(ctx, &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: surge.PlaceholderName(ghost), Namespace: controllerNS,
+		ObjectMeta: metav1.ObjectMeta{Name: surge.PlaceholderName(ghost), Namespace: fixtures.ControllerNamespace,
 			Labels: map[string]string{v1alpha1.LabelSurgeFor: ghost, v1alpha1.LabelNodePool: w.pool}},
 		// bound, without requests: Karpenter provisions nothing for it
 		Spec: corev1.PodSpec{NodeName: bystander.Name, Containers: []corev1.Container{{Name: "pause", Image: "registry.k8s.io/pause:3.10"}}},

@@ -26,11 +26,6 @@ import (
 	"github.com/noderotation/node-rotation-controller/test/testenv"
 )
 
-const (
-	controllerNS  = "node-rotation-system"
-	priorityClass = "node-rotation-placeholder"
-)
-
 // Shared by the suites: clients of the local cluster (the admin's, never
 // through the proxy), the controller binary, and the proxy it talks to.
 var (
@@ -54,7 +49,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	kube, watcher, restConfig = c.Client, c.Watcher, c.Config
 	root, err := testenv.RepoRoot()
 	Expect(err).NotTo(HaveOccurred())
-	Expect(c.InstallPrerequisites(ctx, root, controllerNS, priorityClass)).To(Succeed())
+	Expect(c.InstallPrerequisites(ctx, root, fixtures.ControllerNamespace, fixtures.PlaceholderPriorityClass)).To(Succeed())
 
 	start := time.Now()
 	binary, err = process.Binary(root, GinkgoT().TempDir())

@@ -86,7 +86,7 @@ func newWorld(ctx context.Context, pool string, nodes int) *world {
 		_ = kube.Delete(ctx, &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: w.pool}})
 		// a rotation cut short by a failed spec leaves its placeholder:
 		// the next suite's startup sweep need not clean up after this one
-		_ = kube.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(controllerNS), client.MatchingLabels{v1alpha1.LabelNodePool: w.pool})
+		_ = kube.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(fixtures.ControllerNamespace), client.MatchingLabels{v1alpha1.LabelNodePool: w.pool})
 		Eventually(func() []karpv1.NodeClaim { return w.claims(ctx) }).WithTimeout(3*time.Minute).Should(BeEmpty(), "the pool's NodeClaims removed")
 		Eventually(func() error { return kube.Get(ctx, client.ObjectKey{Name: w.ns}, &corev1.Namespace{}) }).
 			WithTimeout(3*time.Minute).Should(Satisfy(notFound), "namespace %s removed", w.ns)
@@ -228,7 +228,7 @@ func (w *world) quiet(ctx context.Context) string {
 		return "rotation of " + a + " anchored"
 	}
 	pods := &corev1.PodList{}
-	Expect(kube.List(ctx, pods, client.InNamespace(controllerNS), client.MatchingLabels{v1alpha1.LabelNodePool: w.pool})).To(Succeed())
+	Expect(kube.List(ctx, pods, client.InNamespace(fixtures.ControllerNamespace), client.MatchingLabels{v1alpha1.LabelNodePool: w.pool})).To(Succeed())
 	if len(pods.Items) > 0 {
 		return "placeholder " + pods.Items[0].Name + " exists"
 	}
@@ -288,7 +288,7 @@ func (w *world) input(sinceRV int64, originals []string, seq0 int) invariants.In
 		}
 	}
 	return invariants.Input{
-		Client: kube, Pools: []string{w.pool}, Namespace: controllerNS, Originals: originals,
+		Client: kube, Pools: []string{w.pool}, Namespace: fixtures.ControllerNamespace, Originals: originals,
 		Attempts: invariants.Attempts(w.rec, []string{w.pool}, sinceRV), Created: invariants.Created(w.rec, []string{w.pool}, sinceRV),
 		Logs: w.ctl.logs(), InterruptedEnds: ends, InterruptedFailures: failures, Records: w.rec, SinceRV: sinceRV,
 		Workloads: []invariants.Workload{{Namespace: w.ns, Selector: w.app, MinHealthy: w.replicas() - 1, MaxPending: maxPending}},
@@ -354,7 +354,9 @@ func (w *world) explain(sinceRV int64, seq0 int) string {
 }
 
 // timeline is the pool's objects since sinceRV as the watch saw them.
-func (w *world) timeline(sinceRV int64) string { return w.rec.Timeline(sinceRV, w.pool, controllerNS) }
+func (w *world) timeline(sinceRV int64) string {
+	return w.rec.Timeline(sinceRV, w.pool, fixtures.ControllerNamespace)
+}
 
 // notFound: only NotFound means gone; another error says nothing.
 func notFound(err error) bool { return apierrors.IsNotFound(err) }

@@ -21,11 +21,6 @@ import (
 	"github.com/noderotation/node-rotation-controller/test/testenv"
 )
 
-const (
-	controllerNS  = "node-rotation-system"
-	priorityClass = "node-rotation-placeholder"
-)
-
 // logDir keeps every controller run's log; a failing spec prints the tail.
 var logDir = filepath.Join(os.TempDir(), "node-rotation-controller-e2e")
 
@@ -35,7 +30,7 @@ func installPrerequisites(ctx context.Context) {
 	root, err := testenv.RepoRoot()
 	Expect(err).NotTo(HaveOccurred())
 	c := &fixtures.Cluster{Config: restConfig, Client: kube, Watcher: watcher}
-	Expect(c.InstallPrerequisites(ctx, root, controllerNS, priorityClass)).To(Succeed())
+	Expect(c.InstallPrerequisites(ctx, root, fixtures.ControllerNamespace, fixtures.PlaceholderPriorityClass)).To(Succeed())
 }
 
 // controller is one run of the real controller binary ($NRC_CONTROLLER_BIN,
@@ -56,8 +51,8 @@ func startController(name string, extra ...string) *controller {
 	Expect(err).NotTo(HaveOccurred())
 	ports, err := process.FreePorts(2)
 	Expect(err).NotTo(HaveOccurred())
-	args := append([]string{"-kubeconfig", os.Getenv("KUBECONFIG"), "-namespace", controllerNS,
-		"-placeholder-priority-class", priorityClass, "-leader-elect=false", "-log-format=json",
+	args := append([]string{"-kubeconfig", os.Getenv("KUBECONFIG"), "-namespace", fixtures.ControllerNamespace,
+		"-placeholder-priority-class", fixtures.PlaceholderPriorityClass, "-leader-elect=false", "-log-format=json",
 		fmt.Sprintf("-metrics-bind-address=127.0.0.1:%d", ports[0]), "-metrics-secure=false",
 		fmt.Sprintf("-health-probe-bind-address=127.0.0.1:%d", ports[1])}, extra...)
 	p, err := process.Start(bin, logDir, name, args...)

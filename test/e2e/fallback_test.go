@@ -85,7 +85,7 @@ var _ = Describe("forceful fallback on real Karpenter", Label("fallback"), Order
 func placeholdersSeen(rec *recorder.Recorder) []string {
 	var out []string
 	for _, r := range rec.Sorted() {
-		if r.Kind == "Pod" && recorder.Added(r) && r.Obj.GetNamespace() == controllerNS && r.Obj.GetLabels()[v1alpha1.LabelSurgeFor] != "" {
+		if r.Kind == "Pod" && recorder.Added(r) && r.Obj.GetNamespace() == fixtures.ControllerNamespace && r.Obj.GetLabels()[v1alpha1.LabelSurgeFor] != "" {
 			out = append(out, r.Obj.GetName())
 		}
 	}

@@ -64,7 +64,7 @@ func (s *scenario) setUp(ctx context.Context) {
 	DeferCleanup(func() {
 		if CurrentSpecReport().Failed() {
 			GinkgoWriter.Printf("--- timeline of %s's objects since the workload ran (watch record, resourceVersion order) ---\n%s",
-				s.name, s.rec.Timeline(s.sinceRV, s.name, controllerNS))
+				s.name, s.rec.Timeline(s.sinceRV, s.name, fixtures.ControllerNamespace))
 		}
 	})
 	Eventually(func() int { return healthyPods(ctx, s.name, s.app) }).WithTimeout(3*time.Minute).Should(Equal(int(s.replicas)), "every replica Ready")
@@ -205,7 +205,7 @@ func events(ctx context.Context, reason string, names ...string) int {
 func (s *scenario) expectSettled(ctx context.Context, runs []*controller, rotated []string, extraNodes int) {
 	pools := []string{s.name}
 	in := invariants.Input{
-		Client: kube, Pools: pools, Namespace: controllerNS, Originals: rotated,
+		Client: kube, Pools: pools, Namespace: fixtures.ControllerNamespace, Originals: rotated,
 		Attempts: invariants.Attempts(s.rec, pools, s.sinceRV) + extraNodes,
 		Created:  invariants.Created(s.rec, pools, s.sinceRV),
 		Records:  s.rec, SinceRV: s.sinceRV,

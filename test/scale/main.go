@@ -56,8 +56,6 @@ import (
 )
 
 const (
-	controllerNS  = "node-rotation-system"
-	priorityClass = "node-rotation-placeholder"
 	workloadNS    = "nrc-scale"
 	selectorLabel = "nrc-scale"
 	instanceType  = "c-4x-amd64-linux"
@@ -269,7 +267,7 @@ func poolName(i int) string { return fmt.Sprintf("scale-%02d", i) }
 // whose only window is on a day three days from today: closed for the run.
 func (b *bench) setup(ctx context.Context) error {
 	c := b.cluster
-	if err := c.InstallPrerequisites(ctx, b.root, controllerNS, priorityClass); err != nil {
+	if err := c.InstallPrerequisites(ctx, b.root, fixtures.ControllerNamespace, fixtures.PlaceholderPriorityClass); err != nil {
 		return err
 	}
 	if err := c.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: workloadNS}}); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -653,8 +651,8 @@ func (b *bench) measure(ctx context.Context, bin, kubeconfig, label string) (*re
 	if err != nil {
 		return nil, err
 	}
-	args := []string{"-kubeconfig", kubeconfig, "-namespace", controllerNS,
-		"-placeholder-priority-class", priorityClass, "-leader-elect=false", "-log-format=json",
+	args := []string{"-kubeconfig", kubeconfig, "-namespace", fixtures.ControllerNamespace,
+		"-placeholder-priority-class", fixtures.PlaceholderPriorityClass, "-leader-elect=false", "-log-format=json",
 		fmt.Sprintf("-metrics-bind-address=127.0.0.1:%d", ports[0]), "-metrics-secure=false",
 		fmt.Sprintf("-health-probe-bind-address=127.0.0.1:%d", ports[1])}
 	t0 := time.Now()
