@@ -1,0 +1,209 @@
+//go:build scale
+
+// One controller run on the cluster as it stands: memory once settled,
+// CPU at idle and under churn.
+
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/noderotation/node-rotation-controller/test/fixtures"
+	"github.com/noderotation/node-rotation-controller/test/process"
+)
+
+// result is what one controller run measured.
+type result struct {
+	label                string
+	claims               int
+	startCPU             float64 // s of CPU from start to settled
+	settledAfter         time.Duration
+	rss, anon, file, hwm int64 // KiB, medians of the settle window (hwm: the last)
+	heap                 float64
+	idleCPU              float64 // s of CPU per s of wall
+	idleReqs             float64 // API requests per s at idle
+	churnUpdates         int64
+	churnFailed          int64
+	churnCPU             float64 // s of CPU in the window
+	churnPasses          float64
+	churnReqs            float64
+	churnWall            time.Duration
+}
+
+func (b *bench) measure(ctx context.Context, bin, kubeconfig, label string) (*result, error) {
+	ports, err := process.FreePorts(2)
+	if err != nil {
+		return nil, err
+	}
+	args := []string{"-kubeconfig", kubeconfig, "-namespace", fixtures.ControllerNamespace,
+		"-placeholder-priority-class", fixtures.PlaceholderPriorityClass, "-leader-elect=false", "-log-format=json",
+		fmt.Sprintf("-metrics-bind-address=127.0.0.1:%d", ports[0]), "-metrics-secure=false",
+		fmt.Sprintf("-health-probe-bind-address=127.0.0.1:%d", ports[1])}
+	t0 := time.Now()
+	p, err := process.Start(bin, filepath.Join(b.cfg.clusterDir, "controller"), label, args...)
+	if err != nil {
+		return nil, err
+	}
+	b.ctrl = p
+	defer func() {
+		p.Stop(15 * time.Second)
+		b.ctrl = nil
+	}()
+	r := &result{label: label, claims: len(b.claims)}
+	logf("%s: controller pid %d (log %s), %d NodeClaims", label, p.Pid(), p.Log, len(b.claims))
+	exited := func() error {
+		if p.Exited() {
+			return fmt.Errorf("the controller exited (%v); log tail:\n%s", p.ExitErr(), p.Tail(4000))
+		}
+		return nil
+	}
+	err = poll(ctx, 3*time.Minute, label+": controller ready", func() (bool, error) {
+		if err := exited(); err != nil {
+			return false, err
+		}
+		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/readyz", ports[1]))
+		if err != nil {
+			return false, nil
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	// Settled: every pool reconciled and no reconcile for 10 s, queues empty.
+	var last float64 = -1
+	var quietSince time.Time
+	err = poll(ctx, 5*time.Minute, label+": controller settled", func() (bool, error) {
+		if err := exited(); err != nil {
+			return false, err
+		}
+		m, err := metrics(ports[0])
+		if err != nil {
+			return false, nil
+		}
+		n := m["nodepool_reconcile_total"]
+		if n != last || m["workqueue_depth_all"] > 0 || n < float64(b.cfg.pools) {
+			last, quietSince = n, time.Now()
+			return false, nil
+		}
+		return time.Since(quietSince) >= 10*time.Second, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	r.settledAfter = time.Since(t0)
+	s, err := readProc(p.Pid())
+	if err != nil {
+		return nil, err
+	}
+	r.startCPU = float64(s.cpuTicks) / clkTck
+	logf("%s: settled after %s, %.2f s CPU since start", label, r.settledAfter.Round(time.Second), r.startCPU)
+
+	var rss, anon, file []int64
+	var heap []float64
+	n := max(int(b.cfg.settle/(5*time.Second)), 1)
+	for i := range n {
+		if i > 0 {
+			if err := sleep(ctx, 5*time.Second); err != nil {
+				return nil, err
+			}
+		}
+		s, err := readProc(p.Pid())
+		if err != nil {
+			return nil, err
+		}
+		m, err := metrics(ports[0])
+		if err != nil {
+			return nil, err
+		}
+		rss, anon, file, heap = append(rss, s.rss), append(anon, s.anon), append(file, s.file), append(heap, m["go_memstats_heap_inuse_bytes"])
+		r.hwm = s.hwm
+	}
+	r.rss, r.anon, r.file, r.heap = median(rss), median(anon), median(file), median(heap)
+	logf("%s: RSS %d KiB (anon %d, file %d), peak %d KiB, heap in use %.1f MiB", label, r.rss, r.anon, r.file, r.hwm, r.heap/(1<<20))
+
+	{ // Idle: nothing changes in the cluster but kwok's heartbeats.
+		m0, err := metrics(ports[0])
+		if err != nil {
+			return nil, err
+		}
+		c0, _ := cpuTicks(p.Pid())
+		w0 := time.Now()
+		if err := sleep(ctx, b.cfg.idle); err != nil {
+			return nil, err
+		}
+		c1, _ := cpuTicks(p.Pid())
+		m1, err := metrics(ports[0])
+		if err != nil {
+			return nil, err
+		}
+		wall := time.Since(w0).Seconds()
+		r.idleCPU = float64(c1-c0) / clkTck / wall
+		r.idleReqs = (m1["rest_client_requests_total"] - m0["rest_client_requests_total"]) / wall
+		logf("%s: idle %.0f s: %.3f s CPU (%.2f%% of a core), %.2f API requests/s", label, wall, float64(c1-c0)/clkTck, 100*r.idleCPU, r.idleReqs)
+	}
+
+	// The churn: status-only updates of the claims, round robin, at a fixed
+	// rate.
+	m0, err := metrics(ports[0])
+	if err != nil {
+		return nil, err
+	}
+	c0, _ := cpuTicks(p.Pid())
+	w0 := time.Now()
+	total := int(float64(b.cfg.churnRate) * b.cfg.churnWindow.Seconds())
+	tick := time.NewTicker(time.Second / time.Duration(b.cfg.churnRate))
+	var wg sync.WaitGroup
+	var ok, failed atomic.Int64
+	sem := make(chan struct{}, 32)
+	for i := range total {
+		select {
+		case <-ctx.Done():
+			tick.Stop()
+			wg.Wait()
+			return nil, ctx.Err()
+		case <-tick.C:
+		}
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			if err := b.churn(ctx, b.claims[i%len(b.claims)], i+1); err != nil {
+				failed.Add(1)
+			} else {
+				ok.Add(1)
+			}
+		})
+	}
+	tick.Stop()
+	wg.Wait()
+	// Let the last updates' passes run before reading the CPU.
+	_ = poll(ctx, 30*time.Second, "queue drained", func() (bool, error) {
+		m, err := metrics(ports[0])
+		return err == nil && m["workqueue_depth_all"] == 0, nil
+	})
+	if err := sleep(ctx, 2*time.Second); err != nil {
+		return nil, err
+	}
+	c1, _ := cpuTicks(p.Pid())
+	m1, err := metrics(ports[0])
+	if err != nil {
+		return nil, err
+	}
+	r.churnWall = time.Since(w0)
+	r.churnUpdates, r.churnFailed = ok.Load(), failed.Load()
+	r.churnCPU = float64(c1-c0) / clkTck
+	r.churnPasses = m1["nodepool_reconcile_total"] - m0["nodepool_reconcile_total"]
+	r.churnReqs = m1["rest_client_requests_total"] - m0["rest_client_requests_total"]
+	logf("%s: churn %d updates (%d failed) in %s: %.2f s CPU, %.0f passes, %.0f API requests", label, r.churnUpdates, r.churnFailed, r.churnWall.Round(time.Millisecond), r.churnCPU, r.churnPasses, r.churnReqs)
+	if err := exited(); err != nil {
+		return nil, err
+	}
+	return r, nil
+}

@@ -1,0 +1,143 @@
+//go:build scale
+
+// Readings of the controller process: /proc, its /metrics, the machine.
+
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// sample is one reading of the controller process.
+type sample struct {
+	rss, anon, file, hwm int64 // KiB
+	heapInuse            float64
+	cpuTicks             int64
+}
+
+func readProc(pid int) (sample, error) {
+	var s sample
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return s, err
+	}
+	for _, l := range strings.Split(string(status), "\n") {
+		f := strings.Fields(l)
+		if len(f) < 2 {
+			continue
+		}
+		v, _ := strconv.ParseInt(f[1], 10, 64)
+		switch f[0] {
+		case "VmRSS:":
+			s.rss = v
+		case "RssAnon:":
+			s.anon = v
+		case "RssFile:":
+			s.file = v
+		case "VmHWM:":
+			s.hwm = v
+		}
+	}
+	s.cpuTicks, err = cpuTicks(pid)
+	return s, err
+}
+
+// cpuTicks is utime+stime of pid in clock ticks. The command name (field
+// 2) may hold spaces; the fields after its closing parenthesis start at
+// field 3 (state), so utime and stime (14 and 15) are its 12th and 13th.
+func cpuTicks(pid int) (int64, error) {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	rest := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+	if len(rest) < 13 {
+		return 0, fmt.Errorf("/proc/%d/stat: too few fields", pid)
+	}
+	u, err1 := strconv.ParseInt(rest[11], 10, 64)
+	s, err2 := strconv.ParseInt(rest[12], 10, 64)
+	return u + s, errors.Join(err1, err2)
+}
+
+// metrics reads the controller's /metrics and sums, per metric name, the
+// series whose label text contains every string in match[name].
+func metrics(port int) (map[string]float64, error) {
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", port))
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		return nil, fmt.Errorf("/metrics: %s %s", resp.Status, b)
+	}
+	out := map[string]float64{}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		sp := strings.LastIndexByte(line, ' ')
+		v, err := strconv.ParseFloat(line[sp+1:], 64)
+		if err != nil {
+			continue
+		}
+		series := line[:sp]
+		name := series
+		if i := strings.IndexByte(series, '{'); i >= 0 {
+			name = series[:i]
+		}
+		out[name] += v
+		switch {
+		case name == "controller_runtime_reconcile_total" && strings.Contains(series, `controller="nodepool-rotation"`):
+			out["nodepool_reconcile_total"] += v
+		case name == "workqueue_depth":
+			out["workqueue_depth_all"] += v
+		}
+	}
+	return out, sc.Err()
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(d):
+		return nil
+	}
+}
+
+func median[T int64 | float64](xs []T) T {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+func mib(kib int64) string { return fmt.Sprintf("%.1f", float64(kib)/1024) }
+
+func cpuModel() string {
+	f, err := os.Open("/proc/cpuinfo")
+	if err != nil {
+		return "unknown"
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return "unknown"
+}
