@@ -170,7 +170,7 @@ func (p *Pass) write(ctx context.Context, obj client.Object, mutate conditional.
 	}
 	rvBefore := obj.GetResourceVersion()
 	confirm := func() (bool, error) { return p.confirmElectionBefore(ctx, obj) }
-	out, err := conditional.WriteFromCacheConfirmed(ctx, p.Fresh, p.Client, obj, mutate, confirm)
+	out, err := conditional.WriteFromCache(ctx, p.Fresh, p.Client, obj, mutate, confirm)
 	switch out {
 	case Claimed:
 		p.hold(obj)

@@ -51,14 +51,11 @@ type Mutate func() (bool, error)
 // (docs/design.md#cache-based-writes). When the copy already satisfies the
 // change, nothing is sent at all. A copy without a resourceVersion (an
 // object the caller never observed) cannot lock and is written as Write does.
-func WriteFromCache(ctx context.Context, fresh client.Reader, writer client.Writer, obj client.Object, mutate Mutate) (Outcome, error) {
-	return WriteFromCacheConfirmed(ctx, fresh, writer, obj, mutate, nil)
-}
-
-// WriteFromCacheConfirmed is WriteFromCache that calls confirm (when not
-// nil) before it sends a patch: the caller's chance to make sure what the
-// write depends on beyond this object still holds.
-func WriteFromCacheConfirmed(ctx context.Context, fresh client.Reader, writer client.Writer, obj client.Object, mutate Mutate, confirm Confirm) (Outcome, error) {
+//
+// confirm, when not nil, is called just before a patch is sent: the
+// caller's chance to make sure what the write depends on beyond this
+// object still holds.
+func WriteFromCache(ctx context.Context, fresh client.Reader, writer client.Writer, obj client.Object, mutate Mutate, confirm Confirm) (Outcome, error) {
 	if obj.GetResourceVersion() == "" {
 		return write(ctx, fresh, writer, obj, mutate, confirm)
 	}

@@ -418,7 +418,7 @@ func TestWriteFromCache(t *testing.T) {
 	t.Run("a current copy: one patch, no read", func(t *testing.T) {
 		st := newStore(t, node(nil))
 		n := current(st)
-		out, err := WriteFromCache(ctx, st.c, st.c, n, set(n))
+		out, err := WriteFromCache(ctx, st.c, st.c, n, set(n), nil)
 		if err != nil || out != Claimed || st.reads != 0 || len(st.bodies) != 1 {
 			t.Fatalf("%s %v reads %d patches %v", out, err, st.reads, st.bodies)
 		}
@@ -429,7 +429,7 @@ func TestWriteFromCache(t *testing.T) {
 	t.Run("already in place on the copy: nothing sent", func(t *testing.T) {
 		st := newStore(t, node(map[string]string{"mine": "true"}))
 		n := current(st)
-		out, err := WriteFromCache(ctx, st.c, st.c, n, set(n))
+		out, err := WriteFromCache(ctx, st.c, st.c, n, set(n), nil)
 		if err != nil || out != Claimed || st.reads != 0 || len(st.bodies) != 0 {
 			t.Fatalf("%s %v reads %d patches %v", out, err, st.reads, st.bodies)
 		}
@@ -438,7 +438,7 @@ func TestWriteFromCache(t *testing.T) {
 		st := newStore(t, node(nil))
 		stale := current(st)
 		update(t, st.base, "n", func(n *corev1.Node) { SetAnnotation(n, "owner", "operator") })
-		out, err := WriteFromCache(ctx, st.c, st.c, stale, set(stale))
+		out, err := WriteFromCache(ctx, st.c, st.c, stale, set(stale), nil)
 		if err != nil || out != Stale || st.reads != 0 || len(st.bodies) != 1 {
 			t.Fatalf("%s %v reads %d patches %v", out, err, st.reads, st.bodies)
 		}
@@ -446,10 +446,25 @@ func TestWriteFromCache(t *testing.T) {
 			t.Errorf("annotations %v: the stale decision landed", got)
 		}
 	})
+	t.Run("confirm refuses: Stale, nothing sent; not asked when nothing is to send", func(t *testing.T) {
+		st := newStore(t, node(nil))
+		n := current(st)
+		asked := 0
+		refuse := func() (bool, error) { asked++; return false, nil }
+		out, err := WriteFromCache(ctx, st.c, st.c, n, set(n), refuse)
+		if err != nil || out != Stale || asked != 1 || len(st.bodies) != 0 || current(st).Annotations["mine"] != "" {
+			t.Fatalf("%s %v asked %d patches %v", out, err, asked, st.bodies)
+		}
+		st = newStore(t, node(map[string]string{"mine": "true"}))
+		n = current(st)
+		if out, err := WriteFromCache(ctx, st.c, st.c, n, set(n), refuse); err != nil || out != Claimed || asked != 1 {
+			t.Fatalf("already in place: %s %v, confirm asked %d times", out, err, asked)
+		}
+	})
 	t.Run("a copy without a resourceVersion is read fresh", func(t *testing.T) {
 		st := newStore(t, node(nil))
 		n := node(nil)
-		out, err := WriteFromCache(ctx, st.c, st.c, n, set(n))
+		out, err := WriteFromCache(ctx, st.c, st.c, n, set(n), nil)
 		if err != nil || out != Claimed || st.reads != 1 || current(st).Annotations["mine"] != "true" {
 			t.Fatalf("%s %v reads %d", out, err, st.reads)
 		}
