@@ -99,6 +99,9 @@ func (c *controller) running() (bool, error) {
 	if c.cur == nil {
 		return false, nil
 	}
+	if c.runs[len(c.runs)-1].killed {
+		return false, nil // being killed: not an exit by itself
+	}
 	if c.cur.Exited() {
 		return false, fmt.Errorf("controller run %d (pid %d) exited by itself: %v\n%s", len(c.runs), c.cur.Pid(), c.cur.ExitErr(), c.cur.Tail(4000))
 	}

@@ -84,9 +84,12 @@ func steps(writes []apiproxy.Write) []step {
 }
 
 // ended reports whether a targeted write since seq ended a rotation.
+// A write that is the armed kill's target does not count: the proxy marks
+// it applied before the kill has run and Killed reports it, and the last
+// write of a rollback is both the kill target and the end of the rotation.
 func ended(seq int) bool {
 	for _, w := range proxy.Writes(seq) {
-		if !w.Background && w.Applied() && endsRotation(w) {
+		if !w.Background && !w.Killed && w.Applied() && endsRotation(w) {
 			return true
 		}
 	}
