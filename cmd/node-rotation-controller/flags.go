@@ -27,6 +27,7 @@ type options struct {
 	workers          int
 	apiQPS           float64
 	apiBurst         int
+	pprofAddr        string
 }
 
 func parseFlags(args []string) (options, error) {
@@ -48,6 +49,7 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&o.workers, "workers", 10, "NodePools reconciled at once (each pool stays serial)")
 	fs.Float64Var(&o.apiQPS, "kube-api-qps", 50, "requests per second to the API server, shared by every worker")
 	fs.IntVar(&o.apiBurst, "kube-api-burst", 100, "burst above -kube-api-qps, shared by every worker")
+	fs.StringVar(&o.pprofAddr, "pprof-bind-address", "", `Go profiling endpoint (net/http/pprof) address, for diagnosing CPU and memory; "" or "0" disables it`)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fs.SetOutput(os.Stdout)

@@ -16,7 +16,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/noderotation/node-rotation-controller/internal/controller"
@@ -92,12 +91,13 @@ func managerOptions(o options, s *runtime.Scheme) ctrl.Options {
 		metrics.TLSOpts = append(metrics.TLSOpts, selfSignedWhenNoneMounted(certDir))
 	}
 	if o.metricsAuth {
-		metrics.FilterProvider = filters.WithAuthenticationAndAuthorization
+		metrics.FilterProvider = metricsAuth
 	}
 	return ctrl.Options{
 		Scheme:                  s,
 		Metrics:                 metrics,
 		HealthProbeBindAddress:  o.probeAddr,
+		PprofBindAddress:        o.pprofAddr,
 		LeaderElection:          o.leaderElect,
 		LeaderElectionID:        o.leaderElectionID,
 		LeaderElectionNamespace: o.namespace,

@@ -29,3 +29,25 @@ func TestManagerOptions(t *testing.T) {
 		t.Error("no Event broadcaster: client-go's default budgets every Warning of an object together")
 	}
 }
+
+// Profiling is off unless asked for, and served where it was asked.
+func TestPprofOnlyWhenAsked(t *testing.T) {
+	s, err := scheme.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	off, err := parseFlags(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := managerOptions(off, s).PprofBindAddress; a != "" && a != "0" {
+		t.Errorf("pprof served on %q by default", a)
+	}
+	on, err := parseFlags([]string{"-pprof-bind-address=127.0.0.1:6060"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := managerOptions(on, s).PprofBindAddress; a != "127.0.0.1:6060" {
+		t.Errorf("pprof address %q, want 127.0.0.1:6060", a)
+	}
+}

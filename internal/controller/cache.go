@@ -15,7 +15,11 @@ import (
 // CacheOptions keeps the cache small, because it holds every Node and
 // NodeClaim of the cluster (docs/performance.md#fleet-scale): Pods only in
 // the controller's namespace and only our placeholders (no cluster-wide Pod
-// cache), and Nodes and NodeClaims without what no fact reads.
+// cache), only the Nodes of a NodePool (every Node a fact reads is a
+// claim's, a placeholder's host or a surge node, and Karpenter's nodes
+// carry karpenter.sh/nodepool from registration; a managed node group's
+// or the control plane's nodes are never cached), and Nodes and NodeClaims
+// without what no fact reads.
 //
 // A trimmed copy is safe to write from: every write is a merge patch
 // computed between two copies that lack the same fields, so it never
@@ -23,19 +27,21 @@ import (
 // written back whole with Update.
 func CacheOptions(namespace string) cache.Options {
 	surgeFor, _ := labels.NewRequirement(v1alpha1.LabelSurgeFor, selection.Exists, nil)
+	inPool, _ := labels.NewRequirement(karpv1.NodePoolLabelKey, selection.Exists, nil)
 	strip := cache.TransformStripManagedFields()
 	return cache.Options{ByObject: map[client.Object]cache.ByObject{
 		&corev1.Pod{}:       {Namespaces: map[string]cache.Config{namespace: {}}, Label: labels.NewSelector().Add(*surgeFor), Transform: strip},
 		&karpv1.NodePool{}:  {Transform: strip},
 		&karpv1.NodeClaim{}: {Transform: leanClaim},
-		&corev1.Node{}:      {Transform: leanNode},
+		&corev1.Node{}:      {Label: labels.NewSelector().Add(*inPool), Transform: leanNode},
 	}}
 }
 
 // leanNode keeps of a Node what the facts read — metadata, spec and the
 // Ready condition — and drops managedFields, the image list (often the
-// largest part of a Node), volumes, addresses, node info and every other
-// condition, which the kubelet rewrites on each heartbeat.
+// largest part of a Node), capacity and allocatable (sizing reads the
+// NodeClaim's), volumes, addresses, node info and every other condition,
+// which the kubelet rewrites on each heartbeat.
 func leanNode(obj any) (any, error) {
 	n, ok := obj.(*corev1.Node)
 	if !ok {
@@ -43,6 +49,8 @@ func leanNode(obj any) (any, error) {
 	}
 	n.ManagedFields = nil
 	n.Status.Images = nil
+	n.Status.Capacity = nil
+	n.Status.Allocatable = nil
 	n.Status.VolumesInUse = nil
 	n.Status.VolumesAttached = nil
 	n.Status.Addresses = nil
@@ -55,15 +63,21 @@ func leanNode(obj any) (any, error) {
 	return n, nil
 }
 
-// leanClaim keeps of a NodeClaim its metadata, spec, node name, resources
-// and Ready condition; Karpenter's other conditions (Launched, Registered,
-// Initialized, Consolidatable, Drifted, …) churn without moving a fact.
+// leanClaim keeps of a NodeClaim its metadata, its spec but the requests,
+// its node name, provider ID, allocatable (the placeholder's clamp) and
+// Ready condition. Capacity, the requests Karpenter launched it for and the
+// image ID move no fact; Karpenter's other conditions (Launched,
+// Registered, Initialized, Consolidatable, Drifted, …) churn without moving
+// one.
 func leanClaim(obj any) (any, error) {
 	c, ok := obj.(*karpv1.NodeClaim)
 	if !ok {
 		return obj, nil
 	}
 	c.ManagedFields = nil
+	c.Spec.Resources = karpv1.ResourceRequirements{}
+	c.Status.Capacity = nil
+	c.Status.ImageID = ""
 	c.Status.Conditions = onlyCondition(c.Status.Conditions, func(s status.Condition) bool { return s.Type == "Ready" })
 	return c, nil
 }

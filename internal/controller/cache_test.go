@@ -34,13 +34,13 @@ func TestLeanNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	l := got.(*corev1.Node)
-	if l.ManagedFields != nil || l.Status.Images != nil || l.Status.Addresses != nil || l.Status.NodeInfo.KubeletVersion != "" {
+	if l.ManagedFields != nil || l.Status.Images != nil || l.Status.Addresses != nil || l.Status.NodeInfo.KubeletVersion != "" || l.Status.Allocatable != nil {
 		t.Errorf("kept what no fact reads: %+v", l)
 	}
 	if len(l.Status.Conditions) != 1 || l.Status.Conditions[0].Type != corev1.NodeReady {
 		t.Errorf("conditions %v, want Ready alone", l.Status.Conditions)
 	}
-	if l.Labels["a"] != "b" || l.Annotations["c"] != "d" || !l.Spec.Unschedulable || len(l.Spec.Taints) != 1 || l.Status.Allocatable.Cpu().String() != "4" {
+	if l.Labels["a"] != "b" || l.Annotations["c"] != "d" || !l.Spec.Unschedulable || len(l.Spec.Taints) != 1 {
 		t.Errorf("dropped what a fact reads: %+v", l)
 	}
 	if other, _ := leanNode(&corev1.Pod{}); other == nil {
@@ -51,6 +51,12 @@ func TestLeanNode(t *testing.T) {
 // leanClaim keeps the Ready condition alone.
 func TestLeanClaim(t *testing.T) {
 	c := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "c", ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "karpenter"}}}}
+	c.Spec.ExpireAfter = karpv1.MustParseNillableDuration("720h")
+	c.Spec.Requirements = []karpv1.NodeSelectorRequirementWithMinValues{{Key: corev1.LabelTopologyZone, Operator: corev1.NodeSelectorOpIn, Values: []string{"z1"}}}
+	c.Spec.Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("3")}
+	c.Status.Capacity = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")}
+	c.Status.Allocatable = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("3900m")}
+	c.Status.ImageID = "ami-1"
 	c.Status.NodeName = "n"
 	c.Status.Conditions = []status.Condition{{Type: "Launched", Status: metav1.ConditionTrue}, {Type: "Ready", Status: metav1.ConditionTrue}, {Type: "Drifted", Status: metav1.ConditionFalse}}
 	got, err := leanClaim(c)
@@ -60,6 +66,14 @@ func TestLeanClaim(t *testing.T) {
 	l := got.(*karpv1.NodeClaim)
 	if l.ManagedFields != nil || len(l.Status.Conditions) != 1 || l.Status.Conditions[0].Type != "Ready" || l.Status.NodeName != "n" {
 		t.Errorf("lean claim %+v", l)
+	}
+	if l.Spec.Resources.Requests != nil || l.Status.Capacity != nil || l.Status.ImageID != "" {
+		t.Errorf("kept what no fact reads: %+v", l)
+	}
+	// Read by the census (expireAfter), the placeholder (requirements) and
+	// the sizing clamp (allocatable).
+	if l.Spec.ExpireAfter.Duration == nil || len(l.Spec.Requirements) != 1 || l.Status.Allocatable.Cpu().String() != "3900m" {
+		t.Errorf("dropped what a fact reads: %+v", l)
 	}
 	c.Status.Conditions = nil
 	if got, _ := leanClaim(c); len(got.(*karpv1.NodeClaim).Status.Conditions) != 0 {

@@ -313,8 +313,8 @@ func TestAllPools(t *testing.T) {
 }
 
 // The cache holds Pods only in the controller's namespace and only those
-// labelled surge-for; Nodes, NodeClaims and NodePools through their
-// transforms (cache_test.go).
+// labelled surge-for, Nodes only of a NodePool; Nodes, NodeClaims and
+// NodePools through their transforms (cache_test.go).
 func TestCacheOptions(t *testing.T) {
 	opts := CacheOptions(ns)
 	kinds := map[string]bool{}
@@ -322,6 +322,17 @@ func TestCacheOptions(t *testing.T) {
 		kinds[fmt.Sprintf("%T", obj)] = true
 		if by.Transform == nil {
 			t.Errorf("%T cached without a transform", obj)
+		}
+		if _, ok := obj.(*corev1.Node); ok {
+			for set, want := range map[string]bool{karpv1.NodePoolLabelKey + "=general": true, "node-role.kubernetes.io/control-plane=": false, "": false} {
+				l, err := labels.ConvertSelectorToLabelsMap(set)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if by.Label == nil || by.Label.Matches(l) != want {
+					t.Errorf("Node selector %v matches %q: want %v", by.Label, set, want)
+				}
+			}
 		}
 		if _, ok := obj.(*corev1.Pod); !ok {
 			continue
