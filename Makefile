@@ -154,16 +154,20 @@ test-e2e: testbin-cluster image ## the suites on real Karpenter: e2e matrix, cha
 # uses, nodes Ready at once), SCALE_NODES NodeClaims and Nodes across
 # SCALE_POOLS NodePools and SCALE_PODS Pods, the controller watching them
 # under a closed window: memory, idle CPU and CPU per NodeClaim status
-# update, printed as a table. A measurement, never part of test-all or CI.
-# NRC_CONTROLLER_BIN names the binary to measure (default: built from the
-# checkout).
+# update; then rotations on that fleet, one pool alone and then
+# SCALE_ROTATE_POOLS pools at once (the per-rotation overhead over the
+# provision+drain floor), printed as tables. A measurement, never part of
+# test-all or CI. NRC_CONTROLLER_BIN names the binary to measure (default:
+# built from the checkout); SCALE_PROFILE_DIR=dir also saves the
+# controller's heap and CPU profiles there.
 SCALE_NODES ?= 1000
 SCALE_PODS ?= 10000
 SCALE_POOLS ?= 20
+SCALE_ROTATE_POOLS ?= 20
 
-bench-scale: ## measure the controller's memory and CPU at fleet scale on its own local cluster (about 12 minutes; not in test-all)
-	@echo "==> [$$(date +%T)] fleet-scale benchmark: $(SCALE_NODES) nodes, $(SCALE_PODS) Pods, $(SCALE_POOLS) NodePools"
-	$(GO) run -tags scale ./test/scale -nodes $(SCALE_NODES) -pods $(SCALE_PODS) -pools $(SCALE_POOLS)
+bench-scale: ## measure the controller's memory, CPU and rotation overhead at fleet scale on its own local cluster (about 17 minutes; not in test-all)
+	@echo "==> [$$(date +%T)] fleet-scale benchmark: $(SCALE_NODES) nodes, $(SCALE_PODS) Pods, $(SCALE_POOLS) NodePools, $(SCALE_ROTATE_POOLS) pools rotating at once"
+	$(GO) run -tags scale ./test/scale -nodes $(SCALE_NODES) -pods $(SCALE_PODS) -pools $(SCALE_POOLS) -rotate-pools $(SCALE_ROTATE_POOLS)
 
 # The Karpenter versions besides the default that the e2e smoke and rotation
 # run against (README.md, "Supported Karpenter versions").

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
@@ -34,15 +35,36 @@ type Recorder struct {
 	cancel  context.CancelFunc
 }
 
-// Start watches the four kinds from now on.
+// Start watches the four kinds from now on; each watch first delivers the
+// objects that exist as Added records.
 func Start(c client.WithWatch) (*Recorder, error) {
+	return start(c, false)
+}
+
+// StartAtNow watches the four kinds from their current resourceVersion:
+// only writes made from now on, without an Added record for every object
+// that exists. On a large cluster those would take seconds to deliver and
+// delay — and so misdate — the records of the writes that follow.
+func StartAtNow(c client.WithWatch) (*Recorder, error) {
+	return start(c, true)
+}
+
+func start(c client.WithWatch, atNow bool) (*Recorder, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &Recorder{cancel: cancel}
 	for kind, list := range map[string]client.ObjectList{
 		"NodePool": &karpv1.NodePoolList{}, "NodeClaim": &karpv1.NodeClaimList{},
 		"Node": &corev1.NodeList{}, "Pod": &corev1.PodList{},
 	} {
-		w, err := c.Watch(ctx, list)
+		var opts []client.ListOption
+		if atNow {
+			if err := c.List(ctx, list, client.Limit(1)); err != nil {
+				cancel()
+				return nil, fmt.Errorf("listing %ss: %w", kind, err)
+			}
+			opts = append(opts, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: list.GetResourceVersion()}})
+		}
+		w, err := c.Watch(ctx, list, opts...)
 		if err != nil {
 			cancel()
 			return nil, fmt.Errorf("watching %ss: %w", kind, err)

@@ -73,6 +73,9 @@ type config struct {
 	churnRate          int
 	churnWindow        time.Duration
 	workers            int
+	profileDir         string
+	rotatePools        int
+	rotatePerPool      int
 }
 
 func envInt(name string, def int) int {
@@ -107,6 +110,9 @@ func parseConfig() config {
 	flag.IntVar(&c.churnRate, "churn-rate", envInt("SCALE_CHURN_RATE", 20), "NodeClaim status updates per second during the churn ($SCALE_CHURN_RATE)")
 	flag.DurationVar(&c.churnWindow, "churn-window", envDur("SCALE_CHURN_WINDOW", 60*time.Second), "churn window ($SCALE_CHURN_WINDOW)")
 	flag.IntVar(&c.workers, "workers", envInt("SCALE_WORKERS", 16), "concurrent creates while filling the cluster ($SCALE_WORKERS)")
+	flag.StringVar(&c.profileDir, "profile-dir", envStr("SCALE_PROFILE_DIR", ""), "when set, the controller serves pprof and each run saves a heap profile once settled and a CPU profile of the churn here ($SCALE_PROFILE_DIR)")
+	flag.IntVar(&c.rotatePools, "rotate-pools", envInt("SCALE_ROTATE_POOLS", 20), "pools rotating at once in the rotation phase, after one pool alone; 0 skips the phase ($SCALE_ROTATE_POOLS)")
+	flag.IntVar(&c.rotatePerPool, "rotate-per-pool", envInt("SCALE_ROTATE_PER_POOL", 2), "claims each rotating pool rotates, one after another ($SCALE_ROTATE_PER_POOL)")
 	flag.Parse()
 	return c
 }
@@ -117,8 +123,8 @@ func logf(format string, args ...any) {
 
 func main() {
 	cfg := parseConfig()
-	if cfg.nodes < baselineNodes || cfg.pools < 1 || cfg.pods < 0 || cfg.churnRate < 1 {
-		fmt.Fprintf(os.Stderr, "need -nodes ≥ %d, -pools ≥ 1, -pods ≥ 0, -churn-rate ≥ 1\n", baselineNodes)
+	if cfg.nodes < baselineNodes || cfg.pools < 1 || cfg.pods < 0 || cfg.churnRate < 1 || cfg.rotatePools < 0 || cfg.rotatePerPool < 1 {
+		fmt.Fprintf(os.Stderr, "need -nodes ≥ %d, -pools ≥ 1, -pods ≥ 0, -churn-rate ≥ 1, -rotate-pools ≥ 0, -rotate-per-pool ≥ 1\n", baselineNodes)
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -234,7 +240,15 @@ func (b *bench) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	var phases []*phase
+	if b.cfg.rotatePools > 0 {
+		if phases, err = b.rotations(ctx, bin, kubeconfig); err != nil {
+			b.notes = append(b.notes, "rotation phase: "+err.Error())
+			logf("rotation phase failed: %v", err)
+		}
+	}
 	b.report(base, scale, fillRows, kubeconfig)
+	b.reportRotations(phases)
 	return nil
 }
 

@@ -36,35 +36,47 @@ type result struct {
 	churnWall            time.Duration
 }
 
-func (b *bench) measure(ctx context.Context, bin, kubeconfig, label string) (*result, error) {
-	ports, err := process.FreePorts(2)
+// controllerRun is one controller process the benchmark started, with the
+// ports of its metrics and probes.
+type controllerRun struct {
+	*process.Controller
+	started time.Time
+}
+
+// exited is an error, with the log's tail, once the process has ended.
+func (p *controllerRun) exited() error {
+	if p.Exited() {
+		return fmt.Errorf("the controller exited (%v); log tail:\n%s", p.ExitErr(), p.Tail(4000))
+	}
+	return nil
+}
+
+// startController starts the controller binary on the benchmark's cluster
+// (no leader election, plain-HTTP metrics on a free loopback port, pprof
+// when profiles are asked for) and waits until it is ready.
+func (b *bench) startController(ctx context.Context, bin, kubeconfig, label string) (*controllerRun, []int, *profiler, error) {
+	ports, err := process.FreePorts(3)
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
 	args := []string{"-kubeconfig", kubeconfig, "-namespace", fixtures.ControllerNamespace,
 		"-placeholder-priority-class", fixtures.PlaceholderPriorityClass, "-leader-elect=false", "-log-format=json",
 		fmt.Sprintf("-metrics-bind-address=127.0.0.1:%d", ports[0]), "-metrics-secure=false",
 		fmt.Sprintf("-health-probe-bind-address=127.0.0.1:%d", ports[1])}
+	prof := b.profiler(label, ports[2])
+	if prof != nil {
+		args = append(args, fmt.Sprintf("-pprof-bind-address=127.0.0.1:%d", ports[2]))
+	}
 	t0 := time.Now()
-	p, err := process.Start(bin, filepath.Join(b.cfg.clusterDir, "controller"), label, args...)
+	c, err := process.Start(bin, filepath.Join(b.cfg.clusterDir, "controller"), label, args...)
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
-	b.ctrl = p
-	defer func() {
-		p.Stop(15 * time.Second)
-		b.ctrl = nil
-	}()
-	r := &result{label: label, claims: len(b.claims)}
+	p := &controllerRun{Controller: c, started: t0}
+	b.ctrl = c
 	logf("%s: controller pid %d (log %s), %d NodeClaims", label, p.Pid(), p.Log, len(b.claims))
-	exited := func() error {
-		if p.Exited() {
-			return fmt.Errorf("the controller exited (%v); log tail:\n%s", p.ExitErr(), p.Tail(4000))
-		}
-		return nil
-	}
 	err = poll(ctx, 3*time.Minute, label+": controller ready", func() (bool, error) {
-		if err := exited(); err != nil {
+		if err := p.exited(); err != nil {
 			return false, err
 		}
 		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/readyz", ports[1]))
@@ -75,8 +87,25 @@ func (b *bench) measure(ctx context.Context, bin, kubeconfig, label string) (*re
 		return resp.StatusCode == http.StatusOK, nil
 	})
 	if err != nil {
+		p.Stop(15 * time.Second)
+		b.ctrl = nil
+		return nil, nil, nil, err
+	}
+	return p, ports, prof, nil
+}
+
+func (b *bench) measure(ctx context.Context, bin, kubeconfig, label string) (*result, error) {
+	p, ports, prof, err := b.startController(ctx, bin, kubeconfig, label)
+	if err != nil {
 		return nil, err
 	}
+	defer func() {
+		p.Stop(15 * time.Second)
+		b.ctrl = nil
+	}()
+	r := &result{label: label, claims: len(b.claims)}
+	t0 := p.started
+	exited := p.exited
 	// Settled: every pool reconciled and no reconcile for 10 s, queues empty.
 	var last float64 = -1
 	var quietSince time.Time
@@ -127,6 +156,7 @@ func (b *bench) measure(ctx context.Context, bin, kubeconfig, label string) (*re
 		r.hwm = s.hwm
 	}
 	r.rss, r.anon, r.file, r.heap = median(rss), median(anon), median(file), median(heap)
+	prof.save("heap", "heap")
 	logf("%s: RSS %d KiB (anon %d, file %d), peak %d KiB, heap in use %.1f MiB", label, r.rss, r.anon, r.file, r.hwm, r.heap/(1<<20))
 
 	{ // Idle: nothing changes in the cluster but kwok's heartbeats.
@@ -158,6 +188,7 @@ func (b *bench) measure(ctx context.Context, bin, kubeconfig, label string) (*re
 	}
 	c0, _ := cpuTicks(p.Pid())
 	w0 := time.Now()
+	cpuProfile := prof.cpu(b.cfg.churnWindow)
 	total := int(float64(b.cfg.churnRate) * b.cfg.churnWindow.Seconds())
 	tick := time.NewTicker(time.Second / time.Duration(b.cfg.churnRate))
 	var wg sync.WaitGroup
@@ -183,6 +214,7 @@ func (b *bench) measure(ctx context.Context, bin, kubeconfig, label string) (*re
 	}
 	tick.Stop()
 	wg.Wait()
+	cpuProfile()
 	// Let the last updates' passes run before reading the CPU.
 	_ = poll(ctx, 30*time.Second, "queue drained", func() (bool, error) {
 		m, err := metrics(ports[0])

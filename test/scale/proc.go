@@ -103,6 +103,8 @@ func metrics(port int) (map[string]float64, error) {
 		switch {
 		case name == "controller_runtime_reconcile_total" && strings.Contains(series, `controller="nodepool-rotation"`):
 			out["nodepool_reconcile_total"] += v
+		case name == "controller_runtime_reconcile_time_seconds_sum" && strings.Contains(series, `controller="nodepool-rotation"`):
+			out["nodepool_reconcile_seconds"] += v
 		case name == "workqueue_depth":
 			out["workqueue_depth_all"] += v
 		}

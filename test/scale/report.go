@@ -6,8 +6,10 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -66,4 +68,74 @@ func (b *bench) report(base, scale *result, fill map[string]string, kubeconfig s
 	fmt.Printf("slope: (RssAnon at %d − RssAnon at %d) / %d added node+claim pairs = %.1f KiB per node+claim\n", scale.claims, base.claims, n, slope)
 	fmt.Printf("       heap in use: %.1f KiB per node+claim\n", (scale.heap-base.heap)/1024/float64(n))
 	fmt.Printf("total wall time: %s\n", time.Since(b.start).Round(time.Second))
+}
+
+// reportRotations prints the rotation phases: per-rotation wall, floor and
+// overhead (medians and the 90th percentile over the phase's rotations),
+// and the P-pool overhead against the single pool's.
+func (b *bench) reportRotations(phases []*phase) {
+	for _, n := range b.notes {
+		fmt.Printf("note: %s\n", n)
+	}
+	if len(phases) == 0 {
+		return
+	}
+	fmt.Println()
+	fmt.Println("rotations on the full fleet (floor: placeholder created → placeholder Running on a Ready surge node, plus old claim deleting → gone; overhead: the rest of the rotation)")
+	fmt.Println()
+	fmt.Println("| pools rotating at once | rotations | phase wall (s) | wall per rotation, median (s) | floor, median (s) | overhead, median (s) | overhead, p90 (s) | overhead, mean (s) | API requests per rotation | passes per rotation | time in passes per rotation (s) | controller CPU per rotation (s) |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|---|")
+	for _, ph := range phases {
+		var wall, floor, over []float64
+		for _, r := range ph.rotations {
+			wall, floor, over = append(wall, r.wall().Seconds()), append(floor, r.floor().Seconds()), append(over, r.overhead().Seconds())
+		}
+		n := float64(max(len(ph.rotations), 1))
+		fmt.Printf("| %d | %d | %.0f | %.2f | %.2f | %.2f | %.2f | %.2f | %.1f | %.1f | %.3f | %.3f |\n", ph.pools, len(ph.rotations), ph.wall.Seconds(),
+			median(wall), median(floor), median(over), quantile(over, 0.9), mean(over), ph.requests/n, ph.passes/n, ph.passSeconds/n, ph.cpu/n)
+	}
+	if len(phases) == 2 && len(phases[0].rotations) > 0 && len(phases[1].rotations) > 0 {
+		one, many := overheads(phases[0]), overheads(phases[1])
+		fmt.Printf("\noverhead with %d pools at once vs one pool: median %+.0f %%, mean %+.0f %%\n", phases[1].pools,
+			100*(median(many)/median(one)-1), 100*(mean(many)/mean(one)-1))
+	}
+	for _, ph := range phases {
+		fmt.Printf("\nrotations with %d pool(s) at once (s from the phase's start: placeholder, surge Ready, deleting, gone; overhead):\n", ph.pools)
+		t0 := ph.rotations[0].start
+		for _, r := range ph.rotations {
+			if r.start.Before(t0) {
+				t0 = r.start
+			}
+		}
+		for _, r := range ph.rotations {
+			fmt.Printf("  %-12s %6.2f %6.2f %6.2f %6.2f  %5.2f\n", r.claim, r.placeholder.Sub(t0).Seconds(), r.surgeReady.Sub(t0).Seconds(),
+				r.deleting.Sub(t0).Seconds(), r.gone.Sub(t0).Seconds(), r.overhead().Seconds())
+		}
+	}
+}
+
+func overheads(ph *phase) []float64 {
+	var out []float64
+	for _, r := range ph.rotations {
+		out = append(out, r.overhead().Seconds())
+	}
+	return out
+}
+
+func mean(xs []float64) float64 {
+	s := 0.0
+	for _, x := range xs {
+		s += x
+	}
+	return s / float64(max(len(xs), 1))
+}
+
+// quantile is the nearest-rank q-quantile.
+func quantile(xs []float64, q float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return s[min(len(s)-1, int(math.Ceil(q*float64(len(s))))-1)]
 }

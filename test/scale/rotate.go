@@ -1,0 +1,356 @@
+//go:build scale
+
+// Rotations at once: the per-rotation overhead over the provision+drain
+// floor with one pool rotating, then with P pools rotating at the same
+// time, on the fleet the benchmark filled (issue #13's last figure).
+
+package main
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
+	"github.com/noderotation/node-rotation-controller/internal/surge"
+	"github.com/noderotation/node-rotation-controller/test/fixtures"
+	"github.com/noderotation/node-rotation-controller/test/recorder"
+)
+
+const rotateLabel = "nrc-scale-rotate"
+
+// rotateAge is the rotation policy's ageThreshold. The phase's claims are
+// older than it when the policy is created; their replacements stay
+// younger than it until the phase ends (a pool's rotations take well under
+// a minute here), so only the originals rotate.
+const rotateAge = 60 * time.Second
+
+// rotationTimes is one rotation as the bench's own watch saw it (wall
+// clock of delivery, so the same clock for every step).
+type rotationTimes struct {
+	pool, claim string
+	start       time.Time // the policy's creation, or the pool's previous rotation's end
+	placeholder time.Time // the placeholder Pod appeared
+	surgeReady  time.Time // the placeholder Running on a Ready Node (surge.Ready), whichever came last
+	deleting    time.Time // the old claim got its deletionTimestamp
+	gone        time.Time // the old claim was deleted
+}
+
+// floor is what Karpenter and kwok take: provisioning the surge node until
+// the placeholder runs on it Ready (what the controller waits for), and
+// draining and terminating the old one.
+func (r rotationTimes) floor() time.Duration {
+	return r.surgeReady.Sub(r.placeholder) + r.gone.Sub(r.deleting)
+}
+func (r rotationTimes) wall() time.Duration     { return r.gone.Sub(r.start) }
+func (r rotationTimes) overhead() time.Duration { return r.wall() - r.floor() }
+
+// phase is one measurement: pools pools rotating perPool claims each.
+type phase struct {
+	pools, perPool int
+	rotations      []rotationTimes
+	requests       float64 // the controller's API requests over the phase
+	passes         float64 // its NodePool passes
+	passSeconds    float64 // the time those passes took, summed
+	cpu            float64 // its CPU seconds over the phase
+	wall           time.Duration
+}
+
+// rotations runs the single-pool phase and then the P-pool phase, each with
+// a fresh controller on the full fleet.
+func (b *bench) rotations(ctx context.Context, bin, kubeconfig string) ([]*phase, error) {
+	var out []*phase
+	for _, pools := range []int{1, b.cfg.rotatePools} {
+		ph := &phase{pools: pools, perPool: b.cfg.rotatePerPool}
+		if err := b.rotatePhase(ctx, bin, kubeconfig, ph); err != nil {
+			return out, fmt.Errorf("rotating %d pools: %w", pools, err)
+		}
+		out = append(out, ph)
+	}
+	return out, nil
+}
+
+func rotPool(pools, i int) string        { return fmt.Sprintf("rot%02d-%02d", pools, i) }
+func rotClaim(pool string, j int) string { return fmt.Sprintf("%s-%d", pool, j) }
+
+func (b *bench) rotatePhase(ctx context.Context, bin, kubeconfig string, ph *phase) error {
+	label := fmt.Sprintf("rotate-%d", ph.pools)
+	originals, err := b.rotationFleet(ctx, ph)
+	if err != nil {
+		return err
+	}
+	defer b.removeRotationFleet(ctx, ph)
+	p, ports, _, err := b.startController(ctx, bin, kubeconfig, label)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		p.Stop(15 * time.Second)
+		b.ctrl = nil
+	}()
+	rec, err := recorder.StartAtNow(b.cluster.Watcher)
+	if err != nil {
+		return err
+	}
+	defer rec.Stop()
+	m0, err := metrics(ports[0])
+	if err != nil {
+		return err
+	}
+	c0, _ := cpuTicks(p.Pid())
+	pol := fixtures.Policy(label, rotateAge.String())
+	pol.Spec.NodePoolSelector = metav1.LabelSelector{MatchLabels: map[string]string{rotateLabel: strconv.Itoa(ph.pools)}}
+	t0 := time.Now()
+	if err := b.cluster.Client.Create(ctx, pol); err != nil {
+		return fmt.Errorf("RotationPolicy %s: %w", label, err)
+	}
+	defer func() { _ = b.cluster.Client.Delete(context.Background(), pol) }()
+	logf("%s: policy %s created; %d pools rotating %d claims each", label, pol.Name, ph.pools, ph.perPool)
+	err = poll(ctx, 15*time.Minute, label+": every original claim rotated", func() (bool, error) {
+		if err := p.exited(); err != nil {
+			return false, err
+		}
+		return b.rotationsDone(ctx, ph, originals)
+	})
+	if err != nil {
+		return err
+	}
+	ph.wall = time.Since(t0)
+	m1, err := metrics(ports[0])
+	if err != nil {
+		return err
+	}
+	c1, _ := cpuTicks(p.Pid())
+	ph.cpu = float64(c1-c0) / clkTck
+	ph.requests = m1["rest_client_requests_total"] - m0["rest_client_requests_total"]
+	ph.passes = m1["nodepool_reconcile_total"] - m0["nodepool_reconcile_total"]
+	ph.passSeconds = m1["nodepool_reconcile_seconds"] - m0["nodepool_reconcile_seconds"]
+	// The watch may deliver the last records a moment after the poll saw
+	// the claims gone.
+	err = poll(ctx, 30*time.Second, label+": every rotation's records", func() (bool, error) {
+		var err error
+		ph.rotations, err = timesOf(rec, t0, originals)
+		return err == nil, nil
+	})
+	if err != nil {
+		_, why := timesOf(rec, t0, originals)
+		return fmt.Errorf("%w: %v", err, why)
+	}
+	if extra := extraRotations(rec, originals); len(extra) > 0 {
+		b.notes = append(b.notes, fmt.Sprintf("%s: replacements rotated during the phase too (%v): the figures carry their load", label, extra))
+	}
+	logf("%s: %d rotations in %s, %.0f API requests", label, len(ph.rotations), ph.wall.Round(time.Second), ph.requests)
+	return nil
+}
+
+// rotationFleet creates the phase's pools (labelled for its policy, no
+// consolidation) with perPool claims each, and one bound 3-core Pod on each
+// claim's 4-core node so a placeholder fits on no other node of the pool.
+// It returns the claims, pool by pool, once their Nodes are initialized.
+func (b *bench) rotationFleet(ctx context.Context, ph *phase) (map[string][]string, error) {
+	originals := map[string][]string{}
+	created := time.Now()
+	for i := range ph.pools {
+		name := rotPool(ph.pools, i)
+		np := fixtures.NodePool(name, "4")
+		np.Labels[rotateLabel] = strconv.Itoa(ph.pools)
+		np.Spec.Template.Spec.ExpireAfter = karpv1.MustParseNillableDuration("720h")
+		if err := b.cluster.Client.Create(ctx, np); err != nil && !apierrors.IsAlreadyExists(err) {
+			return nil, fmt.Errorf("NodePool %s: %w", name, err)
+		}
+		for j := range ph.perPool {
+			c := rotClaim(name, j)
+			if err := b.fast.Create(ctx, nodeClaim(c, name, 1)); err != nil && !apierrors.IsAlreadyExists(err) {
+				return nil, fmt.Errorf("NodeClaim %s: %w", c, err)
+			}
+			originals[name] = append(originals[name], c)
+		}
+	}
+	nodes := map[string]string{}
+	err := poll(ctx, 10*time.Minute, "rotation fleet initialized", func() (bool, error) {
+		for _, claims := range originals {
+			for _, c := range claims {
+				nc := &karpv1.NodeClaim{}
+				if err := b.fast.Get(ctx, client.ObjectKey{Name: c}, nc); err != nil {
+					return false, client.IgnoreNotFound(err)
+				}
+				if nc.Status.NodeName == "" || !nc.StatusConditions().IsTrue(karpv1.ConditionTypeInitialized) {
+					return false, nil
+				}
+				nodes[c] = nc.Status.NodeName
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for c, node := range nodes {
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "rot-app-" + c, Namespace: workloadNS, Labels: map[string]string{"app": "rotate"}},
+			Spec: corev1.PodSpec{
+				NodeName:                     node,
+				AutomountServiceAccountToken: ptr.To(false),
+				Containers: []corev1.Container{{Name: "app", Image: fixtures.PauseImage, Resources: corev1.ResourceRequirements{
+					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("3")},
+				}}},
+			},
+		}
+		if err := b.fast.Create(ctx, pod); err != nil && !apierrors.IsAlreadyExists(err) {
+			return nil, fmt.Errorf("Pod %s: %w", pod.Name, err)
+		}
+	}
+	// Every claim is due once older than the policy's ageThreshold.
+	if err := sleep(ctx, time.Until(created.Add(rotateAge+5*time.Second))); err != nil {
+		return nil, err
+	}
+	logf("rotation fleet: %d pools × %d claims initialized, a 3-core Pod on each node", ph.pools, ph.perPool)
+	return originals, nil
+}
+
+// rotationsDone: every original claim is gone and no pool has a rotation
+// in flight.
+func (b *bench) rotationsDone(ctx context.Context, ph *phase, originals map[string][]string) (bool, error) {
+	for pool, claims := range originals {
+		np := &karpv1.NodePool{}
+		if err := b.fast.Get(ctx, client.ObjectKey{Name: pool}, np); err != nil {
+			return false, err
+		}
+		if np.Annotations[v1alpha1.AnnotationActiveRotation] != "" {
+			return false, nil
+		}
+		for _, c := range claims {
+			err := b.fast.Get(ctx, client.ObjectKey{Name: c}, &karpv1.NodeClaim{})
+			if err == nil {
+				return false, nil
+			}
+			if !apierrors.IsNotFound(err) {
+				return false, err
+			}
+		}
+	}
+	return true, nil
+}
+
+// timesOf reads each rotation's steps from the watch record. A pool's
+// rotations run one after another: the first starts at t0 (the policy's
+// creation), each next one when the previous one's claim is gone.
+func timesOf(rec *recorder.Recorder, t0 time.Time, originals map[string][]string) ([]rotationTimes, error) {
+	var out []rotationTimes
+	for pool, claims := range originals {
+		var pr []rotationTimes
+		for _, c := range claims {
+			r := rotationTimes{pool: pool, claim: c}
+			name := surge.PlaceholderName(c)
+			created, ok := rec.First("Pod", name, recorder.Added)
+			if !ok {
+				return nil, fmt.Errorf("no placeholder seen for %s", c)
+			}
+			r.placeholder = created.Seen
+			bound, ok := rec.First("Pod", name, func(x recorder.Record) bool { return x.Obj.(*corev1.Pod).Spec.NodeName != "" })
+			if !ok {
+				return nil, fmt.Errorf("placeholder of %s never bound", c)
+			}
+			node := bound.Obj.(*corev1.Pod).Spec.NodeName
+			ready, ok := rec.First("Node", node, nodeReady)
+			if !ok {
+				return nil, fmt.Errorf("surge node %s of %s never seen Ready", node, c)
+			}
+			running, ok := rec.First("Pod", name, func(x recorder.Record) bool { return x.Obj.(*corev1.Pod).Status.Phase == corev1.PodRunning })
+			if !ok {
+				return nil, fmt.Errorf("placeholder of %s never seen Running", c)
+			}
+			r.surgeReady = ready.Seen
+			if running.Seen.After(r.surgeReady) {
+				r.surgeReady = running.Seen
+			}
+			del, ok := rec.First("NodeClaim", c, recorder.Deleting)
+			if !ok {
+				return nil, fmt.Errorf("%s never seen deleting", c)
+			}
+			r.deleting = del.Seen
+			gone, ok := rec.First("NodeClaim", c, recorder.Deleted)
+			if !ok {
+				return nil, fmt.Errorf("%s never seen deleted", c)
+			}
+			r.gone = gone.Seen
+			pr = append(pr, r)
+		}
+		sort.Slice(pr, func(i, j int) bool { return pr[i].placeholder.Before(pr[j].placeholder) })
+		start := t0
+		for i := range pr {
+			pr[i].start = start
+			start = pr[i].gone
+		}
+		out = append(out, pr...)
+	}
+	return out, nil
+}
+
+// extraRotations names the claims other than the originals a placeholder
+// was created for while the phase ran.
+func extraRotations(rec *recorder.Recorder, originals map[string][]string) []string {
+	orig := map[string]bool{}
+	for _, claims := range originals {
+		for _, c := range claims {
+			orig[c] = true
+		}
+	}
+	var out []string
+	for _, r := range rec.Sorted() {
+		if c := r.Obj.GetLabels()[v1alpha1.LabelSurgeFor]; r.Kind == "Pod" && r.Type == watch.Added && c != "" && !orig[c] {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func nodeReady(rec recorder.Record) bool {
+	n, ok := rec.Obj.(*corev1.Node)
+	if !ok {
+		return false
+	}
+	return slices.ContainsFunc(n.Status.Conditions, func(c corev1.NodeCondition) bool {
+		return c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue
+	})
+}
+
+// removeRotationFleet deletes the phase's claims, Pods and pools and waits
+// for the claims to go, so the next phase and the report see the fleet as
+// it was.
+func (b *bench) removeRotationFleet(ctx context.Context, ph *phase) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Minute)
+	defer cancel()
+	for i := range ph.pools {
+		pool := rotPool(ph.pools, i)
+		_ = b.fast.DeleteAllOf(ctx, &karpv1.NodeClaim{}, client.MatchingLabels{karpv1.NodePoolLabelKey: pool})
+	}
+	_ = b.fast.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(workloadNS), client.MatchingLabels{"app": "rotate"})
+	_ = poll(ctx, 5*time.Minute, "rotation fleet removed", func() (bool, error) {
+		list := &karpv1.NodeClaimList{}
+		if err := b.fast.List(ctx, list, client.HasLabels{karpv1.NodePoolLabelKey}); err != nil {
+			return false, err
+		}
+		for _, c := range list.Items {
+			if np := c.Labels[karpv1.NodePoolLabelKey]; len(np) > 3 && np[:3] == "rot" {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	for i := range ph.pools {
+		_ = b.fast.Delete(ctx, &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: rotPool(ph.pools, i)}})
+	}
+}
