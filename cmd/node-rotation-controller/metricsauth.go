@@ -3,9 +3,9 @@ package main
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/json"
 	"fmt"
 	"net/http"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -17,6 +17,7 @@ import (
 	authnclient "k8s.io/client-go/kubernetes/typed/authentication/v1"
 	authzclient "k8s.io/client-go/kubernetes/typed/authorization/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/flowcontrol"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 )
 
@@ -28,6 +29,9 @@ const (
 	allowTTL      = 5 * time.Minute
 	denyTTL       = 30 * time.Second
 	reviewTimeout = 10 * time.Second
+	// The reviews have their own request budget: a caller sending made-up
+	// tokens to the metrics port spends it, not the reconciler's.
+	reviewQPS, reviewBurst = 5, 10
 	// reviewCacheMax bounds each cache: past it, expired answers are
 	// dropped, and if none has expired the cache starts over.
 	reviewCacheMax = 4096
@@ -42,7 +46,8 @@ const (
 // OpenTelemetry, the webhook client): 6.3 MB of binary and 6.5 MiB of
 // resident memory in every install, most of which never turn auth on
 // (docs/performance.md#startup). These two reviews are all it needs.
-func metricsAuth(c *rest.Config, hc *http.Client) (metricsserver.Filter, error) {
+func metricsAuth(shared *rest.Config, hc *http.Client) (metricsserver.Filter, error) {
+	c := reviewConfig(shared)
 	authn, err := authnclient.NewForConfigAndClient(c, hc)
 	if err != nil {
 		return nil, fmt.Errorf("metrics auth: TokenReview client: %w", err)
@@ -53,6 +58,13 @@ func metricsAuth(c *rest.Config, hc *http.Client) (metricsserver.Filter, error) 
 	}
 	r := newReviewer(authn.TokenReviews(), authz.SubjectAccessReviews(), time.Now)
 	return r.filter, nil
+}
+
+// reviewConfig is the manager's config with the reviews' own rate limiter.
+func reviewConfig(shared *rest.Config) *rest.Config {
+	c := rest.CopyConfig(shared)
+	c.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(reviewQPS, reviewBurst)
+	return c
 }
 
 type tokenReviews interface {
@@ -72,7 +84,7 @@ type reviewer struct {
 
 	mu    sync.Mutex
 	users map[[sha256.Size]byte]cached[*authnv1.UserInfo] // by the token's hash: the token itself is never kept
-	rules map[string]cached[bool]                         // by user, groups, verb and path
+	rules map[string]cached[bool]                         // by the whole review asked
 }
 
 type cached[T any] struct {
@@ -87,6 +99,12 @@ func newReviewer(t tokenReviews, a accessReviews, now func() time.Time) *reviewe
 
 func (r *reviewer) filter(log logr.Logger, next http.Handler) (http.Handler, error) {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		// Metrics are read, never written: any other method is refused
+		// before it costs a review (and before its name becomes a key).
+		if req.Method != http.MethodGet && req.Method != http.MethodHead {
+			http.Error(w, "Method Not Allowed", http.StatusMethodNotAllowed)
+			return
+		}
 		ctx, cancel := context.WithTimeout(req.Context(), reviewTimeout)
 		defer cancel()
 		user, err := r.authenticate(ctx, req)
@@ -137,22 +155,27 @@ func (r *reviewer) authenticate(ctx context.Context, req *http.Request) (*authnv
 	return user, nil
 }
 
-// authorize asks whether user may use verb on the non-resource path.
+// authorize asks whether user may use verb on the non-resource path. The
+// answer is reused for the same question: the same user, UID, groups and
+// extra (which a webhook authorizer may read), verb and path.
 func (r *reviewer) authorize(ctx context.Context, user *authnv1.UserInfo, verb, path string) (bool, error) {
-	groups := slices.Clone(user.Groups)
-	slices.Sort(groups)
-	key := strings.Join([]string{user.Username, user.UID, strings.Join(groups, ","), verb, path}, "\x00")
-	if allowed, ok := cacheGet(r, r.rules, key); ok {
-		return allowed, nil
-	}
 	extra := map[string]authzv1.ExtraValue{}
 	for k, v := range user.Extra {
 		extra[k] = authzv1.ExtraValue(v)
 	}
-	sar, err := r.access.Create(ctx, &authzv1.SubjectAccessReview{Spec: authzv1.SubjectAccessReviewSpec{
+	spec := authzv1.SubjectAccessReviewSpec{
 		User: user.Username, UID: user.UID, Groups: user.Groups, Extra: extra,
 		NonResourceAttributes: &authzv1.NonResourceAttributes{Path: path, Verb: verb},
-	}}, metav1.CreateOptions{})
+	}
+	asked, err := json.Marshal(spec)
+	if err != nil {
+		return false, fmt.Errorf("encoding a SubjectAccessReview: %w", err)
+	}
+	key := string(asked)
+	if allowed, ok := cacheGet(r, r.rules, key); ok {
+		return allowed, nil
+	}
+	sar, err := r.access.Create(ctx, &authzv1.SubjectAccessReview{Spec: spec}, metav1.CreateOptions{})
 	if err != nil {
 		return false, fmt.Errorf("creating a SubjectAccessReview: %w", err)
 	}

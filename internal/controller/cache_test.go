@@ -19,6 +19,7 @@ func TestLeanNode(t *testing.T) {
 			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubelet"}}},
 		Spec: corev1.NodeSpec{Unschedulable: true, Taints: []corev1.Taint{{Key: "t", Effect: corev1.TaintEffectNoSchedule}}},
 		Status: corev1.NodeStatus{
+			Capacity:    corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")},
 			Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")},
 			Conditions: []corev1.NodeCondition{
 				{Type: corev1.NodeMemoryPressure, Status: corev1.ConditionFalse},
@@ -34,7 +35,7 @@ func TestLeanNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	l := got.(*corev1.Node)
-	if l.ManagedFields != nil || l.Status.Images != nil || l.Status.Addresses != nil || l.Status.NodeInfo.KubeletVersion != "" || l.Status.Allocatable != nil {
+	if l.ManagedFields != nil || l.Status.Images != nil || l.Status.Addresses != nil || l.Status.NodeInfo.KubeletVersion != "" || l.Status.Allocatable != nil || l.Status.Capacity != nil {
 		t.Errorf("kept what no fact reads: %+v", l)
 	}
 	if len(l.Status.Conditions) != 1 || l.Status.Conditions[0].Type != corev1.NodeReady {

@@ -94,6 +94,28 @@ func (b *bench) startController(ctx context.Context, bin, kubeconfig, label stri
 	return p, ports, prof, nil
 }
 
+// settle waits until the controller is quiet: every fleet pool reconciled,
+// no pass for 10 s and its queues empty.
+func (b *bench) settle(ctx context.Context, p *controllerRun, metricsPort int, label string) error {
+	var last float64 = -1
+	var quietSince time.Time
+	return poll(ctx, 5*time.Minute, label+": controller settled", func() (bool, error) {
+		if err := p.exited(); err != nil {
+			return false, err
+		}
+		m, err := metrics(metricsPort)
+		if err != nil {
+			return false, nil
+		}
+		n := m["nodepool_reconcile_total"]
+		if n != last || m["workqueue_depth_all"] > 0 || n < float64(b.cfg.pools) {
+			last, quietSince = n, time.Now()
+			return false, nil
+		}
+		return time.Since(quietSince) >= 10*time.Second, nil
+	})
+}
+
 func (b *bench) measure(ctx context.Context, bin, kubeconfig, label string) (*result, error) {
 	p, ports, prof, err := b.startController(ctx, bin, kubeconfig, label)
 	if err != nil {
@@ -106,25 +128,7 @@ func (b *bench) measure(ctx context.Context, bin, kubeconfig, label string) (*re
 	r := &result{label: label, claims: len(b.claims)}
 	t0 := p.started
 	exited := p.exited
-	// Settled: every pool reconciled and no reconcile for 10 s, queues empty.
-	var last float64 = -1
-	var quietSince time.Time
-	err = poll(ctx, 5*time.Minute, label+": controller settled", func() (bool, error) {
-		if err := exited(); err != nil {
-			return false, err
-		}
-		m, err := metrics(ports[0])
-		if err != nil {
-			return false, nil
-		}
-		n := m["nodepool_reconcile_total"]
-		if n != last || m["workqueue_depth_all"] > 0 || n < float64(b.cfg.pools) {
-			last, quietSince = n, time.Now()
-			return false, nil
-		}
-		return time.Since(quietSince) >= 10*time.Second, nil
-	})
-	if err != nil {
+	if err := b.settle(ctx, p, ports[0], label); err != nil {
 		return nil, err
 	}
 	r.settledAfter = time.Since(t0)

@@ -14,12 +14,11 @@ import (
 	"strconv"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
@@ -32,10 +31,11 @@ import (
 const rotateLabel = "nrc-scale-rotate"
 
 // rotateAge is the rotation policy's ageThreshold. The phase's claims are
-// older than it when the policy is created; their replacements stay
-// younger than it until the phase ends (a pool's rotations take well under
-// a minute here), so only the originals rotate.
-const rotateAge = 60 * time.Second
+// older than it when the policy is created; a pool leaves the policy (its
+// label is removed) as soon as its originals are rotated, and its
+// replacements stay younger than this until then, so only the originals
+// rotate (the report notes any other rotation).
+const rotateAge = 90 * time.Second
 
 // rotationTimes is one rotation as the bench's own watch saw it (wall
 // clock of delivery, so the same clock for every step).
@@ -73,7 +73,13 @@ type phase struct {
 func (b *bench) rotations(ctx context.Context, bin, kubeconfig string) ([]*phase, error) {
 	var out []*phase
 	for _, pools := range []int{1, b.cfg.rotatePools} {
-		ph := &phase{pools: pools, perPool: b.cfg.rotatePerPool}
+		// One pool alone rotates twice as many claims, so its figure
+		// rests on more than a couple of samples.
+		perPool := b.cfg.rotatePerPool
+		if pools == 1 {
+			perPool *= 2
+		}
+		ph := &phase{pools: pools, perPool: perPool}
 		if err := b.rotatePhase(ctx, bin, kubeconfig, ph); err != nil {
 			return out, fmt.Errorf("rotating %d pools: %w", pools, err)
 		}
@@ -87,11 +93,11 @@ func rotClaim(pool string, j int) string { return fmt.Sprintf("%s-%d", pool, j) 
 
 func (b *bench) rotatePhase(ctx context.Context, bin, kubeconfig string, ph *phase) error {
 	label := fmt.Sprintf("rotate-%d", ph.pools)
+	defer b.removeRotationFleet(ctx, ph)
 	originals, err := b.rotationFleet(ctx, ph)
 	if err != nil {
 		return err
 	}
-	defer b.removeRotationFleet(ctx, ph)
 	p, ports, _, err := b.startController(ctx, bin, kubeconfig, label)
 	if err != nil {
 		return err
@@ -100,6 +106,11 @@ func (b *bench) rotatePhase(ctx context.Context, bin, kubeconfig string, ph *pha
 		p.Stop(15 * time.Second)
 		b.ctrl = nil
 	}()
+	// The fresh controller's first passes over the fleet's pools are not
+	// the rotations' work.
+	if err := b.settle(ctx, p, ports[0], label); err != nil {
+		return err
+	}
 	rec, err := recorder.StartAtNow(b.cluster.Watcher)
 	if err != nil {
 		return err
@@ -122,7 +133,7 @@ func (b *bench) rotatePhase(ctx context.Context, bin, kubeconfig string, ph *pha
 		if err := p.exited(); err != nil {
 			return false, err
 		}
-		return b.rotationsDone(ctx, ph, originals)
+		return b.rotationsDone(ctx, originals)
 	})
 	if err != nil {
 		return err
@@ -156,9 +167,10 @@ func (b *bench) rotatePhase(ctx context.Context, bin, kubeconfig string, ph *pha
 }
 
 // rotationFleet creates the phase's pools (labelled for its policy, no
-// consolidation) with perPool claims each, and one bound 3-core Pod on each
-// claim's 4-core node so a placeholder fits on no other node of the pool.
-// It returns the claims, pool by pool, once their Nodes are initialized.
+// consolidation) with perPool claims each and a Deployment of perPool
+// 3-core replicas on them. It returns the claims, pool by pool, once their
+// Nodes are initialized, the replicas run and the claims are older than
+// the policy's ageThreshold.
 func (b *bench) rotationFleet(ctx context.Context, ph *phase) (map[string][]string, error) {
 	originals := map[string][]string{}
 	created := time.Now()
@@ -178,7 +190,6 @@ func (b *bench) rotationFleet(ctx context.Context, ph *phase) (map[string][]stri
 			originals[name] = append(originals[name], c)
 		}
 	}
-	nodes := map[string]string{}
 	err := poll(ctx, 10*time.Minute, "rotation fleet initialized", func() (bool, error) {
 		for _, claims := range originals {
 			for _, c := range claims {
@@ -189,7 +200,6 @@ func (b *bench) rotationFleet(ctx context.Context, ph *phase) (map[string][]stri
 				if nc.Status.NodeName == "" || !nc.StatusConditions().IsTrue(karpv1.ConditionTypeInitialized) {
 					return false, nil
 				}
-				nodes[c] = nc.Status.NodeName
 			}
 		}
 		return true, nil
@@ -197,51 +207,86 @@ func (b *bench) rotationFleet(ctx context.Context, ph *phase) (map[string][]stri
 	if err != nil {
 		return nil, err
 	}
-	for c, node := range nodes {
-		pod := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: "rot-app-" + c, Namespace: workloadNS, Labels: map[string]string{"app": "rotate"}},
-			Spec: corev1.PodSpec{
-				NodeName:                     node,
-				AutomountServiceAccountToken: ptr.To(false),
-				Containers: []corev1.Container{{Name: "app", Image: fixtures.PauseImage, Resources: corev1.ResourceRequirements{
-					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("3")},
-				}}},
-			},
+	// A Deployment per pool, one 3-core replica per 4-core node: a
+	// placeholder (3 cores) fits on no other node of the pool, and a
+	// drained replica moves to the surge node, so every rotation
+	// provisions a node rather than reusing the previous one's.
+	for i := range ph.pools {
+		pool := rotPool(ph.pools, i)
+		app := map[string]string{"app": pool}
+		if err := b.fast.Create(ctx, fixtures.Workload(workloadNS, pool, pool, int32(ph.perPool), "3", app)); err != nil && !apierrors.IsAlreadyExists(err) {
+			return nil, fmt.Errorf("Deployment %s: %w", pool, err)
 		}
-		if err := b.fast.Create(ctx, pod); err != nil && !apierrors.IsAlreadyExists(err) {
-			return nil, fmt.Errorf("Pod %s: %w", pod.Name, err)
+	}
+	err = poll(ctx, 5*time.Minute, "rotation workloads running", func() (bool, error) {
+		for i := range ph.pools {
+			pool := rotPool(ph.pools, i)
+			if n, err := fixtures.HealthyPods(ctx, b.fast, workloadNS, map[string]string{"app": pool}); err != nil || n < ph.perPool {
+				return false, err
+			}
 		}
+		return true, nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	// Every claim is due once older than the policy's ageThreshold.
 	if err := sleep(ctx, time.Until(created.Add(rotateAge+5*time.Second))); err != nil {
 		return nil, err
 	}
-	logf("rotation fleet: %d pools × %d claims initialized, a 3-core Pod on each node", ph.pools, ph.perPool)
+	if n, err := b.poolClaims(ctx, ph); err != nil || n != ph.pools*ph.perPool {
+		return nil, fmt.Errorf("the rotation pools have %d claims, want %d (did Karpenter provision for the workload?): %v", n, ph.pools*ph.perPool, err)
+	}
+	logf("rotation fleet: %d pools × %d claims initialized, a 3-core replica on each node", ph.pools, ph.perPool)
 	return originals, nil
 }
 
 // rotationsDone: every original claim is gone and no pool has a rotation
-// in flight.
-func (b *bench) rotationsDone(ctx context.Context, ph *phase, originals map[string][]string) (bool, error) {
+// in flight. A pool whose originals are done leaves the policy at once, so
+// its replacements never come due while the other pools finish.
+func (b *bench) rotationsDone(ctx context.Context, originals map[string][]string) (bool, error) {
+	done := true
 	for pool, claims := range originals {
 		np := &karpv1.NodePool{}
 		if err := b.fast.Get(ctx, client.ObjectKey{Name: pool}, np); err != nil {
 			return false, err
 		}
-		if np.Annotations[v1alpha1.AnnotationActiveRotation] != "" {
-			return false, nil
+		if _, governed := np.Labels[rotateLabel]; !governed {
+			continue
 		}
+		finished := np.Annotations[v1alpha1.AnnotationActiveRotation] == ""
 		for _, c := range claims {
 			err := b.fast.Get(ctx, client.ObjectKey{Name: c}, &karpv1.NodeClaim{})
 			if err == nil {
-				return false, nil
-			}
-			if !apierrors.IsNotFound(err) {
+				finished = false
+			} else if !apierrors.IsNotFound(err) {
 				return false, err
 			}
 		}
+		if !finished {
+			done = false
+			continue
+		}
+		patch := client.MergeFrom(np.DeepCopy())
+		delete(np.Labels, rotateLabel)
+		if err := b.fast.Patch(ctx, np, patch); err != nil {
+			return false, fmt.Errorf("taking %s out of the policy: %w", pool, err)
+		}
 	}
-	return true, nil
+	return done, nil
+}
+
+// poolClaims counts the claims of the phase's pools.
+func (b *bench) poolClaims(ctx context.Context, ph *phase) (int, error) {
+	n := 0
+	for i := range ph.pools {
+		list := &karpv1.NodeClaimList{}
+		if err := b.fast.List(ctx, list, client.MatchingLabels{karpv1.NodePoolLabelKey: rotPool(ph.pools, i)}); err != nil {
+			return 0, err
+		}
+		n += len(list.Items)
+	}
+	return n, nil
 }
 
 // timesOf reads each rotation's steps from the watch record. A pool's
@@ -335,9 +380,11 @@ func (b *bench) removeRotationFleet(ctx context.Context, ph *phase) {
 	defer cancel()
 	for i := range ph.pools {
 		pool := rotPool(ph.pools, i)
+		_ = b.fast.Delete(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: workloadNS, Name: pool}})
+		_ = b.fast.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(workloadNS), client.MatchingLabels{"app": pool})
+		_ = b.fast.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(fixtures.ControllerNamespace), client.MatchingLabels{v1alpha1.LabelNodePool: pool})
 		_ = b.fast.DeleteAllOf(ctx, &karpv1.NodeClaim{}, client.MatchingLabels{karpv1.NodePoolLabelKey: pool})
 	}
-	_ = b.fast.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(workloadNS), client.MatchingLabels{"app": "rotate"})
 	_ = poll(ctx, 5*time.Minute, "rotation fleet removed", func() (bool, error) {
 		list := &karpv1.NodeClaimList{}
 		if err := b.fast.List(ctx, list, client.HasLabels{karpv1.NodePoolLabelKey}); err != nil {
