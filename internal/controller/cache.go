@@ -37,7 +37,8 @@ func CacheOptions(namespace string) cache.Options {
 	}}
 }
 
-// leanNode keeps of a Node what the facts read — metadata, spec and the
+// leanNode keeps of a Node what the facts read — metadata (its label and
+// annotation strings shared with the other cached objects), spec and the
 // Ready condition — and drops managedFields, the image list (often the
 // largest part of a Node), capacity and allocatable (sizing reads the
 // NodeClaim's), volumes, addresses, node info and every other condition,
@@ -48,6 +49,7 @@ func leanNode(obj any) (any, error) {
 		return obj, nil
 	}
 	n.ManagedFields = nil
+	n.Labels, n.Annotations = interned.strings(n.Labels), interned.strings(n.Annotations)
 	n.Status.Images = nil
 	n.Status.Capacity = nil
 	n.Status.Allocatable = nil
@@ -63,7 +65,8 @@ func leanNode(obj any) (any, error) {
 	return n, nil
 }
 
-// leanClaim keeps of a NodeClaim its metadata, its spec but the requests,
+// leanClaim keeps of a NodeClaim its metadata (strings shared, as for a
+// Node), its spec but the requests,
 // its node name, provider ID, allocatable (the placeholder's clamp) and
 // Ready condition. Capacity, the requests Karpenter launched it for and the
 // image ID move no fact; Karpenter's other conditions (Launched,
@@ -75,6 +78,7 @@ func leanClaim(obj any) (any, error) {
 		return obj, nil
 	}
 	c.ManagedFields = nil
+	c.Labels, c.Annotations = interned.strings(c.Labels), interned.strings(c.Annotations)
 	c.Spec.Resources = karpv1.ResourceRequirements{}
 	c.Status.Capacity = nil
 	c.Status.ImageID = ""
