@@ -76,6 +76,7 @@ type config struct {
 	profileDir         string
 	rotatePools        int
 	rotatePerPool      int
+	controllerArgs     string
 }
 
 func envInt(name string, def int) int {
@@ -113,6 +114,7 @@ func parseConfig() config {
 	flag.StringVar(&c.profileDir, "profile-dir", envStr("SCALE_PROFILE_DIR", ""), "when set, the controller serves pprof and each run saves a heap profile once settled and a CPU profile of the churn here ($SCALE_PROFILE_DIR)")
 	flag.IntVar(&c.rotatePools, "rotate-pools", envInt("SCALE_ROTATE_POOLS", 20), "pools rotating at once in the rotation phase, after one pool alone; 0 skips the phase ($SCALE_ROTATE_POOLS)")
 	flag.IntVar(&c.rotatePerPool, "rotate-per-pool", envInt("SCALE_ROTATE_PER_POOL", 2), "claims each rotating pool rotates, one after another ($SCALE_ROTATE_PER_POOL)")
+	flag.StringVar(&c.controllerArgs, "controller-args", envStr("SCALE_CONTROLLER_ARGS", ""), "extra flags for the controller, space-separated, e.g. \"-workers 20 -kube-api-qps 500\" ($SCALE_CONTROLLER_ARGS)")
 	flag.Parse()
 	return c
 }

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net/http"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -63,6 +64,7 @@ func (b *bench) startController(ctx context.Context, bin, kubeconfig, label stri
 		"-placeholder-priority-class", fixtures.PlaceholderPriorityClass, "-leader-elect=false", "-log-format=json",
 		fmt.Sprintf("-metrics-bind-address=127.0.0.1:%d", ports[0]), "-metrics-secure=false",
 		fmt.Sprintf("-health-probe-bind-address=127.0.0.1:%d", ports[1])}
+	args = append(args, strings.Fields(b.cfg.controllerArgs)...)
 	prof := b.profiler(label, ports[2])
 	if prof != nil {
 		args = append(args, fmt.Sprintf("-pprof-bind-address=127.0.0.1:%d", ports[2]))

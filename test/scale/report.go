@@ -52,8 +52,8 @@ func (b *bench) report(base, scale *result, fill map[string]string, kubeconfig s
 	fmt.Printf("date:     %s\n", b.start.UTC().Format("2006-01-02 15:04 MST"))
 	fmt.Printf("machine:  %d CPUs (nproc), %s, %s %s/%s, host %s\n", runtime.NumCPU(), cpuModel(), runtime.Version(), runtime.GOOS, runtime.GOARCH, host)
 	fmt.Printf("command:  go run -tags scale ./test/scale %s (controller %s)\n", strings.Join(os.Args[1:], " "), b.bin)
-	fmt.Printf("settings: -nodes %d -pods %d -pools %d -settle %s -idle %s -churn-rate %d -churn-window %s\n",
-		b.cfg.nodes, b.cfg.pods, b.cfg.pools, b.cfg.settle, b.cfg.idle, b.cfg.churnRate, b.cfg.churnWindow)
+	fmt.Printf("settings: -nodes %d -pods %d -pools %d -settle %s -idle %s -churn-rate %d -churn-window %s -rotate-pools %d -rotate-per-pool %d -controller-args %q\n",
+		b.cfg.nodes, b.cfg.pods, b.cfg.pools, b.cfg.settle, b.cfg.idle, b.cfg.churnRate, b.cfg.churnWindow, b.cfg.rotatePools, b.cfg.rotatePerPool, b.cfg.controllerArgs)
 	fmt.Printf("cluster:  %s (kubeconfig %s), nodes Ready at once (NODE_BOOT_DELAY_MS=0)\n", b.cfg.clusterDir, kubeconfig)
 	for _, r := range b.rows {
 		fmt.Printf("%s: %s\n", r.what, r.base)
