@@ -127,3 +127,24 @@ func valueIndex(f *fact, v any) int {
 	}
 	return 0
 }
+
+// Evaluate computes the named fact on the snapshot exactly as Decide would,
+// whether or not a decision consults it: operator tools show the facts a
+// state's guards do not read (the start gate of a pool in flight, say).
+func (e *Engine) Evaluate(s *Snapshot, name string) (any, error) {
+	f, ok := e.byName[name]
+	if !ok {
+		return nil, fmt.Errorf("the table has no fact %q", name)
+	}
+	ev := evaluator{e: e, s: s, vals: make([]any, len(e.facts))}
+	return ev.value(f)
+}
+
+// FactNames lists every fact of the table in enumeration order.
+func (e *Engine) FactNames() []string {
+	out := make([]string, len(e.facts))
+	for i, f := range e.facts {
+		out[i] = f.def.Name
+	}
+	return out
+}

@@ -228,3 +228,28 @@ func TestActivationMatchesInputs(t *testing.T) {
 		t.Error("an undeclared name resolved")
 	}
 }
+
+func TestEvaluateComputesAnyFact(t *testing.T) {
+	e, err := load(t, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := e.FactNames(); strings.Join(got, ",") != "state,frozen,deleting" {
+		t.Fatalf("FactNames = %v", got)
+	}
+	now := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	s := &Snapshot{Now: now, Pool: PoolObservation{Anchor: "a", Freeze: now.Add(time.Hour).Format(time.RFC3339)}, Claim: ClaimObservation{Deleting: true}}
+	// in state gone no guard reads frozen or deleting, yet both evaluate
+	for name, want := range map[string]any{"state": "gone", "frozen": true, "deleting": true} {
+		if v, err := e.Evaluate(s, name); err != nil || v != want {
+			t.Errorf("Evaluate(%s) = %v, %v; want %v", name, v, err, want)
+		}
+	}
+	if _, err := e.Evaluate(s, "nope"); err == nil {
+		t.Error("an unknown fact evaluated")
+	}
+	var fe *FactError
+	if _, err := e.Evaluate(&Snapshot{Now: now, Pool: PoolObservation{Freeze: "soon"}}, "frozen"); !errors.As(err, &fe) {
+		t.Errorf("a malformed input gave %v, want a FactError", err)
+	}
+}

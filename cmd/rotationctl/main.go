@@ -1,6 +1,8 @@
 // Command rotationctl is the operator CLI of node-rotation-controller:
-// `plan` derives a policy's schedule figures and findings offline, and
-// `rules` lints, renders and expands the rotation transition table.
+// `plan` derives a policy's schedule figures and findings offline, `rules`
+// lints, renders, expands and diffs the rotation transition table, and
+// `status` and `explain` show what the controller does on a live cluster
+// and why. Installed as kubectl-rotation it is also a kubectl plugin.
 package main
 
 import (
@@ -8,6 +10,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 )
@@ -35,10 +39,19 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
+// commandName is how the user called us: "kubectl rotation" when kubectl
+// runs us as its plugin kubectl-rotation, else rotationctl.
+func commandName() string {
+	if strings.HasPrefix(filepath.Base(os.Args[0]), "kubectl-rotation") {
+		return "kubectl rotation"
+	}
+	return "rotationctl"
+}
+
 // run executes the CLI with args and returns the exit code.
 func run(args []string, stdout, stderr io.Writer) int {
 	root := &cobra.Command{
-		Use:           "rotationctl",
+		Use:           commandName(),
 		Short:         "Operator CLI for node-rotation-controller",
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -46,7 +59,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(planCommand(), rulesCommand())
+	root.AddCommand(planCommand(), rulesCommand(), statusCommand(), explainCommand())
 	err := root.Execute()
 	if err == nil {
 		return 0

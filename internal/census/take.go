@@ -66,24 +66,27 @@ func Take(in Input) Result {
 // pick orders the eligible claims and takes the first, deciding whether it
 // takes the surge or the surge-less forceful fallback.
 func pick(in Input, eligible []Figures) *Candidate {
-	sort.Slice(eligible, func(i, j int) bool {
-		a, b := eligible[i], eligible[j]
-		switch {
-		case a.ShortLead != b.ShortLead:
-			return a.ShortLead
-		case !a.Deadline.Equal(b.Deadline):
-			return a.Deadline.Before(b.Deadline)
-		case !a.Claim.CreationTimestamp.Equal(&b.Claim.CreationTimestamp):
-			return a.Claim.CreationTimestamp.Before(&b.Claim.CreationTimestamp)
-		}
-		return a.Claim.Name < b.Claim.Name
-	})
+	sort.Slice(eligible, func(i, j int) bool { return Ahead(eligible[i], eligible[j]) })
 	best := eligible[0]
 	kind := "surge"
 	if in.Settings.ForcefulFallback && !best.Deadline.IsZero() && best.Deadline.Sub(in.Now) < in.Derivation.TRot {
 		kind = "forcefulFallback"
 	}
 	return &Candidate{Claim: best.Claim, Kind: kind, Deadline: best.Deadline, Age: in.Now.Sub(best.Claim.CreationTimestamp.Time)}
+}
+
+// Ahead orders eligible claims: short-lead claims first (best-effort), then
+// the earliest deadline, the oldest, the name. The candidate is the first.
+func Ahead(a, b Figures) bool {
+	switch {
+	case a.ShortLead != b.ShortLead:
+		return a.ShortLead
+	case !a.Deadline.Equal(b.Deadline):
+		return a.Deadline.Before(b.Deadline)
+	case !a.Claim.CreationTimestamp.Equal(&b.Claim.CreationTimestamp):
+		return a.Claim.CreationTimestamp.Before(&b.Claim.CreationTimestamp)
+	}
+	return a.Claim.Name < b.Claim.Name
 }
 
 // figures computes a claim's deadline, trigger and backoff; a malformed
@@ -110,6 +113,21 @@ func figures(in Input, c *karpv1.NodeClaim) (Figures, *BadAnnotation) {
 	return f, nil
 }
 
+// The census classes of a claim, in the order they are tested: the first
+// that applies is the claim's class.
+const (
+	ClassDeleting   = "deleting"
+	ClassExpired    = "expired"
+	ClassInFlight   = "inFlight"
+	ClassNoDeadline = "noDeadline"
+	ClassNotDue     = "notDue"
+	ClassNotReady   = "notReady"
+	ClassOptedOut   = "optedOut"
+	ClassInBackoff  = "inBackoff"
+	ClassBadState   = "badState" // a state annotation no version wrote
+	ClassCandidate  = "candidate"
+)
+
 // classify counts the claim in its census class and reports whether it is
 // eligible now.
 func (r *Result) classify(in Input, f Figures) bool {
@@ -120,38 +138,66 @@ func (r *Result) classify(in Input, f Figures) bool {
 	if f.ShortLead {
 		cen.ShortLead++
 	}
+	switch class := Class(in, f); class {
+	case ClassCandidate:
+		cen.Candidates++
+		return true
+	case ClassBadState:
+		r.Bad = append(r.Bad, BadAnnotation{Object: "NodeClaim/" + c.Name, Key: v1alpha1.AnnotationState, Value: c.Annotations[v1alpha1.AnnotationState], Problem: "not a known state"})
+	default:
+		*counter(cen, class)++
+	}
+	return false
+}
+
+// Class is the census class of the claim whose figures are f: why it is or
+// is not eligible now. Operator tools explain a claim with it; the census
+// counts it.
+func Class(in Input, f Figures) string {
+	c := f.Claim
 	state := c.Annotations[v1alpha1.AnnotationState]
 	switch {
 	case c.DeletionTimestamp != nil:
-		cen.Deleting++
-		return false
+		return ClassDeleting
 	case state == v1alpha1.StateExpired:
-		cen.Expired++
-		return false
+		return ClassExpired
 	case state == v1alpha1.StatePending || state == v1alpha1.StateDraining:
-		cen.InFlight++
-		return false
+		return ClassInFlight
 	case f.Deadline.IsZero():
-		cen.NoDeadline++
-		return false
+		return ClassNoDeadline
 	case !in.Now.After(f.Trigger):
-		cen.NotDue++
-		return false
+		return ClassNotDue
 	case !claimReady(c):
-		cen.NotReady++
-		return false
+		return ClassNotReady
 	case in.OptedOut != nil && in.OptedOut(c):
-		cen.OptedOut++
-		return false
+		return ClassOptedOut
 	case state == v1alpha1.StateFailed && in.Now.Before(f.RetryAt):
-		cen.InBackoff++
-		return false
+		return ClassInBackoff
 	case state != "" && state != v1alpha1.StateFailed:
-		r.Bad = append(r.Bad, BadAnnotation{Object: "NodeClaim/" + c.Name, Key: v1alpha1.AnnotationState, Value: state, Problem: "not a known state"})
-		return false
+		return ClassBadState
 	}
-	cen.Candidates++
-	return true
+	return ClassCandidate
+}
+
+// counter is the census count of a non-eligible class.
+func counter(cen *Census, class string) *int {
+	switch class {
+	case ClassDeleting:
+		return &cen.Deleting
+	case ClassExpired:
+		return &cen.Expired
+	case ClassInFlight:
+		return &cen.InFlight
+	case ClassNoDeadline:
+		return &cen.NoDeadline
+	case ClassNotDue:
+		return &cen.NotDue
+	case ClassNotReady:
+		return &cen.NotReady
+	case ClassOptedOut:
+		return &cen.OptedOut
+	}
+	return &cen.InBackoff
 }
 
 // claimReady reports the claim's Ready condition is True.

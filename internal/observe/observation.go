@@ -30,6 +30,9 @@ type Observation struct {
 	// Census is the classification of Claims (only Total when the pool is
 	// not governed), with the candidate and each claim's figures.
 	Census census.Result
+	// CensusInput is what the census read, for explaining one claim's class
+	// (census.Class) the way the census judged it.
+	CensusInput census.Input
 
 	// Subject is the claim this pass is about: the anchored claim, or the
 	// selected candidate when the pool is idle. Nil when the anchored

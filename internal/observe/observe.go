@@ -83,10 +83,11 @@ func (o *Observer) census(ctx context.Context, obs *Observation) {
 		obs.Census = census.Result{Census: census.Census{Total: len(obs.Claims)}}
 		return
 	}
-	obs.Census = census.Take(census.Input{
+	obs.CensusInput = census.Input{
 		Now: obs.Now, Claims: obs.Claims, Settings: obs.Settings, Derivation: obs.Derivation,
 		OptedOut: func(c *karpv1.NodeClaim) bool { return o.optedOut(ctx, c) },
-	})
+	}
+	obs.Census = census.Take(obs.CensusInput)
 	obs.BadAnnotations = append(obs.BadAnnotations, obs.Census.Bad...)
 	obs.Findings = obs.Settings.Assess(obs.inputs, obs.Derivation, obs.Census.Population)
 }

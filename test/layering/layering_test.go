@@ -36,7 +36,9 @@ var allowed = map[string][]string{
 	"internal/announce":            {"actions", "api/v1alpha1", "internal/metrics", "internal/observe", "internal/schedule", "internal/surge"},
 	"internal/controller":          {"actions", "api/v1alpha1", "engine", "internal/announce", "internal/metrics", "internal/observe", "internal/policy", "internal/schedule", "internal/surge", "internal/sweep", "internal/table"},
 	"cmd/node-rotation-controller": {"internal/controller", "internal/preflight", "internal/scheme", "internal/surge"},
-	"cmd/rotationctl":              {"engine", "internal/plan", "internal/schedule", "internal/table", "rules"},
+	"internal/inspect":             {"api/v1alpha1", "engine", "internal/census", "internal/observe", "internal/schedule"},
+	"internal/inspect/inspecttest": {"api/v1alpha1"},
+	"cmd/rotationctl":              {"engine", "internal/inspect", "internal/plan", "internal/schedule", "internal/scheme", "internal/table", "rules"},
 }
 
 // forbidden are the arrows the one-way pass rules out, checked over every
@@ -60,7 +62,7 @@ var testOnly = []string{
 	"github.com/onsi/ginkgo", "github.com/onsi/gomega",
 	"sigs.k8s.io/controller-runtime/pkg/envtest", "sigs.k8s.io/controller-runtime/pkg/client/fake",
 	"helm.sh/helm", "github.com/prometheus/prometheus", // the chart tests' Helm SDK, the PromQL tests' parser
-	module + "/test/", module + "/internal/golden",
+	module + "/test/", module + "/internal/golden", module + "/internal/inspect/inspecttest",
 }
 
 // goList runs `go list` from the module root with a template over packages.

@@ -12,6 +12,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -67,6 +68,52 @@ func cpuTicks(pid int) (int64, error) {
 	u, err1 := strconv.ParseInt(rest[11], 10, 64)
 	s, err2 := strconv.ParseInt(rest[12], 10, 64)
 	return u + s, errors.Join(err1, err2)
+}
+
+// machineTicks is the whole machine's busy and total CPU time in clock
+// ticks (/proc/stat's cpu line: idle and iowait are not busy).
+func machineTicks() (busy, total int64, err error) {
+	stat, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, 0, err
+	}
+	line, _, _ := strings.Cut(string(stat), "\n")
+	fields := strings.Fields(line)
+	if len(fields) < 5 || fields[0] != "cpu" {
+		return 0, 0, fmt.Errorf("/proc/stat: unexpected first line %q", line)
+	}
+	for i, f := range fields[1:] {
+		n, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			return 0, 0, fmt.Errorf("/proc/stat: %w", err)
+		}
+		total += n
+		if i != 3 && i != 4 { // idle, iowait
+			busy += n
+		}
+	}
+	return busy, total, nil
+}
+
+// componentTicks is the CPU ticks of each cluster component running from
+// dir/pids (cluster.sh writes one file per component: its pid).
+func componentTicks(dir string) map[string]int64 {
+	out := map[string]int64{}
+	entries, _ := os.ReadDir(filepath.Join(dir, "pids"))
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(dir, "pids", e.Name()))
+		if err != nil {
+			continue
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err != nil {
+			continue
+		}
+		if t, err := cpuTicks(pid); err == nil {
+			out[e.Name()] = t
+		}
+	}
+	return out
 }
 
 // metrics reads the controller's /metrics and sums, per metric name, the

@@ -6,6 +6,7 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"runtime"
@@ -83,16 +84,25 @@ func (b *bench) reportRotations(phases []*phase) {
 	fmt.Println()
 	fmt.Println("rotations on the full fleet (floor: placeholder created → placeholder Running on a Ready surge node, plus old claim deleting → gone; overhead: the rest of the rotation)")
 	fmt.Println()
-	fmt.Println("| pools rotating at once | rotations | phase wall (s) | wall per rotation, median (s) | floor, median (s) | overhead, median (s) | overhead, p90 (s) | overhead, mean (s) | API requests per rotation | passes per rotation | time in passes per rotation (s) | controller CPU per rotation (s) |")
-	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Println("| pools rotating at once | rotations | phase wall (s) | wall per rotation, median (s) | floor, median (s) | overhead, median (s) | overhead, p90 (s) | overhead, mean (s) | API requests per rotation | passes per rotation | time in passes per rotation (s) | controller CPU per rotation (s) | machine CPU busy |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, ph := range phases {
 		var wall, floor, over []float64
 		for _, r := range ph.rotations {
 			wall, floor, over = append(wall, r.wall().Seconds()), append(floor, r.floor().Seconds()), append(over, r.overhead().Seconds())
 		}
 		n := float64(max(len(ph.rotations), 1))
-		fmt.Printf("| %d | %d | %.0f | %.2f | %.2f | %.2f | %.2f | %.2f | %.1f | %.1f | %.3f | %.3f |\n", ph.pools, len(ph.rotations), ph.wall.Seconds(),
-			median(wall), median(floor), median(over), quantile(over, 0.9), mean(over), ph.requests/n, ph.passes/n, ph.passSeconds/n, ph.cpu/n)
+		fmt.Printf("| %d | %d | %.0f | %.2f | %.2f | %.2f | %.2f | %.2f | %.1f | %.1f | %.3f | %.3f | %.0f %% |\n", ph.pools, len(ph.rotations), ph.wall.Seconds(),
+			median(wall), median(floor), median(over), quantile(over, 0.9), mean(over), ph.requests/n, ph.passes/n, ph.passSeconds/n, ph.cpu/n, 100*ph.machineBusy)
+	}
+	fmt.Println()
+	for _, ph := range phases {
+		names := slices.Sorted(maps.Keys(ph.components))
+		parts := make([]string, 0, len(names))
+		for _, n := range names {
+			parts = append(parts, fmt.Sprintf("%s %.1f s", n, ph.components[n]))
+		}
+		fmt.Printf("CPU over the %d-pool phase (%.0f s): controller %.1f s, %s\n", ph.pools, ph.wall.Seconds(), ph.cpu, strings.Join(parts, ", "))
 	}
 	if len(phases) == 2 && len(phases[0].rotations) > 0 && len(phases[1].rotations) > 0 {
 		one, many := overheads(phases[0]), overheads(phases[1])

@@ -61,10 +61,12 @@ func (r rotationTimes) overhead() time.Duration { return r.wall() - r.floor() }
 type phase struct {
 	pools, perPool int
 	rotations      []rotationTimes
-	requests       float64 // the controller's API requests over the phase
-	passes         float64 // its NodePool passes
-	passSeconds    float64 // the time those passes took, summed
-	cpu            float64 // its CPU seconds over the phase
+	requests       float64            // the controller's API requests over the phase
+	passes         float64            // its NodePool passes
+	passSeconds    float64            // the time those passes took, summed
+	cpu            float64            // its CPU seconds over the phase
+	machineBusy    float64            // the share of the machine's CPU time busy over the phase (all processes)
+	components     map[string]float64 // CPU seconds of each cluster component over the phase
 	wall           time.Duration
 }
 
@@ -121,6 +123,8 @@ func (b *bench) rotatePhase(ctx context.Context, bin, kubeconfig string, ph *pha
 		return err
 	}
 	c0, _ := cpuTicks(p.Pid())
+	busy0, total0, _ := machineTicks()
+	comp0 := componentTicks(b.cfg.clusterDir)
 	pol := fixtures.Policy(label, rotateAge.String())
 	pol.Spec.NodePoolSelector = metav1.LabelSelector{MatchLabels: map[string]string{rotateLabel: strconv.Itoa(ph.pools)}}
 	t0 := time.Now()
@@ -145,6 +149,15 @@ func (b *bench) rotatePhase(ctx context.Context, bin, kubeconfig string, ph *pha
 	}
 	c1, _ := cpuTicks(p.Pid())
 	ph.cpu = float64(c1-c0) / clkTck
+	ph.components = map[string]float64{}
+	for name, t1 := range componentTicks(b.cfg.clusterDir) {
+		if t0, ok := comp0[name]; ok {
+			ph.components[name] = float64(t1-t0) / clkTck
+		}
+	}
+	if busy1, total1, err := machineTicks(); err == nil && total1 > total0 {
+		ph.machineBusy = float64(busy1-busy0) / float64(total1-total0)
+	}
 	ph.requests = m1["rest_client_requests_total"] - m0["rest_client_requests_total"]
 	ph.passes = m1["nodepool_reconcile_total"] - m0["nodepool_reconcile_total"]
 	ph.passSeconds = m1["nodepool_reconcile_seconds"] - m0["nodepool_reconcile_seconds"]

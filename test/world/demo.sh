@@ -25,10 +25,13 @@ echo "==> the policy: rotate nodes older than 2m, any hour, one at a time"
 
 echo "==> building and starting the controller (Ctrl-C to stop)"
 go build -o "${TMPDIR:-/tmp}/node-rotation-controller-demo" ./cmd/node-rotation-controller
+go build -o "${TMPDIR:-/tmp}/rotationctl" ./cmd/rotationctl
 cat <<MSG
 
   In another terminal:
     export KUBECONFIG=$kubeconfig
+    ${TMPDIR:-/tmp}/rotationctl status --watch
+    ${TMPDIR:-/tmp}/rotationctl explain nodepool/demo
     $kubectl get nodeclaims -w
     $kubectl get events -A --field-selector source=node-rotation-controller -w
 

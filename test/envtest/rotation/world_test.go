@@ -3,8 +3,10 @@ package rotation_test
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -219,8 +221,24 @@ func (s *instanceSet) deciding() int {
 
 func (s *instanceSet) stop() {
 	s.cancel()
-	s.done.Wait()
+	stopped := make(chan struct{})
+	go func() { s.done.Wait(); close(stopped) }()
+	select {
+	case <-stopped:
+	case <-time.After(slowStop):
+		// A manager that has not stopped by now will most likely fail its
+		// 30 s grace period; what its goroutines are blocked in is the only
+		// clue such a rare failure leaves, so print it before waiting on.
+		buf := make([]byte, 8<<20)
+		n := runtime.Stack(buf, true)
+		GinkgoWriter.Printf("instances %v still stopping after %s; every goroutine:\n%s\n", s.names, slowStop, buf[:n])
+		<-stopped
+	}
 }
+
+// slowStop is how long an instance set may take to stop before its
+// goroutines are dumped (a clean stop takes well under a second).
+const slowStop = 10 * time.Second
 
 // deleteAll deletes what the spec left in the current world — policies,
 // NodePools (but the warm-up pool), NodeClaims, Nodes and the Pods of the

@@ -1,0 +1,124 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/noderotation/node-rotation-controller/internal/inspect"
+	"github.com/noderotation/node-rotation-controller/internal/table"
+)
+
+type statusFlags struct {
+	kube     kubeFlags
+	output   string
+	watch    bool
+	interval time.Duration
+}
+
+func statusCommand() *cobra.Command {
+	var f statusFlags
+	cmd := &cobra.Command{
+		Use:   "status [NODEPOOL...] [-o table|wide|json|yaml] [--watch]",
+		Short: "One row per NodePool: policy, window, start gate, rotation in flight, candidates, forecast",
+		Long: `status runs the controller's own observation and rules table, read-only,
+against the cluster of the current kubeconfig context and prints, per
+NodePool: the governing RotationPolicy (and whether it is feasible), the
+window (open until / closed until, in the policy's zone with -o wide), the
+first closed start gate and for how long, the rotation in flight (claim,
+state, the transition its pass takes, age), the counts of candidates,
+claims in backoff and claims not yet due, the next candidate and its forced
+expiry, and the forecast: when the outstanding rotations would be done at
+t_rot_est each within the windows.
+
+--watch redraws whenever what it prints changes (polled every --interval).
+Installed as kubectl-rotation on the PATH it is also "kubectl rotation status".`,
+		RunE: func(cmd *cobra.Command, args []string) error { return runStatus(cmd, f, args) },
+	}
+	f.kube.add(cmd)
+	fl := cmd.Flags()
+	fl.StringVarP(&f.output, "output", "o", "table", "output format: "+strings.Join(inspect.Formats, ", "))
+	fl.BoolVarP(&f.watch, "watch", "w", false, "keep redrawing as the cluster changes")
+	fl.DurationVar(&f.interval, "interval", 2*time.Second, "how often --watch reads the cluster")
+	return cmd
+}
+
+func runStatus(cmd *cobra.Command, f statusFlags, pools []string) error {
+	in, err := newInspector(f.kube)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
+	defer stop()
+	draw := func(w io.Writer) error {
+		names := pools
+		if len(names) == 0 {
+			if names, err = in.PoolNames(ctx); err != nil {
+				return err
+			}
+		}
+		rows := make([]*inspect.PoolStatus, 0, len(names))
+		for _, n := range names {
+			st, err := in.Status(ctx, n)
+			if err != nil {
+				return err
+			}
+			rows = append(rows, st)
+		}
+		return inspect.RenderStatus(w, rows, f.output)
+	}
+	if !f.watch {
+		return draw(cmd.OutOrStdout())
+	}
+	return watch(ctx, cmd.OutOrStdout(), f.interval, draw)
+}
+
+// watch redraws the screen whenever draw's output changes, until ctx ends.
+// The relative times it prints move every second, so it compares the
+// output with them as they were read: a redraw every interval at most.
+func watch(ctx context.Context, out io.Writer, interval time.Duration, draw func(io.Writer) error) error {
+	var last []byte
+	for {
+		var buf bytes.Buffer
+		if err := draw(&buf); err != nil && ctx.Err() == nil {
+			return err
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		if !bytes.Equal(buf.Bytes(), last) {
+			fmt.Fprint(out, "\033[H\033[2J") // home, clear
+			fmt.Fprintf(out, "every %s: rotationctl status    %s\n\n", interval, time.Now().UTC().Format(time.RFC3339))
+			if _, err := out.Write(buf.Bytes()); err != nil {
+				return err
+			}
+			last = buf.Bytes()
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(interval):
+		}
+	}
+}
+
+// newInspector connects to the cluster and loads the rules table the
+// controller of this version runs.
+func newInspector(k kubeFlags) (*inspect.Inspector, error) {
+	c, err := k.client()
+	if err != nil {
+		return nil, err
+	}
+	eng, err := table.Load()
+	if err != nil {
+		return nil, fmt.Errorf("the rules table does not prove: %w", err)
+	}
+	return &inspect.Inspector{Reader: c, Engine: eng, Namespace: k.namespace, Clock: time.Now}, nil
+}

@@ -1,0 +1,203 @@
+package inspect
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
+	"github.com/noderotation/node-rotation-controller/engine"
+	"github.com/noderotation/node-rotation-controller/internal/census"
+	"github.com/noderotation/node-rotation-controller/internal/observe"
+)
+
+// PoolExplanation is a pool's status and what each machine's pass does
+// now, with every fact the decision read.
+type PoolExplanation struct {
+	Status    *PoolStatus       `json:"status"`
+	Decisions []engine.Decision `json:"decisions"`
+}
+
+// ExplainPool describes the pool and the decisions a pass takes now.
+func (in *Inspector) ExplainPool(ctx context.Context, pool string) (*PoolExplanation, error) {
+	obs, ds, problem, err := in.look(ctx, pool)
+	if err != nil {
+		return nil, err
+	}
+	return &PoolExplanation{Status: in.status(pool, obs, ds, problem), Decisions: ds}, nil
+}
+
+// ClaimExplanation says why a NodeClaim is or is not rotating now.
+type ClaimExplanation struct {
+	NodeClaim string `json:"nodeClaim"`
+	NodePool  string `json:"nodePool,omitempty"`
+	// Class is the claim's census class (census.Class*), or ungoverned,
+	// conflict, invalid or malformed when the census does not judge it.
+	Class  string `json:"class"`
+	Reason string `json:"reason"`
+	// Deadline is Karpenter's forced expiry (creation + expireAfter); DueFrom
+	// is when the claim passes its age threshold.
+	Deadline   time.Time `json:"deadline,omitzero"`
+	DueFrom    time.Time `json:"dueFrom,omitzero"`
+	RetryAt    time.Time `json:"retryAt,omitzero"`
+	RetryCount string    `json:"retryCount,omitempty"`
+	ShortLead  bool      `json:"shortLead,omitempty"`
+	// Place is the claim's place among the eligible claims (1: the next).
+	Place int `json:"place,omitempty"`
+	// ExpectedStart is when the forecast starts its rotation, at t_rot_est
+	// per rotation ahead of it; zero when it is not waiting its turn.
+	ExpectedStart time.Time   `json:"expectedStart,omitzero"`
+	Pool          *PoolStatus `json:"pool,omitempty"`
+}
+
+// ExplainClaim explains the named NodeClaim.
+func (in *Inspector) ExplainClaim(ctx context.Context, name string) (*ClaimExplanation, error) {
+	c := &karpv1.NodeClaim{}
+	if err := in.Reader.Get(ctx, client.ObjectKey{Name: name}, c); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("NodeClaim %s not found", name)
+		}
+		return nil, fmt.Errorf("reading NodeClaim %s: %w", name, err)
+	}
+	ex := &ClaimExplanation{NodeClaim: name, NodePool: c.Labels[karpv1.NodePoolLabelKey], RetryCount: c.Annotations[v1alpha1.AnnotationRetryCount]}
+	if ex.NodePool == "" {
+		ex.Class, ex.Reason = "ungoverned", "it carries no "+karpv1.NodePoolLabelKey+" label: no NodePool, so no policy, governs it"
+		return ex, nil
+	}
+	obs, ds, problem, err := in.look(ctx, ex.NodePool)
+	if err != nil {
+		return nil, err
+	}
+	ex.Pool = in.status(ex.NodePool, obs, ds, problem)
+	if obs == nil {
+		ex.Class, ex.Reason = "malformed", "its NodePool "+problem
+		return ex, nil
+	}
+	if !obs.Governed() {
+		ex.Class, ex.Reason = governanceReason(obs)
+		return ex, nil
+	}
+	classify(ex, obs)
+	return ex, nil
+}
+
+func governanceReason(obs *observe.Observation) (string, string) {
+	switch g := obs.GovernanceState(); g {
+	case "conflict":
+		return g, "policies " + strings.Join(obs.Governance.Conflict, ", ") + " tie for its NodePool " + obs.Pool.Name + ": no rotation until one is more specific"
+	case "invalid":
+		return g, fmt.Sprintf("its NodePool's policy %s does not resolve: %v", obs.Governance.Policy.Name, obs.PolicyErr)
+	}
+	return "ungoverned", "no RotationPolicy selects its NodePool " + obs.Pool.Name
+}
+
+// classify fills the claim's census class, its figures and, when it waits
+// its turn, its place and forecast start.
+func classify(ex *ClaimExplanation, obs *observe.Observation) {
+	for _, b := range obs.Census.Bad {
+		if b.Object == "NodeClaim/"+ex.NodeClaim {
+			ex.Class, ex.Reason = "malformed", "a malformed annotation keeps it out of the census: "+b.Error()
+			return
+		}
+	}
+	f, ok := obs.Census.Figures[ex.NodeClaim]
+	if !ok {
+		ex.Class, ex.Reason = "malformed", "the census did not judge it"
+		return
+	}
+	ex.Deadline, ex.DueFrom, ex.RetryAt, ex.ShortLead = f.Deadline, f.Trigger, f.RetryAt, f.ShortLead
+	ex.Class = census.Class(obs.CensusInput, f)
+	ex.Place, ex.ExpectedStart = place(obs, ex)
+	ex.Reason = reason(ex, obs, f)
+}
+
+// place ranks the claim among the eligible ones, in the census's order,
+// and reads its start off the pool's forecast.
+func place(obs *observe.Observation, ex *ClaimExplanation) (int, time.Time) {
+	if ex.Class != census.ClassCandidate {
+		return 0, time.Time{}
+	}
+	var eligible []census.Figures
+	for _, f := range obs.Census.Figures {
+		if census.Class(obs.CensusInput, f) == census.ClassCandidate {
+			eligible = append(eligible, f)
+		}
+	}
+	sort.Slice(eligible, func(i, j int) bool { return census.Ahead(eligible[i], eligible[j]) })
+	for i, f := range eligible {
+		if f.Claim.Name == ex.NodeClaim {
+			if fc := ex.Pool.Forecast; fc != nil {
+				return i + 1, fc.Start(i)
+			}
+			return i + 1, time.Time{}
+		}
+	}
+	return 0, time.Time{}
+}
+
+// reason says the class in an operator's words.
+func reason(ex *ClaimExplanation, obs *observe.Observation, f census.Figures) string {
+	c := f.Claim
+	state := c.Annotations[v1alpha1.AnnotationState]
+	switch ex.Class {
+	case census.ClassDeleting:
+		return "it is being deleted (since " + stamp(c.DeletionTimestamp.Time) + "); Karpenter drains and removes it"
+	case census.ClassExpired:
+		return "Karpenter's expireAfter expired it before a rotation could (state expired)"
+	case census.ClassInFlight:
+		if obs.Pool.Annotations[v1alpha1.AnnotationActiveRotation] == c.Name {
+			return "it is the pool's rotation in flight (state " + state + ", " + ex.Pool.InFlight.Phase + ")"
+		}
+		return "it carries state " + state + " but the pool's anchor does not name it: stranded, the repair returns it to the census"
+	case census.ClassNoDeadline:
+		return "its expireAfter is Never: with no deadline it never becomes due by age"
+	case census.ClassNotDue:
+		return "not due until " + stamp(f.Trigger) + ", when it passes its age threshold"
+	case census.ClassNotReady:
+		return "due, but its Ready condition is not True: only a Ready claim is rotated"
+	case census.ClassOptedOut:
+		return "opted out: its Node " + c.Status.NodeName + " carries " + v1alpha1.KarpenterDoNotDisrupt + "=true set by an operator"
+	case census.ClassInBackoff:
+		return "its last attempt failed (retry-count " + ex.RetryCount + "); in retryBackoff until " + stamp(f.RetryAt)
+	case census.ClassBadState:
+		return v1alpha1.AnnotationState + "=" + state + " is not a known state"
+	}
+	return candidateReason(ex)
+}
+
+func candidateReason(ex *ClaimExplanation) string {
+	st := ex.Pool
+	var b strings.Builder
+	if ex.Place == 1 {
+		b.WriteString("the next candidate (earliest deadline first)")
+	} else {
+		fmt.Fprintf(&b, "a candidate, %d in line (earliest deadline first)", ex.Place)
+	}
+	switch {
+	case st.InFlight != nil:
+		b.WriteString("; waits for the rotation of " + st.InFlight.NodeClaim + " in flight")
+	case st.Gate != "" && st.Gate != "open":
+		b.WriteString("; the " + st.Gate + " gate holds the pool")
+		if !st.GateUntil.IsZero() {
+			b.WriteString(" until " + stamp(st.GateUntil))
+		}
+	case ex.Place == 1 && st.Transitions["rotation"] != "":
+		b.WriteString("; the pool's pass takes " + st.Transitions["rotation"])
+	}
+	if !ex.ExpectedStart.IsZero() {
+		b.WriteString("; forecast start " + stamp(ex.ExpectedStart))
+	}
+	if st.expiresFirst(ex.ExpectedStart, ex.Deadline) {
+		b.WriteString("; its forced expiry comes before the forecast rotation ends: Karpenter will expire it unless it is rotated sooner")
+	}
+	return b.String()
+}
+
+// stamp is how explanations print an instant: RFC3339 in UTC.
+func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }

@@ -1,0 +1,75 @@
+package inspect
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	"github.com/noderotation/node-rotation-controller/engine"
+	"github.com/noderotation/node-rotation-controller/internal/observe"
+)
+
+// Inspector observes and decides pools as a pass would, reading through
+// Reader (uncached: an operator's view is the API server's, not a cache's).
+type Inspector struct {
+	Reader client.Reader
+	Engine *engine.Engine
+	// Namespace is the controller's namespace, where its placeholders run.
+	Namespace string
+	Clock     func() time.Time
+}
+
+// look is one read-only pass over the pool: its observation and the
+// decision of each machine. A pool that cannot be decided (a malformed
+// annotation) returns the reason as problem, with what could be observed.
+func (in *Inspector) look(ctx context.Context, pool string) (obs *observe.Observation, decisions []engine.Decision, problem string, err error) {
+	o := &observe.Observer{Cache: in.Reader, API: in.Reader, Namespace: in.Namespace, Clock: in.Clock}
+	obs, err = o.Observe(ctx, pool)
+	var bad *observe.BadStateError
+	switch {
+	case errors.As(err, &bad):
+		return nil, nil, "undecidable until fixed: " + bad.Error(), nil
+	case err != nil:
+		return nil, nil, "", fmt.Errorf("observing NodePool %s: %w", pool, err)
+	case obs == nil:
+		return nil, nil, "", fmt.Errorf("NodePool %s not found", pool)
+	}
+	decisions, err = in.Engine.Decide(&obs.Snapshot)
+	var fe *engine.FactError
+	if errors.As(err, &fe) {
+		return obs, nil, "undecidable until fixed: " + fe.Error(), nil
+	}
+	if err != nil {
+		return nil, nil, "", fmt.Errorf("deciding NodePool %s: %w", pool, err)
+	}
+	return obs, decisions, "", nil
+}
+
+// PoolNames lists the cluster's NodePools, sorted.
+func (in *Inspector) PoolNames(ctx context.Context) ([]string, error) {
+	pools := &karpv1.NodePoolList{}
+	if err := in.Reader.List(ctx, pools); err != nil {
+		return nil, fmt.Errorf("listing NodePools: %w", err)
+	}
+	names := make([]string, 0, len(pools.Items))
+	for _, p := range pools.Items {
+		names = append(names, p.Name)
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+// decision returns the decision of the named machine, nil when none.
+func decision(ds []engine.Decision, machine string) *engine.Decision {
+	for i := range ds {
+		if ds[i].Machine == machine {
+			return &ds[i]
+		}
+	}
+	return nil
+}

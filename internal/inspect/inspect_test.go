@@ -1,0 +1,183 @@
+package inspect
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/noderotation/node-rotation-controller/internal/census"
+	"github.com/noderotation/node-rotation-controller/internal/golden"
+	"github.com/noderotation/node-rotation-controller/internal/inspect/inspecttest"
+)
+
+func statuses(t *testing.T, in *Inspector) []*PoolStatus {
+	t.Helper()
+	names, err := in.PoolNames(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]*PoolStatus, 0, len(names))
+	for _, n := range names {
+		st, err := in.Status(context.Background(), n)
+		if err != nil {
+			t.Fatalf("status of %s: %v", n, err)
+		}
+		out = append(out, st)
+	}
+	return out
+}
+
+func byPool(sts []*PoolStatus) map[string]*PoolStatus {
+	m := map[string]*PoolStatus{}
+	for _, s := range sts {
+		m[s.NodePool] = s
+	}
+	return m
+}
+
+// TestStatusOfEveryPoolState checks what status says of each scripted pool,
+// then the rendering of all of them against the golden files.
+func TestStatusOfEveryPoolState(t *testing.T) {
+	sts := statuses(t, inspector(t, scripted()...))
+	m := byPool(sts)
+	checks := []struct {
+		pool, governance, gate, rotation string
+		until                            time.Time
+	}{
+		{"ready", "governed", "open", "idle.start", time.Time{}},
+		{"cooling", "governed", "cooldown", "idle.gated", now.Add(5 * time.Minute)},
+		{"frozen", "governed", "frozen", "idle.gated", now.Add(2 * time.Hour)},
+		{"busy", "governed", "open", "pending.await-surge", time.Time{}},
+		// 22:00 in Berlin is 21:00 UTC in December
+		{"night", "governed", "windowClosed", "idle.gated", time.Date(2026, 12, 1, 21, 0, 0, 0, time.UTC)},
+		{"tied", "conflict", "", "idle.policy-conflict", time.Time{}},
+		{"invalid", "invalid", "", "idle.policy-invalid", time.Time{}},
+		{"plain", "ungoverned", "", "idle.ungoverned", time.Time{}},
+	}
+	for _, c := range checks {
+		st := m[c.pool]
+		if st == nil {
+			t.Fatalf("no row for %s", c.pool)
+		}
+		if st.Governance != c.governance || st.Gate != c.gate || st.Transitions["rotation"] != c.rotation || !st.GateUntil.Equal(c.until) {
+			t.Errorf("%s: governance %s, gate %s until %v, rotation %s; want %s, %s until %v, %s",
+				c.pool, st.Governance, st.Gate, st.GateUntil, st.Transitions["rotation"], c.governance, c.gate, c.until, c.rotation)
+		}
+	}
+	if r := m["ready"]; r.Next == nil || r.Next.NodeClaim != "ready-a" || r.Census.Candidates != 2 || r.Census.NotDue != 1 {
+		t.Errorf("ready: next %+v, census %+v", r.Next, r.Census)
+	}
+	// two rotations at t_rot_est (5m provisioning + 10m drain) + 10m cooldown
+	// apart in a 24/7 window: the second starts at +25m and ends at +40m
+	if f := m["ready"].Forecast; f == nil || f.Rotations != 2 || !f.Done.Equal(now.Add(40*time.Minute)) {
+		t.Errorf("ready forecast %+v", f)
+	}
+	// busy: the rotation in flight ends at its estimate (+12m) and the
+	// cooldown (+10m); the one candidate starts then
+	if f := m["busy"].Forecast; f == nil || len(f.Starts) != 1 || !f.Starts[0].Equal(now.Add(22*time.Minute)) {
+		t.Errorf("busy forecast %+v", f)
+	}
+	if f := m["busy"].InFlight; f == nil || f.NodeClaim != "busy-a" || f.State != "pending" || !f.StartedAt.Equal(now.Add(-3*time.Minute)) {
+		t.Errorf("busy in flight %+v", f)
+	}
+	if n := m["night"]; n.Census.Candidates != 1 || n.Census.InBackoff != 1 || n.Census.OptedOut != 1 || n.Census.NotReady != 1 || n.Window.Zone != "Europe/Berlin" {
+		t.Errorf("night: census %+v, window %+v", n.Census, n.Window)
+	}
+	// night-a expires in 3h; the window opens in 9h
+	if n := m["night"].Next; n == nil || n.NodeClaim != "night-a" || !n.ExpiresFirst || m["ready"].Next.ExpiresFirst {
+		t.Errorf("night's next %+v should expire first, ready's %+v not", n, m["ready"].Next)
+	}
+	if g := m["garbled"]; !strings.Contains(g.Problem, `noderotation.io/freeze="next tuesday"`) {
+		t.Errorf("garbled: problem %q", g.Problem)
+	}
+	for _, format := range Formats {
+		var b bytes.Buffer
+		if err := RenderStatus(&b, sts, format); err != nil {
+			t.Fatal(err)
+		}
+		golden.Check(t, filepath.Join("testdata", "status."+format), b.Bytes())
+	}
+}
+
+// TestExplainClaims checks each claim's class, its reason's key words and
+// its place, then the rendered explanations against the golden files.
+func TestExplainClaims(t *testing.T) {
+	in := inspector(t, scripted()...)
+	checks := []struct {
+		claim, class, words string
+		place               int
+	}{
+		{"ready-a", census.ClassCandidate, "the next candidate", 1},
+		{"ready-b", census.ClassCandidate, "2 in line", 2},
+		{"ready-c", census.ClassNotDue, "not due until", 0},
+		{"cooling-a", census.ClassCandidate, "the cooldown gate holds the pool until 2026-12-01T12:05:00Z", 1},
+		{"busy-a", census.ClassInFlight, "the pool's rotation in flight (state pending, pending.await-surge)", 0},
+		{"busy-b", census.ClassCandidate, "waits for the rotation of busy-a", 1},
+		{"night-a", census.ClassCandidate, "the windowClosed gate holds the pool until 2026-12-01T21:00:00Z; forecast start 2026-12-01T21:00:00Z; its forced expiry comes before", 1},
+		{"night-b", census.ClassInBackoff, "in retryBackoff until 2026-12-01T12:20:00Z", 0},
+		{"night-c", census.ClassOptedOut, "node-night-c carries karpenter.sh/do-not-disrupt=true", 0},
+		{"night-d", census.ClassNotReady, "Ready condition is not True", 0},
+		{"tied-a", "conflict", "policies tie-a, tie-b tie", 0},
+		{"plain-a", "ungoverned", "no RotationPolicy selects", 0},
+	}
+	var names []string
+	for _, c := range checks {
+		names = append(names, c.claim)
+	}
+	if !slices.Equal(names, inspecttest.ExplainedClaims) {
+		t.Fatalf("the checks %v are not the explained claims %v", names, inspecttest.ExplainedClaims)
+	}
+	var all bytes.Buffer
+	for _, c := range checks {
+		ex, err := in.ExplainClaim(context.Background(), c.claim)
+		if err != nil {
+			t.Fatalf("%s: %v", c.claim, err)
+		}
+		if ex.Class != c.class || ex.Place != c.place || !strings.Contains(ex.Reason, c.words) {
+			t.Errorf("%s: class %s, place %d, reason %q; want %s, %d, %q", c.claim, ex.Class, ex.Place, ex.Reason, c.class, c.place, c.words)
+		}
+		all.WriteString("$ rotationctl explain nodeclaim/" + c.claim + "\n")
+		if err := RenderClaim(&all, ex, "table"); err != nil {
+			t.Fatal(err)
+		}
+		all.WriteString("\n")
+	}
+	golden.Check(t, filepath.Join("testdata", "explain-claims.table"), all.Bytes())
+	if _, err := in.ExplainClaim(context.Background(), "nope"); err == nil || !strings.Contains(err.Error(), "not found") {
+		t.Errorf("a missing claim: %v", err)
+	}
+}
+
+// TestExplainPools checks that a pool's explanation carries the pass's
+// decisions with the facts they read, then the golden files.
+func TestExplainPools(t *testing.T) {
+	in := inspector(t, scripted()...)
+	var all bytes.Buffer
+	for _, p := range inspecttest.ExplainedPools {
+		ex, err := in.ExplainPool(context.Background(), p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p != "garbled" && len(ex.Decisions) != 2 {
+			t.Errorf("%s: %d decisions, want rotation and window", p, len(ex.Decisions))
+		}
+		all.WriteString("$ rotationctl explain nodepool/" + p + "\n")
+		if err := RenderPool(&all, ex, "table"); err != nil {
+			t.Fatal(err)
+		}
+		all.WriteString("\n")
+	}
+	golden.Check(t, filepath.Join("testdata", "explain-pools.table"), all.Bytes())
+	ex, err := in.ExplainPool(context.Background(), "ready")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := ex.Decisions[0]
+	if d.Transition != "idle.start" || len(d.Facts) == 0 || d.Facts[0].Name != "state" || d.Facts[0].Value != "idle" {
+		t.Errorf("ready's rotation decision %+v", d)
+	}
+}

@@ -1,0 +1,187 @@
+// Package inspecttest is the scripted cluster the status and explain tests
+// read: NodePools in every state an operator asks about, at a fixed
+// instant. The unit tests serve it from controller-runtime's fake client,
+// the envtest from a real API server; both compare with the same golden
+// files (internal/inspect/testdata).
+package inspecttest
+
+import (
+	"time"
+
+	"github.com/awslabs/operatorpkg/status"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
+)
+
+// Pools expire their claims after 14d with a 30m
+// terminationGracePeriod. Under the defaults (readyTimeout 15m,
+// cooldownAfter 10m, retryBackoff 30m) a 24/7 policy has P = 1m and a lead
+// of 2·1m + 47m = 49m (docs/design.md#age-threshold): a claim is due once
+// its deadline is less than 49m away.
+// Namespace is the controller's: the placeholders run there.
+const Namespace = "nrc-system"
+
+// Now is the instant every view is taken at: Tuesday 2026-12-01 12:00 UTC.
+var Now = time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+
+const poolE = 14 * 24 * time.Hour
+
+var everyDay = []v1alpha1.Weekday{"Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"}
+
+func stamp3339(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+
+func policyFor(name, team string, mods ...func(*v1alpha1.RotationPolicySpec)) *v1alpha1.RotationPolicy {
+	p := &v1alpha1.RotationPolicy{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1alpha1.RotationPolicySpec{
+		NodePoolSelector:   metav1.LabelSelector{MatchLabels: map[string]string{"team": team}},
+		MaintenanceWindows: []v1alpha1.MaintenanceWindow{{Timezone: "UTC", Days: everyDay, Start: "00:00", End: "24:00"}},
+	}}
+	for _, m := range mods {
+		m(&p.Spec)
+	}
+	return p
+}
+
+// nodeClass and onDemand are what Karpenter's CRDs require of every pool
+// template and claim.
+var (
+	nodeClass = &karpv1.NodeClassReference{Group: "karpenter.kwok.sh", Kind: "KWOKNodeClass", Name: "default"}
+	onDemand  = []karpv1.NodeSelectorRequirementWithMinValues{{Key: karpv1.CapacityTypeLabelKey, Operator: corev1.NodeSelectorOpIn, Values: []string{"on-demand"}}}
+)
+
+func pool(name, team string, kv ...string) *karpv1.NodePool {
+	e := poolE
+	np := &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{}, Annotations: map[string]string{}}}
+	if team != "" {
+		np.Labels["team"] = team
+	}
+	np.Spec.Template.Spec.NodeClassRef, np.Spec.Template.Spec.Requirements = nodeClass, onDemand
+	np.Spec.Template.Spec.ExpireAfter = karpv1.NillableDuration{Duration: &e}
+	np.Spec.Template.Spec.TerminationGracePeriod = &metav1.Duration{Duration: 30 * time.Minute}
+	for i := 0; i < len(kv); i += 2 {
+		np.Annotations[kv[i]] = kv[i+1]
+	}
+	return np
+}
+
+// claim is a Ready claim of pool whose deadline is `left` away, on node
+// "node-NAME", with annotations kv.
+func claim(name, pool string, left time.Duration, kv ...string) *karpv1.NodeClaim {
+	e := poolE
+	c := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{
+		Name: name, Labels: map[string]string{karpv1.NodePoolLabelKey: pool}, Annotations: map[string]string{},
+		CreationTimestamp: metav1.NewTime(Now.Add(left - e)),
+	}}
+	c.Spec.NodeClassRef, c.Spec.Requirements = nodeClass, onDemand
+	c.Spec.ExpireAfter = karpv1.NillableDuration{Duration: &e}
+	c.Status.NodeName = "node-" + name
+	c.Status.Conditions = []status.Condition{{Type: "Ready", Status: metav1.ConditionTrue, Reason: "Ready", LastTransitionTime: metav1.NewTime(Now.Add(-24 * time.Hour))}}
+	for i := 0; i < len(kv); i += 2 {
+		c.Annotations[kv[i]] = kv[i+1]
+	}
+	return c
+}
+
+func nodeOf(c *karpv1.NodeClaim, kv ...string) *corev1.Node {
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: c.Status.NodeName, Annotations: map[string]string{},
+		Labels: map[string]string{corev1.LabelHostname: c.Status.NodeName, karpv1.NodePoolLabelKey: c.Labels[karpv1.NodePoolLabelKey]}}}
+	n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
+	for i := 0; i < len(kv); i += 2 {
+		n.Annotations[kv[i]] = kv[i+1]
+	}
+	return n
+}
+
+// Scripted is the cluster every golden file reads. Its NodeClaims carry
+// the creation times their ages need (CreationTimestamps), which an API
+// server would not accept from a client.
+func Scripted() []client.Object {
+	objs := []client.Object{
+		accepted(policyFor("open", "open")),
+		policyFor("nightly", "nightly", func(s *v1alpha1.RotationPolicySpec) {
+			s.MaintenanceWindows = []v1alpha1.MaintenanceWindow{{Timezone: "Europe/Berlin", Days: everyDay, Start: "22:00", End: "02:00"}}
+		}),
+		policyFor("tie-a", "tie"), policyFor("tie-b", "tie"),
+		// admission cannot know the zones: a policy naming one that does not
+		// exist is accepted, and does not resolve
+		policyFor("broken", "broken", func(s *v1alpha1.RotationPolicySpec) { s.MaintenanceWindows[0].Timezone = "Mars/Olympus_Mons" }),
+
+		// idle, gate open: two due claims in line and one not due
+		pool("ready", "open"),
+		claim("ready-a", "ready", 20*time.Minute), claim("ready-b", "ready", 40*time.Minute), claim("ready-c", "ready", 10*24*time.Hour),
+		// held by the cooldown after a rotation 5m ago
+		pool("cooling", "open", v1alpha1.AnnotationLastRotationAt, stamp3339(Now.Add(-5*time.Minute))),
+		claim("cooling-a", "cooling", 30*time.Minute),
+		// frozen by an operator for 2h
+		pool("frozen", "open", v1alpha1.AnnotationFreeze, stamp3339(Now.Add(2*time.Hour))),
+		claim("frozen-a", "frozen", 30*time.Minute),
+		// a rotation in flight for 3m, waiting on its surge node
+		pool("busy", "open", v1alpha1.AnnotationActiveRotation, "busy-a"),
+		claim("busy-a", "busy", 25*time.Minute, v1alpha1.AnnotationState, v1alpha1.StatePending, v1alpha1.AnnotationStartedAt, stamp3339(Now.Add(-3*time.Minute))),
+		claim("busy-b", "busy", 45*time.Minute),
+		placeholder("busy-a", "busy"),
+		// window closed until 22:00 Berlin: a due claim, one in backoff, one
+		// opted out, one not Ready
+		pool("night", "nightly"),
+		claim("night-a", "night", 3*time.Hour),
+		claim("night-b", "night", 2*time.Hour, v1alpha1.AnnotationState, v1alpha1.StateFailed,
+			v1alpha1.AnnotationFailedAt, stamp3339(Now.Add(-10*time.Minute)), v1alpha1.AnnotationRetryCount, "1"),
+		claim("night-c", "night", time.Hour),
+		notReady(claim("night-d", "night", 4*time.Hour)),
+		pool("tied", "tie"), claim("tied-a", "tied", time.Hour),
+		pool("invalid", "broken"),
+		pool("plain", ""), claim("plain-a", "plain", time.Hour),
+		// a malformed freeze: undecidable until fixed
+		pool("garbled", "open", v1alpha1.AnnotationFreeze, "next tuesday"),
+	}
+	for _, o := range objs {
+		if c, ok := o.(*karpv1.NodeClaim); ok {
+			var kv []string
+			if c.Name == "night-c" {
+				kv = []string{v1alpha1.KarpenterDoNotDisrupt, "true"}
+			}
+			objs = append(objs, nodeOf(c, kv...))
+		}
+	}
+	return objs
+}
+
+// CreationTimestamps maps each scripted NodeClaim to its creation time.
+func CreationTimestamps() map[string]metav1.Time {
+	out := map[string]metav1.Time{}
+	for _, o := range Scripted() {
+		if c, ok := o.(*karpv1.NodeClaim); ok {
+			out[c.Name] = c.CreationTimestamp
+		}
+	}
+	return out
+}
+
+// accepted carries the Ready condition the policy status reconciler writes.
+func accepted(p *v1alpha1.RotationPolicy) *v1alpha1.RotationPolicy {
+	p.Status.Conditions = []metav1.Condition{{Type: "Ready", Status: metav1.ConditionTrue, Reason: "Accepted", Message: "governs its pools", LastTransitionTime: metav1.NewTime(Now.Add(-24 * time.Hour))}}
+	return p
+}
+
+func notReady(c *karpv1.NodeClaim) *karpv1.NodeClaim {
+	c.Status.Conditions[0].Status, c.Status.Conditions[0].Reason = metav1.ConditionFalse, "NodeNotReady"
+	return c
+}
+
+func placeholder(claim, pool string) *corev1.Pod {
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: "nrc-surge-" + claim,
+		Labels: map[string]string{v1alpha1.LabelSurgeFor: claim, v1alpha1.LabelNodePool: pool}}}
+	p.Spec.Containers = []corev1.Container{{Name: "pause", Image: "registry.k8s.io/pause:3.10"}}
+	p.Status.Phase = corev1.PodPending
+	return p
+}
+
+// ExplainedClaims are the claims the explain golden file explains, in its
+// order; ExplainedPools the pools.
+var (
+	ExplainedClaims = []string{"ready-a", "ready-b", "ready-c", "cooling-a", "busy-a", "busy-b", "night-a", "night-b", "night-c", "night-d", "tied-a", "plain-a"}
+	ExplainedPools  = []string{"ready", "busy", "night", "garbled"}
+)
