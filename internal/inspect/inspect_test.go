@@ -20,6 +20,9 @@ func statuses(t *testing.T, in *Inspector) []*PoolStatus {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if !slices.Equal(names, inspecttest.Pools()) {
+		t.Fatalf("PoolNames = %v, want the scripted %v", names, inspecttest.Pools())
+	}
 	out := make([]*PoolStatus, 0, len(names))
 	for _, n := range names {
 		st, err := in.Status(context.Background(), n)

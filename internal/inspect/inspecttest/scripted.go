@@ -6,6 +6,7 @@
 package inspecttest
 
 import (
+	"slices"
 	"time"
 
 	"github.com/awslabs/operatorpkg/status"
@@ -147,6 +148,18 @@ func Scripted() []client.Object {
 		}
 	}
 	return objs
+}
+
+// Pools are the scripted NodePools' names, sorted as status lists them.
+func Pools() []string {
+	var out []string
+	for _, o := range Scripted() {
+		if p, ok := o.(*karpv1.NodePool); ok {
+			out = append(out, p.Name)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // CreationTimestamps maps each scripted NodeClaim to its creation time.
