@@ -52,7 +52,11 @@ type ClaimExplanation struct {
 	Place int `json:"place,omitempty"`
 	// ExpectedStart is when the forecast starts its rotation, at t_rot_est
 	// per rotation ahead of it; zero when it is not waiting its turn.
-	ExpectedStart time.Time   `json:"expectedStart,omitzero"`
+	ExpectedStart time.Time `json:"expectedStart,omitzero"`
+	// EarliestStart, for a claim not yet due or in backoff, is the first
+	// instant a window is open once it is eligible: the earliest its
+	// rotation can start (claims ahead of it may push it later).
+	EarliestStart time.Time   `json:"earliestStart,omitzero"`
 	Pool          *PoolStatus `json:"pool,omitempty"`
 }
 
@@ -114,6 +118,7 @@ func classify(ex *ClaimExplanation, obs *observe.Observation) {
 	ex.Deadline, ex.DueFrom, ex.RetryAt, ex.ShortLead = f.Deadline, f.Trigger, f.RetryAt, f.ShortLead
 	ex.Class = census.Class(obs.CensusInput, f)
 	ex.Place, ex.ExpectedStart = place(obs, ex)
+	ex.EarliestStart = earliest(obs, ex, f)
 	ex.Reason = reason(ex, obs, f)
 }
 
@@ -139,6 +144,26 @@ func place(obs *observe.Observation, ex *ClaimExplanation) (int, time.Time) {
 		}
 	}
 	return 0, time.Time{}
+}
+
+// earliest is the first open instant at or after a waiting claim becomes
+// eligible (its age trigger, or its backoff's end).
+func earliest(obs *observe.Observation, ex *ClaimExplanation, f census.Figures) time.Time {
+	var from time.Time
+	switch ex.Class {
+	case census.ClassNotDue:
+		from = f.Trigger
+	case census.ClassInBackoff:
+		from = f.RetryAt
+	default:
+		return time.Time{}
+	}
+	cal := obs.Settings.Calendar
+	if cal.IsOpen(from) {
+		return from
+	}
+	t, _ := cal.NextOpen(from)
+	return t
 }
 
 // reason says the class in an operator's words.

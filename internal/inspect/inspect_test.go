@@ -150,6 +150,17 @@ func TestExplainClaims(t *testing.T) {
 		all.WriteString("\n")
 	}
 	golden.Check(t, filepath.Join("testdata", "explain-claims.table"), all.Bytes())
+	// the earliest start: ready-c's age trigger in a 24/7 window; night-b's
+	// backoff ends at 12:20, the window opens at 21:00 UTC
+	for name, want := range map[string]time.Time{"ready-c": now.Add(10*24*time.Hour - 49*time.Minute), "night-b": time.Date(2026, 12, 1, 21, 0, 0, 0, time.UTC), "ready-a": {}} {
+		ex, err := in.ExplainClaim(context.Background(), name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ex.EarliestStart.Equal(want) {
+			t.Errorf("%s: earliest start %v, want %v", name, ex.EarliestStart, want)
+		}
+	}
 	if _, err := in.ExplainClaim(context.Background(), "nope"); err == nil || !strings.Contains(err.Error(), "not found") {
 		t.Errorf("a missing claim: %v", err)
 	}

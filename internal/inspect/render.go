@@ -322,6 +322,9 @@ func RenderClaim(w io.Writer, ex *ClaimExplanation, format string) error {
 	if !ex.ExpectedStart.IsZero() {
 		rows = append(rows, [2]string{"Forecast start", at(ex.ExpectedStart)})
 	}
+	if !ex.EarliestStart.IsZero() {
+		rows = append(rows, [2]string{"Earliest start", at(ex.EarliestStart) + ", the first open window once it is eligible"})
+	}
 	for _, r := range rows {
 		fmt.Fprintf(tw, "%s\t%s\n", r[0], r[1])
 	}
