@@ -120,6 +120,9 @@ func classify(ex *ClaimExplanation, obs *observe.Observation) {
 	ex.Place, ex.ExpectedStart = place(obs, ex)
 	ex.EarliestStart = earliest(obs, ex, f)
 	ex.Reason = reason(ex, obs, f)
+	if !ex.EarliestStart.IsZero() && ex.Pool.expiresFirst(ex.EarliestStart, ex.Deadline) {
+		ex.Reason += "; its forced expiry comes before its earliest rotation could end: Karpenter will expire it"
+	}
 }
 
 // place ranks the claim among the eligible ones, in the census's order,
