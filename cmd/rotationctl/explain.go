@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -36,18 +37,23 @@ and the steps it would run.`,
 			if kind != "nodeclaim" && kind != "nodepool" {
 				return badInput("explain knows nodeclaim/NAME and nodepool/NAME, not %q", args[0])
 			}
-			in, err := newInspector(kube)
+			if err := inspect.CheckFormat(output); err != nil {
+				return badInput("%v", err)
+			}
+			ctx, cancel := context.WithCancel(cmd.Context())
+			defer cancel() // stops the cache's watches
+			in, _, err := newInspector(ctx, kube)
 			if err != nil {
 				return err
 			}
 			if kind == "nodeclaim" {
-				ex, err := in.ExplainClaim(cmd.Context(), name)
+				ex, err := in.ExplainClaim(ctx, name)
 				if err != nil {
 					return err
 				}
 				return inspect.RenderClaim(cmd.OutOrStdout(), ex, output)
 			}
-			ex, err := in.ExplainPool(cmd.Context(), name)
+			ex, err := in.ExplainPool(ctx, name)
 			if err != nil {
 				return err
 			}

@@ -38,7 +38,9 @@ claims in backoff and claims not yet due, the next candidate and its forced
 expiry, and the forecast: when the outstanding rotations would be done at
 t_rot_est each within the windows.
 
---watch redraws whenever what it prints changes (polled every --interval).
+--watch keeps the controller's view of the cluster (its own informer cache)
+and redraws when a watched object changes, and every --interval for the
+relative times.
 Installed as kubectl-rotation on the PATH it is also "kubectl rotation status".`,
 		RunE: func(cmd *cobra.Command, args []string) error { return runStatus(cmd, f, args) },
 	}
@@ -51,12 +53,15 @@ Installed as kubectl-rotation on the PATH it is also "kubectl rotation status".`
 }
 
 func runStatus(cmd *cobra.Command, f statusFlags, pools []string) error {
-	in, err := newInspector(f.kube)
-	if err != nil {
-		return err
+	if err := inspect.CheckFormat(f.output); err != nil {
+		return badInput("%v", err)
 	}
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
 	defer stop()
+	in, view, err := newInspector(ctx, f.kube)
+	if err != nil {
+		return err
+	}
 	draw := func(w io.Writer) error {
 		names := pools
 		if len(names) == 0 {
@@ -77,13 +82,13 @@ func runStatus(cmd *cobra.Command, f statusFlags, pools []string) error {
 	if !f.watch {
 		return draw(cmd.OutOrStdout())
 	}
-	return watch(ctx, cmd.OutOrStdout(), f.interval, draw)
+	return watch(ctx, cmd.OutOrStdout(), f.interval, view.changed, draw)
 }
 
-// watch redraws the screen whenever draw's output changes, until ctx ends.
-// The relative times it prints move every second, so it compares the
-// output with them as they were read: a redraw every interval at most.
-func watch(ctx context.Context, out io.Writer, interval time.Duration, draw func(io.Writer) error) error {
+// watch redraws the screen whenever draw's output changes, until ctx ends:
+// at once when the cache reports a change, and every interval for the
+// relative times, which move by themselves.
+func watch(ctx context.Context, out io.Writer, interval time.Duration, changed <-chan struct{}, draw func(io.Writer) error) error {
 	var last []byte
 	for {
 		var buf bytes.Buffer
@@ -95,7 +100,7 @@ func watch(ctx context.Context, out io.Writer, interval time.Duration, draw func
 		}
 		if !bytes.Equal(buf.Bytes(), last) {
 			fmt.Fprint(out, "\033[H\033[2J") // home, clear
-			fmt.Fprintf(out, "every %s: rotationctl status    %s\n\n", interval, time.Now().UTC().Format(time.RFC3339))
+			fmt.Fprintf(out, "every %s and on every change: rotationctl status    %s\n\n", interval, time.Now().UTC().Format(time.RFC3339))
 			if _, err := out.Write(buf.Bytes()); err != nil {
 				return err
 			}
@@ -104,21 +109,22 @@ func watch(ctx context.Context, out io.Writer, interval time.Duration, draw func
 		select {
 		case <-ctx.Done():
 			return nil
+		case <-changed:
 		case <-time.After(interval):
 		}
 	}
 }
 
-// newInspector connects to the cluster and loads the rules table the
-// controller of this version runs.
-func newInspector(k kubeFlags) (*inspect.Inspector, error) {
-	c, err := k.client()
-	if err != nil {
-		return nil, err
-	}
+// newInspector connects to the cluster, syncs the controller's view of it
+// and loads the rules table the controller of this version runs.
+func newInspector(ctx context.Context, k kubeFlags) (*inspect.Inspector, *clusterView, error) {
 	eng, err := table.Load()
 	if err != nil {
-		return nil, fmt.Errorf("the rules table does not prove: %w", err)
+		return nil, nil, fmt.Errorf("the rules table does not prove: %w", err)
 	}
-	return &inspect.Inspector{Reader: c, Engine: eng, Namespace: k.namespace, Clock: time.Now}, nil
+	v, err := k.view(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &inspect.Inspector{Reader: v.cache, API: v.api, Engine: eng, Namespace: k.namespace, Clock: time.Now}, v, nil
 }

@@ -35,11 +35,13 @@ func TestStatusNamesAnUnusableKubeconfig(t *testing.T) {
 	}
 }
 
-// TestWatchRedrawsOnlyOnChange: three identical reads draw once, a changed
-// one draws again, and a cancelled context ends the watch without error.
+// TestWatchRedrawsOnlyOnChange: identical reads draw once, a changed one
+// draws again, a change the cache reports is read at once (the interval
+// here is an hour), and a cancelled context ends the watch without error.
 func TestWatchRedrawsOnlyOnChange(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	changed := make(chan struct{}, 1)
 	reads := 0
 	views := []string{"a", "a", "a", "b", "b"}
 	draw := func(w io.Writer) error {
@@ -47,13 +49,22 @@ func TestWatchRedrawsOnlyOnChange(t *testing.T) {
 		reads++
 		if reads == len(views) {
 			cancel()
+		} else {
+			changed <- struct{}{} // the next read comes from a change, not the hour
 		}
 		_, err := fmt.Fprintln(w, "view "+v)
 		return err
 	}
 	var out bytes.Buffer
-	if err := watch(ctx, &out, time.Millisecond, draw); err != nil {
-		t.Fatal(err)
+	done := make(chan error, 1)
+	go func() { done <- watch(ctx, &out, time.Hour, changed, draw) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("watch waited for its interval instead of the reported changes")
 	}
 	if got := strings.Count(out.String(), "\033[H\033[2J"); got != 2 {
 		t.Errorf("%d redraws, want 2:\n%q", got, out.String())

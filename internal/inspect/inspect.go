@@ -15,9 +15,16 @@ import (
 )
 
 // Inspector observes and decides pools as a pass would, reading through
-// Reader (uncached: an operator's view is the API server's, not a cache's).
+// Reader.
 type Inspector struct {
+	// Reader serves the NodePools, NodeClaims, Nodes, RotationPolicies and
+	// placeholder Pods: rotationctl reads them from an informer cache
+	// built with the controller's own cache options, so one status of a
+	// large fleet costs a list per kind, not a request per claim.
 	Reader client.Reader
+	// API lists the Pods on one node, uncached (as the controller does);
+	// nil means Reader.
+	API    client.Reader
 	Engine *engine.Engine
 	// Namespace is the controller's namespace, where its placeholders run.
 	Namespace string
@@ -28,7 +35,11 @@ type Inspector struct {
 // decision of each machine. A pool that cannot be decided (a malformed
 // annotation) returns the reason as problem, with what could be observed.
 func (in *Inspector) look(ctx context.Context, pool string) (obs *observe.Observation, decisions []engine.Decision, problem string, err error) {
-	o := &observe.Observer{Cache: in.Reader, API: in.Reader, Namespace: in.Namespace, Clock: in.Clock}
+	api := in.API
+	if api == nil {
+		api = in.Reader
+	}
+	o := &observe.Observer{Cache: in.Reader, API: api, Namespace: in.Namespace, Clock: in.Clock}
 	obs, err = o.Observe(ctx, pool)
 	var bad *observe.BadStateError
 	switch {

@@ -34,7 +34,8 @@ func encode(w io.Writer, v any, format string) (bool, error) {
 	return false, nil
 }
 
-func checkFormat(format string) error {
+// CheckFormat reports an unknown output format.
+func CheckFormat(format string) error {
 	for _, f := range Formats {
 		if f == format {
 			return nil
@@ -46,7 +47,7 @@ func checkFormat(format string) error {
 // RenderStatus writes one row per pool; a pool that cannot be decided gets
 // a line below the table saying why.
 func RenderStatus(w io.Writer, pools []*PoolStatus, format string) error {
-	if err := checkFormat(format); err != nil {
+	if err := CheckFormat(format); err != nil {
 		return err
 	}
 	if ok, err := encode(w, pools, format); ok {
@@ -226,7 +227,7 @@ func Approx(d time.Duration) string {
 // RenderPool writes a pool's explanation: its status, then each machine's
 // transition now with the facts it read and the steps it would run.
 func RenderPool(w io.Writer, ex *PoolExplanation, format string) error {
-	if err := checkFormat(format); err != nil {
+	if err := CheckFormat(format); err != nil {
 		return err
 	}
 	if ok, err := encode(w, ex, format); ok {
@@ -287,7 +288,7 @@ func stepArgs(args map[string]any) string {
 
 // RenderClaim writes a claim's explanation.
 func RenderClaim(w io.Writer, ex *ClaimExplanation, format string) error {
-	if err := checkFormat(format); err != nil {
+	if err := CheckFormat(format); err != nil {
 		return err
 	}
 	if ok, err := encode(w, ex, format); ok {

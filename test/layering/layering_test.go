@@ -38,7 +38,7 @@ var allowed = map[string][]string{
 	"cmd/node-rotation-controller": {"internal/controller", "internal/preflight", "internal/scheme", "internal/surge"},
 	"internal/inspect":             {"api/v1alpha1", "engine", "internal/census", "internal/observe", "internal/schedule"},
 	"internal/inspect/inspecttest": {"api/v1alpha1"},
-	"cmd/rotationctl":              {"engine", "internal/inspect", "internal/plan", "internal/schedule", "internal/scheme", "internal/table", "rules"},
+	"cmd/rotationctl":              {"api/v1alpha1", "engine", "internal/controller", "internal/inspect", "internal/plan", "internal/schedule", "internal/scheme", "internal/table", "rules"},
 }
 
 // forbidden are the arrows the one-way pass rules out, checked over every
