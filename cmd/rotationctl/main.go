@@ -41,8 +41,8 @@ func main() {
 
 // commandName is how the user called us: "kubectl rotation" when kubectl
 // runs us as its plugin kubectl-rotation, else rotationctl.
-func commandName() string {
-	if strings.HasPrefix(filepath.Base(os.Args[0]), "kubectl-rotation") {
+func commandName(argv0 string) string {
+	if strings.HasPrefix(filepath.Base(argv0), "kubectl-rotation") {
 		return "kubectl rotation"
 	}
 	return "rotationctl"
@@ -51,7 +51,8 @@ func commandName() string {
 // run executes the CLI with args and returns the exit code.
 func run(args []string, stdout, stderr io.Writer) int {
 	root := &cobra.Command{
-		Use:           commandName(),
+		Use:           "rotationctl",
+		Annotations:   map[string]string{cobra.CommandDisplayNameAnnotation: commandName(os.Args[0])},
 		Short:         "Operator CLI for node-rotation-controller",
 		SilenceUsage:  true,
 		SilenceErrors: true,

@@ -73,3 +73,15 @@ func TestWatchRedrawsOnlyOnChange(t *testing.T) {
 		t.Errorf("output %q", out.String())
 	}
 }
+
+func TestKubectlPluginName(t *testing.T) {
+	for argv0, want := range map[string]string{
+		"/usr/local/bin/kubectl-rotation": "kubectl rotation",
+		"kubectl-rotation.exe":            "kubectl rotation",
+		"./rotationctl":                   "rotationctl",
+	} {
+		if got := commandName(argv0); got != want {
+			t.Errorf("commandName(%q) = %q, want %q", argv0, got, want)
+		}
+	}
+}
