@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -63,8 +64,8 @@ func runStatus(cmd *cobra.Command, f statusFlags, pools []string) error {
 		return err
 	}
 	draw := func(w io.Writer) error {
-		names := pools
-		if len(names) == 0 {
+		names, listed := pools, len(pools) == 0
+		if listed {
 			if names, err = in.PoolNames(ctx); err != nil {
 				return err
 			}
@@ -72,6 +73,9 @@ func runStatus(cmd *cobra.Command, f statusFlags, pools []string) error {
 		rows := make([]*inspect.PoolStatus, 0, len(names))
 		for _, n := range names {
 			st, err := in.Status(ctx, n)
+			if listed && errors.Is(err, inspect.ErrNoNodePool) {
+				continue // deleted since the list
+			}
 			if err != nil {
 				return err
 			}
@@ -82,7 +86,13 @@ func runStatus(cmd *cobra.Command, f statusFlags, pools []string) error {
 	if !f.watch {
 		return draw(cmd.OutOrStdout())
 	}
-	return watch(ctx, cmd.OutOrStdout(), f.interval, view.changed, draw)
+	// a watch outlives a failed read: it shows the error and reads again
+	return watch(ctx, cmd.OutOrStdout(), f.interval, view.changed, func(w io.Writer) error {
+		if err := draw(w); err != nil {
+			fmt.Fprintf(w, "reading the cluster: %v\n", err)
+		}
+		return nil
+	})
 }
 
 // watch redraws the screen whenever draw's output changes, until ctx ends:

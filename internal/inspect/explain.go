@@ -3,7 +3,6 @@ package inspect
 import (
 	"context"
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
@@ -117,6 +116,9 @@ func classify(ex *ClaimExplanation, obs *observe.Observation) {
 	}
 	ex.Deadline, ex.DueFrom, ex.RetryAt, ex.ShortLead = f.Deadline, f.Trigger, f.RetryAt, f.ShortLead
 	ex.Class = census.Class(obs.CensusInput, f)
+	if ex.Class == census.ClassCandidate && obs.Pool.Annotations[v1alpha1.AnnotationActiveRotation] == ex.NodeClaim {
+		ex.Class = census.ClassInFlight // anchored; its state is written next
+	}
 	ex.Place, ex.ExpectedStart = place(obs, ex)
 	ex.EarliestStart = earliest(obs, ex, f)
 	ex.Reason = reason(ex, obs, f)
@@ -125,25 +127,15 @@ func classify(ex *ClaimExplanation, obs *observe.Observation) {
 	}
 }
 
-// place ranks the claim among the eligible ones, in the census's order,
-// and reads its start off the pool's forecast.
+// place ranks the claim in the pool's queue and reads its start off the
+// pool's forecast.
 func place(obs *observe.Observation, ex *ClaimExplanation) (int, time.Time) {
 	if ex.Class != census.ClassCandidate {
 		return 0, time.Time{}
 	}
-	var eligible []census.Figures
-	for _, f := range obs.Census.Figures {
-		if census.Class(obs.CensusInput, f) == census.ClassCandidate {
-			eligible = append(eligible, f)
-		}
-	}
-	sort.Slice(eligible, func(i, j int) bool { return census.Ahead(eligible[i], eligible[j]) })
-	for i, f := range eligible {
+	for i, f := range waiting(obs) {
 		if f.Claim.Name == ex.NodeClaim {
-			if fc := ex.Pool.Forecast; fc != nil {
-				return i + 1, fc.Start(i)
-			}
-			return i + 1, time.Time{}
+			return i + 1, ex.Pool.Forecast.Start(i)
 		}
 	}
 	return 0, time.Time{}
@@ -179,10 +171,15 @@ func reason(ex *ClaimExplanation, obs *observe.Observation, f census.Figures) st
 	case census.ClassExpired:
 		return "Karpenter's expireAfter expired it before a rotation could (state expired)"
 	case census.ClassInFlight:
-		if obs.Pool.Annotations[v1alpha1.AnnotationActiveRotation] == c.Name {
+		switch anchor := obs.Pool.Annotations[v1alpha1.AnnotationActiveRotation]; {
+		case anchor == c.Name && state == "":
+			return "the pool's anchor names it: its rotation has just started (" + ex.Pool.InFlight.Phase + ")"
+		case anchor == c.Name:
 			return "it is the pool's rotation in flight (state " + state + ", " + ex.Pool.InFlight.Phase + ")"
+		case anchor == "":
+			return "it carries state " + state + " but the pool lost its anchor: the next pass writes the anchor back for it (AnchorRestored) and the rotation goes on"
 		}
-		return "it carries state " + state + " but the pool's anchor does not name it: stranded, the repair returns it to the census"
+		return "it carries state " + state + " but the pool's anchor names another claim: stranded, the repair fails it back to the census (StrandedRepaired)"
 	case census.ClassNoDeadline:
 		return "its expireAfter is Never: with no deadline it never becomes due by age"
 	case census.ClassNotDue:
@@ -192,7 +189,7 @@ func reason(ex *ClaimExplanation, obs *observe.Observation, f census.Figures) st
 	case census.ClassOptedOut:
 		return "opted out: its Node " + c.Status.NodeName + " carries " + v1alpha1.KarpenterDoNotDisrupt + "=true set by an operator"
 	case census.ClassInBackoff:
-		return "its last attempt failed (retry-count " + ex.RetryCount + "); in retryBackoff until " + stamp(f.RetryAt)
+		return "its last attempt failed (retry-count " + orDash(ex.RetryCount) + "); in retryBackoff until " + stamp(f.RetryAt)
 	case census.ClassBadState:
 		return v1alpha1.AnnotationState + "=" + state + " is not a known state"
 	}
@@ -203,17 +200,19 @@ func candidateReason(ex *ClaimExplanation) string {
 	st := ex.Pool
 	var b strings.Builder
 	if ex.Place == 1 {
-		b.WriteString("the next candidate (earliest deadline first)")
+		b.WriteString("the next candidate (short-lead claims first, then the earliest deadline)")
 	} else {
-		fmt.Fprintf(&b, "a candidate, %d in line (earliest deadline first)", ex.Place)
+		fmt.Fprintf(&b, "a candidate, %d in line (short-lead claims first, then the earliest deadline)", ex.Place)
 	}
 	switch {
 	case st.InFlight != nil:
 		b.WriteString("; waits for the rotation of " + st.InFlight.NodeClaim + " in flight")
+	case st.Blocked != "":
+		b.WriteString("; but the pool starts no rotation: " + st.Blocked)
 	case st.Gate != "" && st.Gate != "open":
 		b.WriteString("; the " + st.Gate + " gate holds the pool")
 		if !st.GateUntil.IsZero() {
-			b.WriteString(" until " + stamp(st.GateUntil))
+			b.WriteString(", every gate open at " + stamp(st.GateUntil))
 		}
 	case ex.Place == 1 && st.Transitions["rotation"] != "":
 		b.WriteString("; the pool's pass takes " + st.Transitions["rotation"])

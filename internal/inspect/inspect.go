@@ -48,7 +48,7 @@ func (in *Inspector) look(ctx context.Context, pool string) (obs *observe.Observ
 	case err != nil:
 		return nil, nil, "", fmt.Errorf("observing NodePool %s: %w", pool, err)
 	case obs == nil:
-		return nil, nil, "", fmt.Errorf("NodePool %s not found", pool)
+		return nil, nil, "", fmt.Errorf("NodePool %s: %w", pool, ErrNoNodePool)
 	}
 	decisions, err = in.Engine.Decide(&obs.Snapshot)
 	var fe *engine.FactError
@@ -60,6 +60,9 @@ func (in *Inspector) look(ctx context.Context, pool string) (obs *observe.Observ
 	}
 	return obs, decisions, "", nil
 }
+
+// ErrNoNodePool: the NodePool does not exist (or no longer does).
+var ErrNoNodePool = errors.New("not found")
 
 // PoolNames lists the cluster's NodePools, sorted.
 func (in *Inspector) PoolNames(ctx context.Context) ([]string, error) {

@@ -52,7 +52,14 @@ func TestStatusOfEveryPoolState(t *testing.T) {
 		until                            time.Time
 	}{
 		{"ready", "governed", "open", "idle.start", time.Time{}},
-		{"cooling", "governed", "cooldown", "idle.gated", now.Add(5 * time.Minute)},
+		{"cooling", "governed", "cooldown", "idle.gated", now.Add(15 * time.Minute)},
+		{"failing", "governed", "failurePause", "idle.gated", now.Add(11 * time.Minute)},
+		// frozen for 12h, then the window is open (21:00–01:00 UTC)
+		{"frozen-night", "governed", "windowClosed", "idle.gated", time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC)},
+		{"day", "governed", "open", "idle.start", time.Time{}},
+		{"static", "governed", "open", "idle.static-pool", time.Time{}},
+		{"lost", "governed", "open", "idle.readopt", time.Time{}},
+		{"strict", "governed", "open", "idle.infeasible", time.Time{}},
 		{"frozen", "governed", "frozen", "idle.gated", now.Add(2 * time.Hour)},
 		{"busy", "governed", "open", "pending.await-surge", time.Time{}},
 		// 22:00 in Berlin is 21:00 UTC in December
@@ -71,28 +78,45 @@ func TestStatusOfEveryPoolState(t *testing.T) {
 				c.pool, st.Governance, st.Gate, st.GateUntil, st.Transitions["rotation"], c.governance, c.gate, c.until, c.rotation)
 		}
 	}
-	if r := m["ready"]; r.Next == nil || r.Next.NodeClaim != "ready-a" || r.Census.Candidates != 2 || r.Census.NotDue != 1 {
+	// the short-lead claim goes first, though ready-a's deadline is later
+	if r := m["ready"]; r.Next == nil || r.Next.NodeClaim != "ready-e" || r.Census.Candidates != 3 || r.Census.NotDue != 1 || r.Census.NoDeadline != 1 || r.Census.ShortLead != 1 {
 		t.Errorf("ready: next %+v, census %+v", r.Next, r.Census)
 	}
-	// two rotations at t_rot_est (5m provisioning + 10m drain) + 10m cooldown
-	// apart in a 24/7 window: the second starts at +25m and ends at +40m
-	if f := m["ready"].Forecast; f == nil || f.Rotations != 2 || !f.Done.Equal(now.Add(40*time.Minute)) {
+	// three rotations at t_rot_est (5m provisioning + 10m drain) + 10m
+	// cooldown apart in a 24/7 window: the third starts at +50m, ends at +65m
+	if f := m["ready"].Forecast; f == nil || f.Rotations != 3 || !f.Done.Equal(now.Add(65*time.Minute)) || f.Occurrences != 1 {
 		t.Errorf("ready forecast %+v", f)
+	}
+	if d := m["day"].Window; d == nil || !d.Open || !d.Closes.Equal(time.Date(2026, 12, 1, 16, 0, 0, 0, time.UTC)) || !d.Opened.Equal(time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)) {
+		t.Errorf("day window %+v", d)
+	}
+	for pool, why := range map[string]string{"static": "static pool", "strict": "infeasible"} {
+		if st := m[pool]; st.Blocked != why || st.Forecast != nil {
+			t.Errorf("%s: blocked %q, forecast %+v; want %q and none", pool, st.Blocked, st.Forecast, why)
+		}
+	}
+	if f := m["frozen-night"].Forecast; f == nil || !f.Start(0).Equal(time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC)) {
+		t.Errorf("frozen-night forecast %+v: its first start is when the freeze ends inside a window", f)
 	}
 	// busy: the rotation in flight ends at its estimate (+12m) and the
 	// cooldown (+10m); the one candidate starts then
 	if f := m["busy"].Forecast; f == nil || len(f.Starts) != 1 || !f.Starts[0].Equal(now.Add(22*time.Minute)) {
 		t.Errorf("busy forecast %+v", f)
 	}
-	if f := m["busy"].InFlight; f == nil || f.NodeClaim != "busy-a" || f.State != "pending" || !f.StartedAt.Equal(now.Add(-3*time.Minute)) {
+	// overrun's rotation is 25m past its estimate: it may end any moment,
+	// and the next start follows the cooldown
+	if f := m["overrun"].Forecast; f == nil || !f.Start(0).Equal(now.Add(10*time.Minute)) {
+		t.Errorf("overrun forecast %+v", f)
+	}
+	if f := m["busy"].InFlight; f == nil || f.NodeClaim != "busy-a" || f.State != "pending" || !f.StartedAt.Equal(now.Add(-3*time.Minute)) || f.SurgeNode != "node-busy-surge" {
 		t.Errorf("busy in flight %+v", f)
 	}
 	if n := m["night"]; n.Census.Candidates != 1 || n.Census.InBackoff != 1 || n.Census.OptedOut != 1 || n.Census.NotReady != 1 || n.Window.Zone != "Europe/Berlin" {
 		t.Errorf("night: census %+v, window %+v", n.Census, n.Window)
 	}
 	// night-a expires in 3h; the window opens in 9h
-	if n := m["night"].Next; n == nil || n.NodeClaim != "night-a" || !n.ExpiresFirst || m["ready"].Next.ExpiresFirst {
-		t.Errorf("night's next %+v should expire first, ready's %+v not", n, m["ready"].Next)
+	if n := m["night"].Next; n == nil || n.NodeClaim != "night-a" || !n.ExpiresFirst || m["busy"].Next.ExpiresFirst {
+		t.Errorf("night's next %+v should expire first, busy's %+v not", n, m["busy"].Next)
 	}
 	if g := m["garbled"]; !strings.Contains(g.Problem, `noderotation.io/freeze="next tuesday"`) {
 		t.Errorf("garbled: problem %q", g.Problem)
@@ -114,13 +138,17 @@ func TestExplainClaims(t *testing.T) {
 		claim, class, words string
 		place               int
 	}{
-		{"ready-a", census.ClassCandidate, "the next candidate", 1},
-		{"ready-b", census.ClassCandidate, "2 in line", 2},
+		{"ready-e", census.ClassCandidate, "the next candidate (short-lead claims first", 1},
+		{"ready-a", census.ClassCandidate, "2 in line", 2},
+		{"ready-b", census.ClassCandidate, "3 in line", 3},
 		{"ready-c", census.ClassNotDue, "not due until", 0},
-		{"cooling-a", census.ClassCandidate, "the cooldown gate holds the pool until 2026-12-01T12:05:00Z", 1},
+		{"ready-d", census.ClassNoDeadline, "expireAfter is Never", 0},
+		{"cooling-a", census.ClassCandidate, "the cooldown gate holds the pool, every gate open at 2026-12-01T12:15:00Z", 1},
+		{"static-a", census.ClassCandidate, "the pool starts no rotation: static pool", 1},
+		{"lost-a", census.ClassInFlight, "the pool lost its anchor: the next pass writes the anchor back", 0},
 		{"busy-a", census.ClassInFlight, "the pool's rotation in flight (state pending, pending.await-surge)", 0},
 		{"busy-b", census.ClassCandidate, "waits for the rotation of busy-a", 1},
-		{"night-a", census.ClassCandidate, "the windowClosed gate holds the pool until 2026-12-01T21:00:00Z; forecast start 2026-12-01T21:00:00Z; its forced expiry comes before", 1},
+		{"night-a", census.ClassCandidate, "the windowClosed gate holds the pool, every gate open at 2026-12-01T21:00:00Z; forecast start 2026-12-01T21:00:00Z; its forced expiry comes before", 1},
 		{"night-b", census.ClassInBackoff, "in retryBackoff until 2026-12-01T12:20:00Z", 0},
 		{"night-c", census.ClassOptedOut, "node-night-c carries karpenter.sh/do-not-disrupt=true", 0},
 		{"night-d", census.ClassNotReady, "Ready condition is not True", 0},
@@ -152,7 +180,7 @@ func TestExplainClaims(t *testing.T) {
 	golden.Check(t, filepath.Join("testdata", "explain-claims.table"), all.Bytes())
 	// the earliest start: ready-c's age trigger in a 24/7 window; night-b's
 	// backoff ends at 12:20, the window opens at 21:00 UTC
-	for name, want := range map[string]time.Time{"ready-c": now.Add(10*24*time.Hour - 49*time.Minute), "night-b": time.Date(2026, 12, 1, 21, 0, 0, 0, time.UTC), "ready-a": {}} {
+	for name, want := range map[string]time.Time{"ready-c": now.Add(10*24*time.Hour - 49*time.Minute), "night-b": time.Date(2026, 12, 1, 21, 0, 0, 0, time.UTC), "ready-e": {}} {
 		ex, err := in.ExplainClaim(context.Background(), name)
 		if err != nil {
 			t.Fatal(err)

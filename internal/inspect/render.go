@@ -131,11 +131,24 @@ func when(now, t time.Time, zone string, wide bool) string {
 	return t.Format("Mon 15:04 ") + zone + ", " + rel
 }
 
+// holds are the idle transitions that start nothing whatever the gates
+// say, in the words of the GATE column.
+var holds = map[string]string{
+	"idle.static-pool":           "static pool",
+	"idle.infeasible":            "infeasible",
+	"idle.insufficient-headroom": "no headroom",
+	"idle.repair-stranded":       "repairing stranded",
+	"idle.readopt":               "re-adopting",
+}
+
 func gateCell(p *PoolStatus) string {
+	if h, ok := holds[p.Transitions["rotation"]]; ok {
+		return h
+	}
 	switch {
 	case p.Gate == "":
 		return "-"
-	case p.Gate == "open" || p.Gate == "windowClosed" || p.GateUntil.IsZero():
+	case p.Gate == "open" || p.GateUntil.IsZero():
 		return p.Gate
 	}
 	return p.Gate + " (" + Approx(p.GateUntil.Sub(p.Now)) + ")"
@@ -151,7 +164,7 @@ func inFlightCell(p *PoolStatus) string {
 		s += " (" + f.Phase + ")"
 	}
 	if !f.StartedAt.IsZero() {
-		s += " " + Approx(p.Now.Sub(f.StartedAt))
+		s += " for " + Approx(p.Now.Sub(f.StartedAt))
 	}
 	return s
 }
@@ -178,6 +191,8 @@ func nextCell(p *PoolStatus) string {
 func forecastCell(p *PoolStatus) string {
 	f := p.Forecast
 	switch {
+	case p.Blocked != "":
+		return "never: " + p.Blocked
 	case f == nil || f.Rotations == 0:
 		return "-"
 	case f.Beyond:
@@ -257,7 +272,7 @@ func RenderPool(w io.Writer, ex *PoolExplanation, format string) error {
 		return err
 	}
 	for _, d := range ex.Decisions {
-		fmt.Fprintf(w, "\n%s machine: %s (%s → %s), next pass in %s\n", d.Machine, d.Transition, d.From, orDash(d.To), schedule.FormatDuration(d.Requeue))
+		fmt.Fprintf(w, "\n%s machine: %s (%s → %s), the table's requeue %s\n", d.Machine, d.Transition, d.From, orDash(d.To), schedule.FormatDuration(d.Requeue))
 		facts := make([]string, len(d.Facts))
 		for i, f := range d.Facts {
 			facts[i] = fmt.Sprintf("%s=%v", f.Name, f.Value)

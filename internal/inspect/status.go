@@ -2,6 +2,7 @@ package inspect
 
 import (
 	"context"
+	"sort"
 	"time"
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -29,15 +30,19 @@ type PoolStatus struct {
 	// Window, Gate and Forecast are given for a governed pool.
 	Window *Window `json:"window,omitempty"`
 	// Gate is the first closed start gate (windowClosed, frozen, cooldown,
-	// failurePause) or open; GateUntil is when it opens, when known.
+	// failurePause) or open, as the table's startGate fact says; GateUntil
+	// is when every gate is open again: the first open window after the
+	// freeze, the cooldown and the failure pause have all run out.
 	Gate      string        `json:"gate,omitempty"`
 	GateUntil time.Time     `json:"gateUntil,omitzero"`
 	InFlight  *InFlight     `json:"inFlight,omitempty"`
 	Census    census.Census `json:"census"`
 	Next      *Next         `json:"next,omitempty"`
 	// Forecast places the outstanding rotations (candidates and claims in
-	// backoff) on the calendar at t_rot_est each.
+	// backoff) on the calendar at t_rot_est each; none when Blocked says
+	// why the pool starts no rotation at all (infeasible, static pool).
 	Forecast *schedule.Forecast `json:"forecast,omitempty"`
+	Blocked  string             `json:"blocked,omitempty"`
 	// Transitions are what each machine's pass does now.
 	Transitions map[string]string `json:"transitions,omitempty"`
 	// Problem says why the pool cannot be decided, when it cannot.
@@ -118,12 +123,49 @@ func (in *Inspector) status(pool string, obs *observe.Observation, ds []engine.D
 	}
 	st.Window = window(obs)
 	st.describeGate(in.Engine, obs)
-	st.Forecast, st.tRotEst = forecast(obs, st), obs.Derivation.TRotEst
-	if c := obs.Candidate(); c != nil {
-		st.Next = &Next{NodeClaim: c.Claim.Name, Kind: c.Kind, Deadline: c.Deadline}
+	st.tRotEst = obs.Derivation.TRotEst
+	queue := waiting(obs)
+	if st.Blocked = blocked(obs); st.Blocked == "" {
+		st.Forecast = forecast(obs, st, len(queue)+obs.Census.Census.InBackoff)
+	}
+	if len(queue) > 0 {
+		c := queue[0]
+		st.Next = &Next{NodeClaim: c.Claim.Name, Kind: "surge", Deadline: c.Deadline}
+		if cand := obs.Candidate(); cand != nil && cand.Claim.Name == c.Claim.Name {
+			st.Next.Kind = cand.Kind
+		}
 		st.Next.ExpiresFirst = st.expiresFirst(st.Forecast.Start(0), c.Deadline)
 	}
 	return st
+}
+
+// waiting is the census's eligible claims in its order (short lead first,
+// then the earliest deadline): the queue the next starts take. A claim
+// the anchor already names is in flight even before its state is written
+// (the pass that writes the anchor writes the state next), so it is not
+// waiting.
+func waiting(obs *observe.Observation) []census.Figures {
+	anchor := obs.Pool.Annotations[v1alpha1.AnnotationActiveRotation]
+	var q []census.Figures
+	for _, f := range obs.Census.Figures {
+		if f.Claim.Name != anchor && census.Class(obs.CensusInput, f) == census.ClassCandidate {
+			q = append(q, f)
+		}
+	}
+	sort.Slice(q, func(i, j int) bool { return census.Ahead(q[i], q[j]) })
+	return q
+}
+
+// blocked says why the pool starts no rotation whatever the gates do, ""
+// when it may start one.
+func blocked(obs *observe.Observation) string {
+	switch {
+	case !obs.Snapshot.Pool.Feasible:
+		return "infeasible"
+	case obs.Snapshot.Pool.Static:
+		return "static pool"
+	}
+	return ""
 }
 
 func (st *PoolStatus) describeGovernance(obs *observe.Observation) {
@@ -147,35 +189,52 @@ func (st *PoolStatus) describeGate(eng *engine.Engine, obs *observe.Observation)
 		return
 	}
 	st.Gate = v.(string)
-	a := obs.Pool.Annotations
-	switch st.Gate {
-	case "windowClosed":
-		if t, ok := obs.Settings.Calendar.NextOpen(obs.Now); ok {
-			st.GateUntil = t
-		}
-	case "frozen":
-		st.GateUntil = parseTime(a[v1alpha1.AnnotationFreeze])
-	case "cooldown":
-		st.GateUntil = parseTime(a[v1alpha1.AnnotationLastRotationAt]).Add(obs.Settings.CooldownAfter)
-	case "failurePause":
-		st.GateUntil = parseTime(a[v1alpha1.AnnotationLastFailureAt]).Add(obs.Derivation.FailurePause)
+	if st.Gate != "open" {
+		st.GateUntil = gatesOpen(obs)
 	}
+}
+
+// gatesOpen is the first instant at which every start gate is open: the
+// latest end of the freeze, the cooldown and the failure pause, moved to
+// the next window opening when the window is closed then. Zero when no
+// window opens within the calendar's lookahead.
+func gatesOpen(obs *observe.Observation) time.Time {
+	a := obs.Pool.Annotations
+	t := obs.Now
+	for _, end := range []time.Time{
+		parseTime(a[v1alpha1.AnnotationFreeze]),
+		parseTime(a[v1alpha1.AnnotationLastRotationAt]).Add(obs.Settings.CooldownAfter),
+		parseTime(a[v1alpha1.AnnotationLastFailureAt]).Add(obs.Derivation.FailurePause),
+	} {
+		if end.After(t) {
+			t = end
+		}
+	}
+	cal := obs.Settings.Calendar
+	if cal.IsOpen(t) {
+		return t.UTC()
+	}
+	next, ok := cal.NextOpen(t)
+	if !ok {
+		return time.Time{}
+	}
+	return next.UTC()
 }
 
 func window(obs *observe.Observation) *Window {
 	cal := obs.Settings.Calendar
 	w := &Window{Open: obs.WindowOpen}
 	if o, ok := cal.OccurrenceAt(obs.Now); ok {
-		w.Opened, w.Zone = o.Start, zone(o.Location)
+		w.Opened, w.Zone = o.Start.UTC(), zone(o.Location)
 		if t, ok := cal.NextClose(obs.Now); ok {
-			w.Closes = t
+			w.Closes = t.UTC()
 		} else {
 			w.Opened = time.Time{} // open around the clock: no edge to show
 		}
 		return w
 	}
 	if t, ok := cal.NextOpen(obs.Now); ok {
-		w.NextOpen = t
+		w.NextOpen = t.UTC()
 		if o, ok := cal.OccurrenceAt(t); ok {
 			w.Zone = zone(o.Location)
 		}
@@ -218,19 +277,29 @@ func inFlight(obs *observe.Observation, rot *engine.Decision) *InFlight {
 	return f
 }
 
-// forecast plays the outstanding rotations forward from when the pool can
-// next start: after the rotation in flight (at its estimate) and the gate.
-func forecast(obs *observe.Observation, st *PoolStatus) *schedule.Forecast {
+// forecast plays n rotations forward from when the pool can next start:
+// after the rotation in flight and the gates. A rotation in flight ends at
+// its estimate, or now when it has overrun it, and the cooldown follows.
+func forecast(obs *observe.Observation, st *PoolStatus, n int) *schedule.Forecast {
 	from := obs.Now
-	if st.Gate != "windowClosed" && st.GateUntil.After(from) { // the calendar handles closed windows
+	if st.InFlight != nil {
+		end := obs.Now.Add(obs.Derivation.TRotEst) // no started-at yet: it is just starting
+		if started := st.InFlight.StartedAt; !started.IsZero() {
+			end = started.Add(obs.Derivation.TRotEst)
+			if end.Before(obs.Now) { // overrunning: it may end any moment
+				end = obs.Now
+			}
+		}
+		from = end.Add(obs.Settings.CooldownAfter)
+	}
+	if st.GateUntil.After(from) {
 		from = st.GateUntil
 	}
-	if st.InFlight != nil && !st.InFlight.StartedAt.IsZero() {
-		if free := st.InFlight.StartedAt.Add(obs.Derivation.TRotEst + obs.Settings.CooldownAfter); free.After(from) {
-			from = free
-		}
+	f := obs.Settings.Calendar.ForecastRotations(from, n, obs.Settings.Timing, obs.Derivation.TRotEst)
+	for i := range f.Starts {
+		f.Starts[i] = f.Starts[i].UTC()
 	}
-	f := obs.Settings.Calendar.ForecastRotations(from, obs.Census.Census.Outstanding(), obs.Settings.Timing, obs.Derivation.TRotEst)
+	f.Done = f.Done.UTC()
 	return &f
 }
 

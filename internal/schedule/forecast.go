@@ -32,23 +32,22 @@ func (c Calendar) ForecastRotations(from time.Time, n int, t Timing, tRotEst tim
 	service := max(tRotEst+t.CooldownAfter, Tick)
 	m := max(t.MaxUnavailable, 1)
 	horizon := from.Add(ForecastHorizon)
-	next := from         // the earliest the next start may be
-	var counted Interval // the last occurrence a start fell in
+	next := from          // the earliest the next start may be
+	var lastEnd time.Time // the end of the last occurrence a start fell in
 	for scan := from; scan.Before(horizon) && len(f.Starts) < n; scan = scan.Add(2 * week) {
 		// an occurrence reaching past the scan comes back whole in the
-		// next one too: next skips what was already used of it
+		// next one too (next skips what was used of it); one open around
+		// the clock comes back clipped to each scan, its pieces touching
 		for _, o := range c.Occurrences(scan, scan.Add(2*week)) {
 			for at := later(o.Start, next); at.Before(o.End) && len(f.Starts) < n; at = at.Add(service) {
 				for range min(m, n-len(f.Starts)) {
 					f.Starts = append(f.Starts, at)
 				}
 				next = at.Add(service)
-				if !counted.Contains(at) && !counted.End.Equal(o.Start) {
+				if lastEnd.IsZero() || o.Start.After(lastEnd) {
 					f.Occurrences++
 				}
-				if !counted.Contains(at) {
-					counted = o // a clipped always-open piece continues the last
-				}
+				lastEnd = later(lastEnd, o.End)
 			}
 		}
 	}
@@ -61,9 +60,9 @@ func (c Calendar) ForecastRotations(from time.Time, n int, t Timing, tRotEst tim
 }
 
 // Start is the forecast start of rotation i (from 0), zero when it does not
-// fit within the horizon.
-func (f Forecast) Start(i int) time.Time {
-	if i < 0 || i >= len(f.Starts) {
+// fit within the horizon or there is no forecast (f nil).
+func (f *Forecast) Start(i int) time.Time {
+	if f == nil || i < 0 || i >= len(f.Starts) {
 		return time.Time{}
 	}
 	return f.Starts[i]

@@ -51,10 +51,18 @@ func TestForecastRotations(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// 700 rotations every 30 min span more than two weeks of scans
-		f := NewCalendar(all).ForecastRotations(tm(1, 0, 0), 700, timing, est)
-		if f.Beyond || f.Occurrences != 1 || !f.Done.Equal(tm(1, 0, 0).Add(699*30*time.Minute+est)) {
+		// 10,000 rotations every 30 min span 208 days of two-week scans
+		f := NewCalendar(all).ForecastRotations(tm(1, 0, 0), 10000, timing, est)
+		if f.Beyond || f.Occurrences != 1 || !f.Done.Equal(tm(1, 0, 0).Add(9999*30*time.Minute+est)) {
 			t.Errorf("done %v in %d occurrences, beyond %v", f.Done, f.Occurrences, f.Beyond)
+		}
+		// and across the DST changes of a zone
+		berlin, err := ParseEntry("Europe/Berlin", []string{"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"}, "00:00", "24:00")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f := NewCalendar(berlin).ForecastRotations(tm(1, 0, 0), 10000, timing, est); f.Beyond || f.Occurrences != 1 {
+			t.Errorf("Berlin 24/7: %d occurrences, beyond %v", f.Occurrences, f.Beyond)
 		}
 	})
 	t.Run("no windows: beyond the horizon", func(t *testing.T) {

@@ -105,17 +105,48 @@ func Scripted() []client.Object {
 		policyFor("nightly", "nightly", func(s *v1alpha1.RotationPolicySpec) {
 			s.MaintenanceWindows = []v1alpha1.MaintenanceWindow{{Timezone: "Europe/Berlin", Days: everyDay, Start: "22:00", End: "02:00"}}
 		}),
+		policyFor("slow", "slow", func(s *v1alpha1.RotationPolicySpec) { s.Surge.CooldownAfter, s.Surge.FailurePause = "20m", "15m" }),
+		policyFor("daytime", "day", func(s *v1alpha1.RotationPolicySpec) {
+			s.MaintenanceWindows = []v1alpha1.MaintenanceWindow{{Timezone: "UTC", Days: everyDay, Start: "08:00", End: "16:00"}}
+		}),
+		// an age threshold that leaves no window occurrence before the
+		// deadline: a fatal finding
+		policyFor("strict", "strict", func(s *v1alpha1.RotationPolicySpec) { s.AgeThreshold = "335h30m" }),
 		policyFor("tie-a", "tie"), policyFor("tie-b", "tie"),
 		// admission cannot know the zones: a policy naming one that does not
 		// exist is accepted, and does not resolve
 		policyFor("broken", "broken", func(s *v1alpha1.RotationPolicySpec) { s.MaintenanceWindows[0].Timezone = "Mars/Olympus_Mons" }),
 
-		// idle, gate open: two due claims in line and one not due
+		// idle, gate open: a short-lead claim first (its own expireAfter of
+		// 30m is shorter than the schedule's lead), two due claims in line,
+		// one not due, one that never expires
 		pool("ready", "open"),
 		claim("ready-a", "ready", 20*time.Minute), claim("ready-b", "ready", 40*time.Minute), claim("ready-c", "ready", 10*24*time.Hour),
-		// held by the cooldown after a rotation 5m ago
-		pool("cooling", "open", v1alpha1.AnnotationLastRotationAt, stamp3339(Now.Add(-5*time.Minute))),
+		expiringAfter(claim("ready-d", "ready", 0), nil, Now.Add(-20*24*time.Hour)),
+		expiringAfter(claim("ready-e", "ready", 0), ptr(30*time.Minute), Now.Add(-20*time.Minute)),
+		// held by the cooldown (20m) after a rotation 5m ago
+		pool("cooling", "slow", v1alpha1.AnnotationLastRotationAt, stamp3339(Now.Add(-5*time.Minute))),
 		claim("cooling-a", "cooling", 30*time.Minute),
+		// held by the failure pause (15m) after a failure 4m ago
+		pool("failing", "slow", v1alpha1.AnnotationLastFailureAt, stamp3339(Now.Add(-4*time.Minute))),
+		claim("failing-a", "failing", 30*time.Minute),
+		// frozen for 12h while the window is closed: every gate opens at the
+		// first open instant after the freeze
+		pool("frozen-night", "nightly", v1alpha1.AnnotationFreeze, stamp3339(Now.Add(12*time.Hour))),
+		claim("frozen-night-a", "frozen-night", 20*time.Hour),
+		// a window open 08:00–16:00 UTC
+		pool("day", "day"), claim("day-a", "day", 30*time.Minute),
+		// a static pool (replicas set) never starts a rotation
+		static(pool("static", "open")), claim("static-a", "static", 30*time.Minute),
+		// a rotation that has overrun its estimate (and its readyTimeout)
+		pool("overrun", "open", v1alpha1.AnnotationActiveRotation, "overrun-a"),
+		claim("overrun-a", "overrun", 50*time.Minute, v1alpha1.AnnotationState, v1alpha1.StatePending, v1alpha1.AnnotationStartedAt, stamp3339(Now.Add(-40*time.Minute))),
+		claim("overrun-b", "overrun", 45*time.Minute),
+		placeholder("overrun-a", "overrun"),
+		// a pending claim whose pool lost its anchor: re-adopted
+		pool("lost", "open"),
+		claim("lost-a", "lost", 30*time.Minute, v1alpha1.AnnotationState, v1alpha1.StatePending, v1alpha1.AnnotationStartedAt, stamp3339(Now.Add(-2*time.Minute))),
+		pool("strict", "strict"), claim("strict-a", "strict", time.Hour),
 		// frozen by an operator for 2h
 		pool("frozen", "open", v1alpha1.AnnotationFreeze, stamp3339(Now.Add(2*time.Hour))),
 		claim("frozen-a", "frozen", 30*time.Minute),
@@ -123,7 +154,7 @@ func Scripted() []client.Object {
 		pool("busy", "open", v1alpha1.AnnotationActiveRotation, "busy-a"),
 		claim("busy-a", "busy", 25*time.Minute, v1alpha1.AnnotationState, v1alpha1.StatePending, v1alpha1.AnnotationStartedAt, stamp3339(Now.Add(-3*time.Minute))),
 		claim("busy-b", "busy", 45*time.Minute),
-		placeholder("busy-a", "busy"),
+		scheduledOn(placeholder("busy-a", "busy"), "node-busy-surge"),
 		// window closed until 22:00 Berlin: a due claim, one in backoff, one
 		// opted out, one not Ready
 		pool("night", "nightly"),
@@ -138,6 +169,9 @@ func Scripted() []client.Object {
 		// a malformed freeze: undecidable until fixed
 		pool("garbled", "open", v1alpha1.AnnotationFreeze, "next tuesday"),
 	}
+	surge := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-busy-surge", Labels: map[string]string{corev1.LabelHostname: "node-busy-surge", karpv1.NodePoolLabelKey: "busy"}}}
+	surge.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
+	objs = append(objs, surge)
 	for _, o := range objs {
 		if c, ok := o.(*karpv1.NodeClaim); ok {
 			var kv []string
@@ -173,6 +207,26 @@ func CreationTimestamps() map[string]metav1.Time {
 	return out
 }
 
+// expiringAfter gives the claim its own expireAfter (nil: Never) and
+// creation time.
+func expiringAfter(c *karpv1.NodeClaim, e *time.Duration, created time.Time) *karpv1.NodeClaim {
+	c.Spec.ExpireAfter = karpv1.NillableDuration{Duration: e}
+	c.CreationTimestamp = metav1.NewTime(created)
+	return c
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func static(np *karpv1.NodePool) *karpv1.NodePool {
+	np.Spec.Replicas = ptr(int64(2))
+	return np
+}
+
+func scheduledOn(p *corev1.Pod, node string) *corev1.Pod {
+	p.Spec.NodeName = node
+	return p
+}
+
 // accepted carries the Ready condition the policy status reconciler writes.
 func accepted(p *v1alpha1.RotationPolicy) *v1alpha1.RotationPolicy {
 	p.Status.Conditions = []metav1.Condition{{Type: "Ready", Status: metav1.ConditionTrue, Reason: "Accepted", Message: "governs its pools", LastTransitionTime: metav1.NewTime(Now.Add(-24 * time.Hour))}}
@@ -195,6 +249,6 @@ func placeholder(claim, pool string) *corev1.Pod {
 // ExplainedClaims are the claims the explain golden file explains, in its
 // order; ExplainedPools the pools.
 var (
-	ExplainedClaims = []string{"ready-a", "ready-b", "ready-c", "cooling-a", "busy-a", "busy-b", "night-a", "night-b", "night-c", "night-d", "tied-a", "plain-a"}
-	ExplainedPools  = []string{"ready", "busy", "night", "garbled"}
+	ExplainedClaims = []string{"ready-e", "ready-a", "ready-b", "ready-c", "ready-d", "cooling-a", "static-a", "lost-a", "busy-a", "busy-b", "night-a", "night-b", "night-c", "night-d", "tied-a", "plain-a"}
+	ExplainedPools  = []string{"ready", "busy", "night", "frozen-night", "garbled"}
 )
