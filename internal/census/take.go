@@ -68,11 +68,17 @@ func Take(in Input) Result {
 func pick(in Input, eligible []Figures) *Candidate {
 	sort.Slice(eligible, func(i, j int) bool { return Ahead(eligible[i], eligible[j]) })
 	best := eligible[0]
-	kind := "surge"
-	if in.Settings.ForcefulFallback && !best.Deadline.IsZero() && best.Deadline.Sub(in.Now) < in.Derivation.TRot {
-		kind = "forcefulFallback"
+	return &Candidate{Claim: best.Claim, Kind: Kind(in, best), Deadline: best.Deadline, Age: in.Now.Sub(best.Claim.CreationTimestamp.Time)}
+}
+
+// Kind is how an eligible claim would be rotated: the surge, or the
+// surge-less forceful fallback when the policy allows it and the deadline
+// is nearer than a surge rotation can take.
+func Kind(in Input, f Figures) string {
+	if in.Settings.ForcefulFallback && !f.Deadline.IsZero() && f.Deadline.Sub(in.Now) < in.Derivation.TRot {
+		return "forcefulFallback"
 	}
-	return &Candidate{Claim: best.Claim, Kind: kind, Deadline: best.Deadline, Age: in.Now.Sub(best.Claim.CreationTimestamp.Time)}
+	return "surge"
 }
 
 // Ahead orders eligible claims: short-lead claims first (best-effort), then

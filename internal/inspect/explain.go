@@ -114,7 +114,7 @@ func classify(ex *ClaimExplanation, obs *observe.Observation) {
 		ex.Class, ex.Reason = "malformed", "the census did not judge it"
 		return
 	}
-	ex.Deadline, ex.DueFrom, ex.RetryAt, ex.ShortLead = f.Deadline, f.Trigger, f.RetryAt, f.ShortLead
+	ex.Deadline, ex.DueFrom, ex.RetryAt, ex.ShortLead = f.Deadline.UTC(), f.Trigger.UTC(), f.RetryAt.UTC(), f.ShortLead
 	ex.Class = census.Class(obs.CensusInput, f)
 	if ex.Class == census.ClassCandidate && obs.Pool.Annotations[v1alpha1.AnnotationActiveRotation] == ex.NodeClaim {
 		ex.Class = census.ClassInFlight // anchored; its state is written next
@@ -155,10 +155,10 @@ func earliest(obs *observe.Observation, ex *ClaimExplanation, f census.Figures) 
 	}
 	cal := obs.Settings.Calendar
 	if cal.IsOpen(from) {
-		return from
+		return from.UTC()
 	}
 	t, _ := cal.NextOpen(from)
-	return t
+	return t.UTC()
 }
 
 // reason says the class in an operator's words.

@@ -55,7 +55,7 @@ func TestStatusOfEveryPoolState(t *testing.T) {
 		{"cooling", "governed", "cooldown", "idle.gated", now.Add(15 * time.Minute)},
 		{"failing", "governed", "failurePause", "idle.gated", now.Add(11 * time.Minute)},
 		// frozen for 12h, then the window is open (21:00–01:00 UTC)
-		{"frozen-night", "governed", "windowClosed", "idle.gated", time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC)},
+		{"frozen-night", "governed", "windowClosed", "idle.gated", time.Date(2026, 12, 2, 21, 0, 0, 0, time.UTC)},
 		{"day", "governed", "open", "idle.start", time.Time{}},
 		{"static", "governed", "open", "idle.static-pool", time.Time{}},
 		{"lost", "governed", "open", "idle.readopt", time.Time{}},
@@ -95,7 +95,7 @@ func TestStatusOfEveryPoolState(t *testing.T) {
 			t.Errorf("%s: blocked %q, forecast %+v; want %q and none", pool, st.Blocked, st.Forecast, why)
 		}
 	}
-	if f := m["frozen-night"].Forecast; f == nil || !f.Start(0).Equal(time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC)) {
+	if f := m["frozen-night"].Forecast; f == nil || !f.Start(0).Equal(time.Date(2026, 12, 2, 21, 0, 0, 0, time.UTC)) {
 		t.Errorf("frozen-night forecast %+v: its first start is when the freeze ends inside a window", f)
 	}
 	// busy: the rotation in flight ends at its estimate (+12m) and the
@@ -103,10 +103,15 @@ func TestStatusOfEveryPoolState(t *testing.T) {
 	if f := m["busy"].Forecast; f == nil || len(f.Starts) != 1 || !f.Starts[0].Equal(now.Add(22*time.Minute)) {
 		t.Errorf("busy forecast %+v", f)
 	}
-	// overrun's rotation is 25m past its estimate: it may end any moment,
-	// and the next start follows the cooldown
-	if f := m["overrun"].Forecast; f == nil || !f.Start(0).Equal(now.Add(10*time.Minute)) {
+	// overrun's rotation is past its readyTimeout: it fails now, the next
+	// start follows the failure pause (15m, not the 20m cooldown), and the
+	// failed claim is one more rotation
+	if f := m["overrun"].Forecast; f == nil || !f.Start(0).Equal(now.Add(15*time.Minute)) || f.Rotations != 2 {
 		t.Errorf("overrun forecast %+v", f)
+	}
+	// starting-a is anchored, its state not yet written: in flight, not next
+	if st := m["starting"]; st.Next == nil || st.Next.NodeClaim != "starting-b" || st.Census.Candidates != 1 || st.Census.InFlight != 1 || st.Forecast.Rotations != 1 {
+		t.Errorf("starting: next %+v, census %+v, forecast %+v", st.Next, st.Census, st.Forecast)
 	}
 	if f := m["busy"].InFlight; f == nil || f.NodeClaim != "busy-a" || f.State != "pending" || !f.StartedAt.Equal(now.Add(-3*time.Minute)) || f.SurgeNode != "node-busy-surge" {
 		t.Errorf("busy in flight %+v", f)
@@ -145,6 +150,8 @@ func TestExplainClaims(t *testing.T) {
 		{"ready-d", census.ClassNoDeadline, "expireAfter is Never", 0},
 		{"cooling-a", census.ClassCandidate, "the cooldown gate holds the pool, every gate open at 2026-12-01T12:15:00Z", 1},
 		{"static-a", census.ClassCandidate, "the pool starts no rotation: static pool", 1},
+		{"starting-a", census.ClassInFlight, "its rotation has just started", 0},
+		{"starting-b", census.ClassCandidate, "waits for the rotation of starting-a", 1},
 		{"lost-a", census.ClassInFlight, "the pool lost its anchor: the next pass writes the anchor back", 0},
 		{"busy-a", census.ClassInFlight, "the pool's rotation in flight (state pending, pending.await-surge)", 0},
 		{"busy-b", census.ClassCandidate, "waits for the rotation of busy-a", 1},

@@ -104,11 +104,11 @@ func (in *Inspector) Status(ctx context.Context, pool string) (*PoolStatus, erro
 
 // status describes what one pass observed and decided.
 func (in *Inspector) status(pool string, obs *observe.Observation, ds []engine.Decision, problem string) *PoolStatus {
-	st := &PoolStatus{NodePool: pool, Problem: problem, Now: in.Clock()}
+	st := &PoolStatus{NodePool: pool, Problem: problem, Now: in.Clock().UTC()}
 	if obs == nil {
 		return st
 	}
-	st.Now = obs.Now
+	st.Now = obs.Now.UTC()
 	st.describeGovernance(obs)
 	st.Census = obs.Census.Census
 	if len(ds) > 0 {
@@ -125,18 +125,27 @@ func (in *Inspector) status(pool string, obs *observe.Observation, ds []engine.D
 	st.describeGate(in.Engine, obs)
 	st.tRotEst = obs.Derivation.TRotEst
 	queue := waiting(obs)
-	if st.Blocked = blocked(obs); st.Blocked == "" {
-		st.Forecast = forecast(obs, st, len(queue)+obs.Census.Census.InBackoff)
+	if anchoredCandidate(obs) { // anchored before its state is written
+		st.Census.Candidates--
+		st.Census.InFlight++
+	}
+	if st.Blocked = blocked(obs, st); st.Blocked == "" {
+		st.Forecast = forecast(in.Engine, obs, st, len(queue)+st.Census.InBackoff)
 	}
 	if len(queue) > 0 {
 		c := queue[0]
-		st.Next = &Next{NodeClaim: c.Claim.Name, Kind: "surge", Deadline: c.Deadline}
-		if cand := obs.Candidate(); cand != nil && cand.Claim.Name == c.Claim.Name {
-			st.Next.Kind = cand.Kind
-		}
+		st.Next = &Next{NodeClaim: c.Claim.Name, Kind: census.Kind(obs.CensusInput, c), Deadline: c.Deadline.UTC()}
 		st.Next.ExpiresFirst = st.expiresFirst(st.Forecast.Start(0), c.Deadline)
 	}
 	return st
+}
+
+// anchoredCandidate: the claim the anchor names is one the census counts
+// as a candidate — the pass that wrote the anchor has not yet written its
+// state.
+func anchoredCandidate(obs *observe.Observation) bool {
+	f, ok := obs.Census.Figures[obs.Pool.Annotations[v1alpha1.AnnotationActiveRotation]]
+	return ok && census.Class(obs.CensusInput, f) == census.ClassCandidate
 }
 
 // waiting is the census's eligible claims in its order (short lead first,
@@ -157,13 +166,15 @@ func waiting(obs *observe.Observation) []census.Figures {
 }
 
 // blocked says why the pool starts no rotation whatever the gates do, ""
-// when it may start one.
-func blocked(obs *observe.Observation) string {
+// when it may start one; in the table's order (static before infeasible).
+func blocked(obs *observe.Observation, st *PoolStatus) string {
 	switch {
-	case !obs.Snapshot.Pool.Feasible:
-		return "infeasible"
+	case st.Problem != "":
+		return "undecidable"
 	case obs.Snapshot.Pool.Static:
 		return "static pool"
+	case !obs.Snapshot.Pool.Feasible:
+		return "infeasible"
 	}
 	return ""
 }
@@ -267,7 +278,7 @@ func inFlight(obs *observe.Observation, rot *engine.Decision) *InFlight {
 		f.Phase = rot.Transition
 	}
 	if c := obs.Subject; c != nil {
-		f.StartedAt = parseTime(c.Annotations[v1alpha1.AnnotationStartedAt])
+		f.StartedAt = parseTime(c.Annotations[v1alpha1.AnnotationStartedAt]).UTC()
 	}
 	if obs.SurgeHost != nil {
 		f.SurgeNode = obs.SurgeHost.Name
@@ -278,24 +289,41 @@ func inFlight(obs *observe.Observation, rot *engine.Decision) *InFlight {
 }
 
 // forecast plays n rotations forward from when the pool can next start:
-// after the rotation in flight and the gates. A rotation in flight ends at
-// its estimate, or now when it has overrun it, and the cooldown follows.
-func forecast(obs *observe.Observation, st *PoolStatus, n int) *schedule.Forecast {
+// after the rotation in flight and every gate. A rotation in flight ends at
+// its estimate from its start (started-at, or the pool's draining-at for a
+// surge-less one), or now once it has overrun it or its claim is gone;
+// then comes the cooldown — or, when its readyTimeout has run out, the
+// failure pause, and the failed claim is one more rotation to place. A
+// pass that is mending an anchor (repairing, re-adopting) finishes a
+// rotation first, counted as one just starting.
+func forecast(eng *engine.Engine, obs *observe.Observation, st *PoolStatus, n int) *schedule.Forecast {
 	from := obs.Now
-	if st.InFlight != nil {
-		end := obs.Now.Add(obs.Derivation.TRotEst) // no started-at yet: it is just starting
-		if started := st.InFlight.StartedAt; !started.IsZero() {
-			end = started.Add(obs.Derivation.TRotEst)
-			if end.Before(obs.Now) { // overrunning: it may end any moment
-				end = obs.Now
-			}
+	tRotEst := obs.Derivation.TRotEst
+	switch {
+	case st.InFlight != nil:
+		end, after := obs.Now.Add(tRotEst), obs.Settings.CooldownAfter
+		started := st.InFlight.StartedAt
+		if started.IsZero() {
+			started = parseTime(obs.Pool.Annotations[v1alpha1.AnnotationDrainingAt])
 		}
-		from = end.Add(obs.Settings.CooldownAfter)
+		if !started.IsZero() {
+			end = started.Add(tRotEst)
+		}
+		if end.Before(obs.Now) || st.InFlight.State == "gone" { // overrunning, or ending
+			end = obs.Now
+		}
+		if v, err := eng.Evaluate(&obs.Snapshot, "readyTimeoutElapsed"); err == nil && v == true {
+			end, after = obs.Now, obs.Derivation.FailurePause
+			n++
+		}
+		from = end.Add(after)
+	case st.Transitions["rotation"] == "idle.repair-stranded" || st.Transitions["rotation"] == "idle.readopt":
+		from = obs.Now.Add(tRotEst + obs.Settings.CooldownAfter)
 	}
 	if st.GateUntil.After(from) {
 		from = st.GateUntil
 	}
-	f := obs.Settings.Calendar.ForecastRotations(from, n, obs.Settings.Timing, obs.Derivation.TRotEst)
+	f := obs.Settings.Calendar.ForecastRotations(from, n, obs.Settings.Timing, tRotEst)
 	for i := range f.Starts {
 		f.Starts[i] = f.Starts[i].UTC()
 	}

@@ -125,24 +125,32 @@ func Scripted() []client.Object {
 		expiringAfter(claim("ready-d", "ready", 0), nil, Now.Add(-20*24*time.Hour)),
 		expiringAfter(claim("ready-e", "ready", 0), ptr(30*time.Minute), Now.Add(-20*time.Minute)),
 		// held by the cooldown (20m) after a rotation 5m ago
-		pool("cooling", "slow", v1alpha1.AnnotationLastRotationAt, stamp3339(Now.Add(-5*time.Minute))),
+		// (a failure 14m ago holds it only 1m more: the later end counts)
+		pool("cooling", "slow", v1alpha1.AnnotationLastRotationAt, stamp3339(Now.Add(-5*time.Minute)),
+			v1alpha1.AnnotationLastFailureAt, stamp3339(Now.Add(-14*time.Minute))),
 		claim("cooling-a", "cooling", 30*time.Minute),
 		// held by the failure pause (15m) after a failure 4m ago
 		pool("failing", "slow", v1alpha1.AnnotationLastFailureAt, stamp3339(Now.Add(-4*time.Minute))),
 		claim("failing-a", "failing", 30*time.Minute),
-		// frozen for 12h while the window is closed: every gate opens at the
-		// first open instant after the freeze
-		pool("frozen-night", "nightly", v1alpha1.AnnotationFreeze, stamp3339(Now.Add(12*time.Hour))),
+		// frozen for 14h while the window is closed: the freeze ends at 02:00
+		// UTC, after tonight's window (21:00–01:00 UTC) has closed, so every
+		// gate opens with tomorrow's
+		pool("frozen-night", "nightly", v1alpha1.AnnotationFreeze, stamp3339(Now.Add(14*time.Hour))),
 		claim("frozen-night-a", "frozen-night", 20*time.Hour),
 		// a window open 08:00–16:00 UTC
 		pool("day", "day"), claim("day-a", "day", 30*time.Minute),
 		// a static pool (replicas set) never starts a rotation
 		static(pool("static", "open")), claim("static-a", "static", 30*time.Minute),
 		// a rotation that has overrun its estimate (and its readyTimeout)
-		pool("overrun", "open", v1alpha1.AnnotationActiveRotation, "overrun-a"),
+		// (its readyTimeout has run out too: it fails, the failure pause of
+		// 15m follows and the failed claim comes back in line)
+		pool("overrun", "slow", v1alpha1.AnnotationActiveRotation, "overrun-a"),
 		claim("overrun-a", "overrun", 50*time.Minute, v1alpha1.AnnotationState, v1alpha1.StatePending, v1alpha1.AnnotationStartedAt, stamp3339(Now.Add(-40*time.Minute))),
 		claim("overrun-b", "overrun", 45*time.Minute),
 		placeholder("overrun-a", "overrun"),
+		// the anchor written, the claim's state not yet: in flight already
+		pool("starting", "open", v1alpha1.AnnotationActiveRotation, "starting-a"),
+		claim("starting-a", "starting", 20*time.Minute), claim("starting-b", "starting", 40*time.Minute),
 		// a pending claim whose pool lost its anchor: re-adopted
 		pool("lost", "open"),
 		claim("lost-a", "lost", 30*time.Minute, v1alpha1.AnnotationState, v1alpha1.StatePending, v1alpha1.AnnotationStartedAt, stamp3339(Now.Add(-2*time.Minute))),
@@ -249,6 +257,6 @@ func placeholder(claim, pool string) *corev1.Pod {
 // ExplainedClaims are the claims the explain golden file explains, in its
 // order; ExplainedPools the pools.
 var (
-	ExplainedClaims = []string{"ready-e", "ready-a", "ready-b", "ready-c", "ready-d", "cooling-a", "static-a", "lost-a", "busy-a", "busy-b", "night-a", "night-b", "night-c", "night-d", "tied-a", "plain-a"}
+	ExplainedClaims = []string{"ready-e", "ready-a", "ready-b", "ready-c", "ready-d", "cooling-a", "static-a", "starting-a", "starting-b", "lost-a", "busy-a", "busy-b", "night-a", "night-b", "night-c", "night-d", "tied-a", "plain-a"}
 	ExplainedPools  = []string{"ready", "busy", "night", "frozen-night", "garbled"}
 )
