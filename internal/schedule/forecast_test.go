@@ -71,3 +71,31 @@ func TestForecastRotations(t *testing.T) {
 		}
 	})
 }
+
+func TestForecastCountsEachOccurrenceOnce(t *testing.T) {
+	morning, err := ParseEntry("UTC", []string{"Tue"}, "02:00", "03:00")
+	if err != nil {
+		t.Fatal(err)
+	}
+	afternoon, err := ParseEntry("UTC", []string{"Tue"}, "14:00", "15:00")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 22:00–02:00 across midnight, every day: one occurrence each night
+	nightly, err := ParseEntry("UTC", []string{"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"}, "22:00", "02:00")
+	if err != nil {
+		t.Fatal(err)
+	}
+	timing := Timing{CooldownAfter: 10 * time.Minute, MaxUnavailable: 1}
+	from := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC) // a Tuesday
+	// 30 min a rotation: 2 in each one-hour window, so 4 take both of the
+	// day's windows
+	if f := NewCalendar(morning, afternoon).ForecastRotations(from, 4, timing, 20*time.Minute); f.Occurrences != 2 || !f.Start(3).Equal(time.Date(2026, 12, 1, 14, 30, 0, 0, time.UTC)) {
+		t.Errorf("two windows a day: %d occurrences, starts %v", f.Occurrences, f.Starts)
+	}
+	// 8 a night: 400 rotations take 50 nights, each counted once though
+	// every two-week scan returns the night it cuts whole
+	if f := NewCalendar(nightly).ForecastRotations(from.Add(12*time.Hour), 400, timing, 20*time.Minute); f.Occurrences != 50 || f.Beyond {
+		t.Errorf("nightly: %d occurrences for 400 rotations, want 50", f.Occurrences)
+	}
+}
