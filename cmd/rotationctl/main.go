@@ -2,7 +2,8 @@
 // `plan` derives a policy's schedule figures and findings offline, `rules`
 // lints, renders, expands and diffs the rotation transition table, and
 // `status` and `explain` show what the controller does on a live cluster
-// and why. Installed as kubectl-rotation it is also a kubectl plugin.
+// and why, and `simulate` runs the controller on a simulated fleet over
+// weeks. Installed as kubectl-rotation it is also a kubectl plugin.
 package main
 
 import (
@@ -60,7 +61,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(planCommand(), rulesCommand(), statusCommand(), explainCommand())
+	root.AddCommand(planCommand(), rulesCommand(), statusCommand(), explainCommand(), simulateCommand())
 	err := root.Execute()
 	if err == nil {
 		return 0

@@ -47,7 +47,11 @@ type NodePoolReconciler struct {
 	sweepOnce sync.Once
 	// OnDecision, when set, sees every decision (tests: transition coverage).
 	OnDecision func(pool string, d engine.Decision)
-	lastBeat   atomic.Pointer[time.Time]
+	// OnObservation, when set, sees every pass's observation before the
+	// decision (rotationctl simulate: the next instant a fact changes, and
+	// the census it keeps its books on).
+	OnObservation func(obs *observe.Observation)
+	lastBeat      atomic.Pointer[time.Time]
 }
 
 // Reconcile is one pass: observe the pool, decide one transition per
@@ -71,6 +75,9 @@ func (r *NodePoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		return ctrl.Result{}, nil
 	}
 	defer r.Announcer.EndPass(req.Name)
+	if r.OnObservation != nil {
+		r.OnObservation(obs)
+	}
 	r.warnFindings(obs)
 	r.heartbeat()
 	decisions, err := r.Engine.Decide(&obs.Snapshot)

@@ -5,8 +5,11 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/noderotation/node-rotation-controller/engine"
 	"github.com/noderotation/node-rotation-controller/internal/announce"
 	"github.com/noderotation/node-rotation-controller/internal/metrics"
 	"github.com/noderotation/node-rotation-controller/internal/observe"
@@ -45,12 +48,7 @@ func Setup(mgr ctrl.Manager, cfg Config, log logr.Logger) (*NodePoolReconciler, 
 	if cfg.Name == "" {
 		cfg.Name = "nodepool-rotation"
 	}
-	r := &NodePoolReconciler{
-		Client: mgr.GetClient(), Fresh: mgr.GetAPIReader(), Engine: eng, Log: log,
-		Observer:    &observe.Observer{Cache: mgr.GetClient(), API: mgr.GetAPIReader(), Namespace: cfg.Namespace, Clock: cfg.Clock},
-		Announcer:   announce.New(log, mgr.GetEventRecorderFor("node-rotation-controller")),
-		Placeholder: PlaceholderConfig{Namespace: cfg.Namespace, PriorityClass: cfg.PlaceholderPriorityClass, Image: cfg.PlaceholderImage},
-	}
+	r := NewNodePoolReconciler(mgr.GetClient(), mgr.GetAPIReader(), eng, cfg, log, mgr.GetEventRecorderFor("node-rotation-controller"))
 	sw := &sweep.Sweeper{Client: mgr.GetClient(), Fresh: mgr.GetAPIReader(), Namespace: cfg.Namespace, Log: log.WithName("sweep"), Alert: r.Announcer, Clock: cfg.Clock}
 	r.Sweep = sw.Run
 	if err := r.SetupWithManager(mgr, cfg.Name, max(cfg.Workers, 1)); err != nil {
@@ -61,4 +59,17 @@ func Setup(mgr ctrl.Manager, cfg Config, log logr.Logger) (*NodePoolReconciler, 
 		return nil, fmt.Errorf("setting up the RotationPolicy status reconciler: %w", err)
 	}
 	return r, nil
+}
+
+// NewNodePoolReconciler wires the NodePool reconciler on c (the cache it
+// observes and the client it writes through) and fresh (uncached reads) as
+// Setup does, without a manager: rotationctl simulate runs it on an
+// in-memory API. cfg.Clock must be set.
+func NewNodePoolReconciler(c client.Client, fresh client.Reader, eng *engine.Engine, cfg Config, log logr.Logger, rec record.EventRecorder) *NodePoolReconciler {
+	return &NodePoolReconciler{
+		Client: c, Fresh: fresh, Engine: eng, Log: log,
+		Observer:    &observe.Observer{Cache: c, API: fresh, Namespace: cfg.Namespace, Clock: cfg.Clock},
+		Announcer:   announce.New(log, rec),
+		Placeholder: PlaceholderConfig{Namespace: cfg.Namespace, PriorityClass: cfg.PlaceholderPriorityClass, Image: cfg.PlaceholderImage},
+	}
 }

@@ -151,7 +151,7 @@ func gateCell(p *PoolStatus) string {
 	case p.Gate == "open" || p.GateUntil.IsZero():
 		return p.Gate
 	}
-	return p.Gate + " (" + Approx(p.GateUntil.Sub(p.Now)) + ")"
+	return p.Gate + " (" + schedule.Approx(p.GateUntil.Sub(p.Now)) + ")"
 }
 
 func inFlightCell(p *PoolStatus) string {
@@ -164,7 +164,7 @@ func inFlightCell(p *PoolStatus) string {
 		s += " (" + f.Phase + ")"
 	}
 	if !f.StartedAt.IsZero() {
-		s += " for " + Approx(p.Now.Sub(f.StartedAt))
+		s += " for " + schedule.Approx(p.Now.Sub(f.StartedAt))
 	}
 	return s
 }
@@ -198,7 +198,7 @@ func forecastCell(p *PoolStatus) string {
 	case f.Beyond:
 		return fmt.Sprintf("%d: not within a year", f.Rotations)
 	}
-	return fmt.Sprintf("%d done in %s (%d %s)", f.Rotations, Approx(f.Done.Sub(p.Now)), f.Occurrences, plural(f.Occurrences, "window", "windows"))
+	return fmt.Sprintf("%d done in %s (%d %s)", f.Rotations, schedule.Approx(f.Done.Sub(p.Now)), f.Occurrences, plural(f.Occurrences, "window", "windows"))
 }
 
 func plural(n int, one, many string) string {
@@ -218,25 +218,9 @@ func orDash(s string) string {
 // relative says "in 2d3h" or "3m ago".
 func relative(now, t time.Time) string {
 	if d := t.Sub(now); d >= 0 {
-		return "in " + Approx(d)
+		return "in " + schedule.Approx(d)
 	}
-	return Approx(now.Sub(t)) + " ago"
-}
-
-// Approx renders a span to the two largest units, truncated: 2d3h, 4h20m,
-// 12m5s, 40s. Operator output does not need the seconds of a week-long span.
-func Approx(d time.Duration) string {
-	switch {
-	case d < 0:
-		return "-" + Approx(-d)
-	case d >= 24*time.Hour:
-		d = d.Truncate(time.Hour)
-	case d >= time.Hour:
-		d = d.Truncate(time.Minute)
-	default:
-		d = d.Truncate(time.Second)
-	}
-	return schedule.FormatDuration(d)
+	return schedule.Approx(now.Sub(t)) + " ago"
 }
 
 // RenderPool writes a pool's explanation: its status, then each machine's

@@ -20,19 +20,12 @@ import (
 // LoadPolicy reads the RotationPolicy named name from path (any one when the
 // file holds a single policy). Errors name the file and the field.
 func LoadPolicy(path, name string) (v1alpha1.RotationPolicy, error) {
-	docs, err := documents(path)
+	all, err := LoadPolicies(path)
 	if err != nil {
 		return v1alpha1.RotationPolicy{}, err
 	}
 	var found []v1alpha1.RotationPolicy
-	for i, doc := range docs {
-		var p v1alpha1.RotationPolicy
-		if err := sigsyaml.UnmarshalStrict(doc, &p); err != nil {
-			return p, fmt.Errorf("%s: document %d: %s", path, i+1, cleanJSONError(err))
-		}
-		if p.Kind != "RotationPolicy" {
-			continue
-		}
+	for _, p := range all {
 		if name == "" || p.Name == name {
 			found = append(found, p)
 		}
@@ -46,6 +39,26 @@ func LoadPolicy(path, name string) (v1alpha1.RotationPolicy, error) {
 		return v1alpha1.RotationPolicy{}, fmt.Errorf("%s: no RotationPolicy in the file", path)
 	}
 	return v1alpha1.RotationPolicy{}, fmt.Errorf("%s: %d RotationPolicies in the file; choose one with --policy NAME", path, len(found))
+}
+
+// LoadPolicies reads every RotationPolicy in path, in file order; other
+// kinds are skipped.
+func LoadPolicies(path string) ([]v1alpha1.RotationPolicy, error) {
+	docs, err := documents(path)
+	if err != nil {
+		return nil, err
+	}
+	var out []v1alpha1.RotationPolicy
+	for i, doc := range docs {
+		var p v1alpha1.RotationPolicy
+		if err := sigsyaml.UnmarshalStrict(doc, &p); err != nil {
+			return nil, fmt.Errorf("%s: document %d: %s", path, i+1, cleanJSONError(err))
+		}
+		if p.Kind == "RotationPolicy" {
+			out = append(out, p)
+		}
+	}
+	return out, nil
 }
 
 // Pool is what the derivation reads from a NodePool's template.

@@ -32,3 +32,19 @@ func FormatDuration(d time.Duration) string {
 	}
 	return b.String()
 }
+
+// Approx renders a span to the two largest units, truncated: 2d3h, 4h20m,
+// 12m5s, 40s. Operator output does not need the seconds of a week-long span.
+func Approx(d time.Duration) string {
+	switch {
+	case d < 0:
+		return "-" + Approx(-d)
+	case d >= 24*time.Hour:
+		d = d.Truncate(time.Hour)
+	case d >= time.Hour:
+		d = d.Truncate(time.Minute)
+	default:
+		d = d.Truncate(time.Second)
+	}
+	return FormatDuration(d)
+}

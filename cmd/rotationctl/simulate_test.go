@@ -1,0 +1,52 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestSimulateFailsOnExpiryOnlyWhenAsked(t *testing.T) {
+	args := []string{"simulate", "-f", "testdata/sunday-hour.yaml", "--fleet", "testdata/fleet-small.yaml"}
+	code, out, errOut := runCLI(args...)
+	if code != 0 || !strings.Contains(out, "FORCE-EXPIRED") {
+		t.Fatalf("without --fail-on-expiry: exit %d, stderr %s\n%s", code, errOut, out)
+	}
+	code, _, errOut = runCLI(append(args, "--fail-on-expiry")...)
+	if code != exitFatal || !strings.Contains(errOut, "force-expired by Karpenter") {
+		t.Fatalf("with --fail-on-expiry: exit %d, stderr %s; want %d", code, errOut, exitFatal)
+	}
+}
+
+func TestSimulateFeasiblePassesAndWritesTheReport(t *testing.T) {
+	report := filepath.Join(t.TempDir(), "report.html")
+	code, out, errOut := runCLI("simulate", "-f", example, "--fleet", "testdata/fleet-small.yaml", "--span", "4d", "--expire-after-unused", "x")
+	if code != exitBadInput {
+		t.Fatalf("an unknown flag: exit %d, want %d (%s%s)", code, exitBadInput, out, errOut)
+	}
+	code, out, errOut = runCLI("simulate", "-f", example, "--fleet", "testdata/fleet-api.yaml", "--report", report, "--fail-on-expiry", "--seed", "3")
+	if code != 0 {
+		t.Fatalf("exit %d, stderr %s\n%s", code, errOut, out)
+	}
+	if !strings.Contains(out, "seed 3") {
+		t.Errorf("summary does not name the seed:\n%s", out)
+	}
+	html, err := os.ReadFile(report)
+	if err != nil || !strings.Contains(string(html), `<svg class="lanes"`) {
+		t.Fatalf("report: %v", err)
+	}
+}
+
+func TestSimulateRejectsBadInput(t *testing.T) {
+	for _, args := range [][]string{
+		{"simulate", "--fleet", "testdata/fleet-small.yaml"},
+		{"simulate", "-f", example},
+		{"simulate", "-f", example, "--fleet", "testdata/fleet-small.yaml", "--span", "soon"},
+		{"simulate", "-f", example, "--fleet", "testdata/nodepool.yaml"},
+	} {
+		if code, _, _ := runCLI(args...); code != exitBadInput {
+			t.Errorf("%v: exit %d, want %d", args, code, exitBadInput)
+		}
+	}
+}
