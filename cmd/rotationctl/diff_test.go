@@ -118,3 +118,30 @@ func TestRulesDiffBadInput(t *testing.T) {
 		t.Error("one table: exit 0")
 	}
 }
+
+// --simulate runs the fleet under both tables. The shipped table against
+// itself rotates alike; a table whose startGate no longer closes for the
+// cooldown decides alike on every combination (the guards are the same,
+// so the combination diff is empty) yet starts more rotations per window —
+// which only the simulation shows.
+func TestRulesDiffSimulate(t *testing.T) {
+	sim := []string{"--simulate", "testdata/fleet-burst.yaml", "-f", example}
+	code, out, errOut := runCLI(append([]string{"rules", "diff", "../../rules/rotation.yaml", "../../rules/rotation.yaml"}, sim...)...)
+	if code != 0 || !strings.Contains(out, "Both tables rotate this fleet alike.") || strings.Contains(out, "**") {
+		t.Fatalf("itself: exit %d\n%s%s", code, out, errOut)
+	}
+	head := writeTable(t, `      : pool.lastRotationAt != "" && now - timestamp(pool.lastRotationAt) < policy.cooldownAfter ? "cooldown"`+"\n", "")
+	code, out, errOut = runCLI(append([]string{"rules", "diff", "../../rules/rotation.yaml", head}, sim...)...)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	if !strings.Contains(out, "No difference") {
+		t.Errorf("the guards are unchanged, so no combination moves:\n%s", out)
+	}
+	if strings.Contains(out, "rotate this fleet alike") || !strings.Contains(out, "**") {
+		t.Errorf("without the cooldown more rotations fit a window: the simulation must differ:\n%s", out)
+	}
+	if code, _, _ := runCLI(append([]string{"rules", "diff", "-o", "json", "../../rules/rotation.yaml", head}, sim...)...); code != exitBadInput {
+		t.Errorf("-o json with --simulate: exit %d, want %d", code, exitBadInput)
+	}
+}

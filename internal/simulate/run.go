@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
+	"github.com/noderotation/node-rotation-controller/engine"
 	"github.com/noderotation/node-rotation-controller/internal/policy"
 	"github.com/noderotation/node-rotation-controller/internal/schedule"
 	"github.com/noderotation/node-rotation-controller/internal/scheme"
@@ -19,6 +20,8 @@ type Input struct {
 	Fleet    Fleet
 	Policies []v1alpha1.RotationPolicy
 	Seed     uint64
+	// Engine is the proven rules table to run; nil runs the shipped one.
+	Engine *engine.Engine
 }
 
 // Result is what a run produced: per pool, its summary, its nodes' lanes
@@ -41,9 +44,12 @@ type PoolResult struct {
 
 // Run simulates the fleet under the policies with the shipped rules table.
 func Run(ctx context.Context, in Input) (*Result, error) {
-	eng, err := table.Load()
-	if err != nil {
-		return nil, fmt.Errorf("the rules table does not prove: %w", err)
+	eng := in.Engine
+	if eng == nil {
+		var err error
+		if eng, err = table.Load(); err != nil {
+			return nil, fmt.Errorf("the rules table does not prove: %w", err)
+		}
 	}
 	sch, err := scheme.New()
 	if err != nil {
