@@ -55,8 +55,12 @@ type ClaimExplanation struct {
 	// EarliestStart, for a claim not yet due or in backoff, is the first
 	// instant a window is open once it is eligible: the earliest its
 	// rotation can start (claims ahead of it may push it later).
-	EarliestStart time.Time   `json:"earliestStart,omitzero"`
-	Pool          *PoolStatus `json:"pool,omitempty"`
+	EarliestStart time.Time `json:"earliestStart,omitzero"`
+	// Occurrence is the window occurrence the claim is expected to rotate
+	// in: the one of ExpectedStart or EarliestStart (nil when the window
+	// is open around the clock).
+	Occurrence *Occurrence `json:"occurrence,omitempty"`
+	Pool       *PoolStatus `json:"pool,omitempty"`
 }
 
 // ExplainClaim explains the named NodeClaim.
@@ -121,6 +125,10 @@ func classify(ex *ClaimExplanation, obs *observe.Observation) {
 	}
 	ex.Place, ex.ExpectedStart = place(obs, ex)
 	ex.EarliestStart = earliest(obs, ex, f)
+	ex.Occurrence = occurrenceAt(obs.Settings.Calendar, ex.ExpectedStart)
+	if ex.Occurrence == nil {
+		ex.Occurrence = occurrenceAt(obs.Settings.Calendar, ex.EarliestStart)
+	}
 	ex.Reason = reason(ex, obs, f)
 	if !ex.EarliestStart.IsZero() && ex.Pool.expiresFirst(ex.EarliestStart, ex.Deadline) {
 		ex.Reason += "; its forced expiry comes before its earliest rotation could end: Karpenter will expire it"

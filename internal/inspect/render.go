@@ -110,6 +110,8 @@ func windowCell(p *PoolStatus, wide bool) string {
 		return "-"
 	case w.Open && w.Closes.IsZero():
 		return "open 24/7"
+	case w.Open && wide && w.Next != nil:
+		return "open, closes " + when(p.Now, w.Closes, w.Zone, wide) + "; next " + w.Next.String()
 	case w.Open:
 		return "open, closes " + when(p.Now, w.Closes, w.Zone, wide)
 	case w.NextOpen.IsZero():
@@ -324,6 +326,9 @@ func RenderClaim(w io.Writer, ex *ClaimExplanation, format string) error {
 	}
 	if !ex.EarliestStart.IsZero() {
 		rows = append(rows, [2]string{"Earliest start", at(ex.EarliestStart) + ", the first open window once it is eligible"})
+	}
+	if ex.Occurrence != nil {
+		rows = append(rows, [2]string{"Occurrence", ex.Occurrence.String() + ", the window it is expected to rotate in"})
 	}
 	for _, r := range rows {
 		fmt.Fprintf(tw, "%s\t%s\n", r[0], r[1])

@@ -69,6 +69,39 @@ type Window struct {
 	NextOpen time.Time `json:"nextOpen,omitzero"`
 	// Zone is the time zone of the occurrence shown.
 	Zone string `json:"zone,omitempty"`
+	// Next is the next occurrence to open: after the current one when
+	// open, the one NextOpen starts when closed; nil around the clock.
+	Next *Occurrence `json:"next,omitempty"`
+}
+
+// Occurrence is one occurrence of a window, in UTC, with the zone of the
+// entry that opened it.
+type Occurrence struct {
+	Start time.Time `json:"start"`
+	End   time.Time `json:"end"`
+	Zone  string    `json:"zone,omitempty"`
+}
+
+// String is the occurrence in its own zone: "Wed 2026-12-02 02:00 – 06:00 JST (Asia/Tokyo)".
+func (o *Occurrence) String() string {
+	loc, err := time.LoadLocation(o.Zone)
+	if err != nil {
+		loc = time.UTC
+	}
+	return schedule.FormatOccurrence(o.Start, o.End, loc)
+}
+
+// occurrenceAt is the occurrence containing t; nil when none does or the
+// window is open around the clock (no occurrence to name).
+func occurrenceAt(cal schedule.Calendar, t time.Time) *Occurrence {
+	if t.IsZero() || cal.AlwaysOpen(t) {
+		return nil
+	}
+	o, ok := cal.OccurrenceAt(t)
+	if !ok {
+		return nil
+	}
+	return &Occurrence{Start: o.Start.UTC(), End: o.End.UTC(), Zone: zone(o.Location)}
 }
 
 // InFlight is the rotation the pool's anchor names.
@@ -239,6 +272,9 @@ func window(obs *observe.Observation) *Window {
 		w.Opened, w.Zone = o.Start.UTC(), zone(o.Location)
 		if t, ok := cal.NextClose(obs.Now); ok {
 			w.Closes = t.UTC()
+			if next, ok := cal.NextOpen(t); ok {
+				w.Next = occurrenceAt(cal, next)
+			}
 		} else {
 			w.Opened = time.Time{} // open around the clock: no edge to show
 		}
@@ -249,6 +285,7 @@ func window(obs *observe.Observation) *Window {
 		if o, ok := cal.OccurrenceAt(t); ok {
 			w.Zone = zone(o.Location)
 		}
+		w.Next = occurrenceAt(cal, t)
 	}
 	return w
 }

@@ -7,6 +7,8 @@ import (
 	"text/tabwriter"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/noderotation/node-rotation-controller/internal/schedule"
 )
 
 // Formats lists the -o values Render accepts.
@@ -62,11 +64,7 @@ func renderTable(w io.Writer, r Report) error {
 		fmt.Fprintln(tw, "  none")
 	}
 	for _, o := range r.NextOccurrences {
-		end := o.End.Format("15:04")
-		if o.End.YearDay() != o.Start.YearDay() {
-			end = o.End.Format("Mon 2006-01-02 15:04")
-		}
-		fmt.Fprintf(tw, "  %s – %s %s (%s)\n", o.Start.Format("Mon 2006-01-02 15:04"), end, o.Start.Format("MST"), o.Timezone)
+		fmt.Fprintf(tw, "  %s\n", schedule.FormatOccurrence(o.Start, o.End, o.Start.Location()))
 	}
 	fmt.Fprintln(tw)
 	fmt.Fprintln(tw, "Findings:")

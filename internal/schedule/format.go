@@ -48,3 +48,18 @@ func Approx(d time.Duration) string {
 	}
 	return FormatDuration(d)
 }
+
+// FormatOccurrence writes an occurrence in its own time zone, as an
+// operator reads it: "Wed 2026-12-02 02:00 – 06:00 JST (Asia/Tokyo)", the
+// end's date given when it falls on another day.
+func FormatOccurrence(start, end time.Time, loc *time.Location) string {
+	if loc == nil {
+		loc = time.UTC
+	}
+	start, end = start.In(loc), end.In(loc)
+	e := end.Format("15:04")
+	if end.YearDay() != start.YearDay() || end.Year() != start.Year() {
+		e = end.Format("Mon 2006-01-02 15:04")
+	}
+	return fmt.Sprintf("%s – %s %s (%s)", start.Format("Mon 2006-01-02 15:04"), e, start.Format("MST"), loc)
+}
