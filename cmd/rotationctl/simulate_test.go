@@ -3,6 +3,8 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -10,7 +12,7 @@ import (
 func TestSimulateFailsOnExpiryOnlyWhenAsked(t *testing.T) {
 	args := []string{"simulate", "-f", "testdata/sunday-hour.yaml", "--fleet", "testdata/fleet-small.yaml"}
 	code, out, errOut := runCLI(args...)
-	if code != 0 || !strings.Contains(out, "FORCE-EXPIRED") {
+	if code != 0 || forceExpired(t, out) == 0 {
 		t.Fatalf("without --fail-on-expiry: exit %d, stderr %s\n%s", code, errOut, out)
 	}
 	code, _, errOut = runCLI(append(args, "--fail-on-expiry")...)
@@ -49,4 +51,28 @@ func TestSimulateRejectsBadInput(t *testing.T) {
 			t.Errorf("%v: exit %d, want %d", args, code, exitBadInput)
 		}
 	}
+}
+
+// forceExpired reads the FORCE-EXPIRED cell of the summary's TOTAL row.
+func forceExpired(t *testing.T, out string) int {
+	t.Helper()
+	var header, total []string
+	for _, line := range strings.Split(out, "\n") {
+		switch f := strings.Fields(line); {
+		case len(f) > 0 && f[0] == "NODEPOOL" && header == nil:
+			header = strings.Fields(strings.ReplaceAll(line, "MARGIN MIN/MEDIAN", "MARGIN"))
+		case len(f) > 0 && f[0] == "TOTAL":
+			total = f
+		}
+	}
+	i := slices.Index(header, "FORCE-EXPIRED")
+	// TOTAL has no POLICY cell: one field fewer before the counts.
+	if i < 1 || len(total) < i {
+		t.Fatalf("no FORCE-EXPIRED in the summary:\n%s", out)
+	}
+	n, err := strconv.Atoi(total[i-1])
+	if err != nil {
+		t.Fatalf("FORCE-EXPIRED cell %q: %v", total[i-1], err)
+	}
+	return n
 }

@@ -13,7 +13,7 @@ import (
 
 // How a node's lane ended.
 const (
-	EndRotated = "rotated"       // deleted by the controller's rotation
+	EndRotated = "rotated"       // deleted by the controller's rotation (its drain began)
 	EndExpired = "force-expired" // deleted by Karpenter at its expireAfter
 	EndReaped  = "reaped"        // a surge claim the controller rolled back
 	EndFailed  = "launch-failed" // a launch Karpenter gave up on
@@ -80,8 +80,8 @@ func (b *poolBooks) sawClaim(c *karpv1.NodeClaim) {
 	if l == nil {
 		return
 	}
-	if t, ok := startedAt(c); ok && (len(l.Starts) == 0 || !l.Starts[len(l.Starts)-1].Equal(t)) {
-		l.Starts = append(l.Starts, t)
+	if t, ok := startedAt(c); ok {
+		l.start(t)
 	}
 	if c.DeletionTimestamp != nil && l.Deleted.IsZero() {
 		l.Deleted = c.DeletionTimestamp.Time
@@ -94,6 +94,21 @@ func (b *poolBooks) sawClaim(c *karpv1.NodeClaim) {
 		default:
 			l.End = EndDeleted
 		}
+	}
+}
+
+// start records an attempt's start, once.
+func (l *Lane) start(t time.Time) {
+	if n := len(l.Starts); n == 0 || !l.Starts[n-1].Equal(t) {
+		l.Starts = append(l.Starts, t)
+	}
+}
+
+// launchFailed marks a claim whose launch Karpenter gave up on.
+func (b *poolBooks) launchFailed(name string) {
+	b.launchFailures++
+	if l := b.lanes[name]; l != nil && l.End == "" {
+		l.End = EndFailed
 	}
 }
 
@@ -113,10 +128,20 @@ func (b *poolBooks) gone(name string, at time.Time) {
 	}
 }
 
-// observe measures gate holds: a due candidate waiting while the window
-// is open and no rotation is in flight.
+// observe records the start of a surge-less rotation, which stamps no
+// started-at on its claim but draining-at on the pool, and measures gate
+// holds: a due candidate of a feasible pool waiting while the window is
+// open and no rotation is in flight.
 func (b *poolBooks) observe(obs *observe.Observation) {
-	held := obs.WindowOpen && obs.Census.Candidate != nil && obs.Pool.Annotations[v1alpha1.AnnotationActiveRotation] == ""
+	a := obs.Pool.Annotations
+	if a[v1alpha1.AnnotationRotationMode] == v1alpha1.RotationModeFallback {
+		if l := b.lanes[a[v1alpha1.AnnotationActiveRotation]]; l != nil {
+			if t, err := time.Parse(time.RFC3339, a[v1alpha1.AnnotationDrainingAt]); err == nil {
+				l.start(t)
+			}
+		}
+	}
+	held := obs.WindowOpen && obs.Snapshot.Pool.Feasible && obs.Census.Candidate != nil && a[v1alpha1.AnnotationActiveRotation] == ""
 	switch {
 	case held && b.holdSince.IsZero():
 		b.holdSince = obs.Now

@@ -2,8 +2,10 @@ package simulate
 
 import (
 	"context"
+	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -106,7 +108,7 @@ func (s *store) wrote(ctx context.Context, c client.Reader, obj client.Object, e
 		delete(s.objects, k)
 		delete(s.deleted, k)
 	case gerr != nil:
-		return gerr
+		return fmt.Errorf("reading back %s %s: %w", k.kind, k.key, gerr)
 	default:
 		s.fix(fresh)
 		s.objects[k] = fresh
@@ -125,14 +127,14 @@ func (s *store) load(ctx context.Context, c client.Reader, obj runtime.Object) e
 	}
 	gvk, err := apiutilGVK(c, obj)
 	if err != nil {
-		return err
+		return fmt.Errorf("the kind of %T: %w", obj, err)
 	}
 	list, err := c.(client.Client).Scheme().New(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
 	if err != nil {
-		return err
+		return fmt.Errorf("a list of %s: %w", gvk.Kind, err)
 	}
 	if err := c.List(ctx, list.(client.ObjectList)); err != nil {
-		return err
+		return fmt.Errorf("listing %s: %w", gvk.Kind, err)
 	}
 	s.listed[k] = true
 	return meta.EachListItem(list, func(o runtime.Object) error {
@@ -162,10 +164,10 @@ func (s *store) list(ctx context.Context, c client.Reader, list client.ObjectLis
 		}
 	}
 	slices.SortFunc(out, func(a, b client.Object) int {
-		if a.GetNamespace() != b.GetNamespace() {
-			return compare(a.GetNamespace(), b.GetNamespace())
+		if c := strings.Compare(a.GetNamespace(), b.GetNamespace()); c != 0 {
+			return c
 		}
-		return compare(a.GetName(), b.GetName())
+		return strings.Compare(a.GetName(), b.GetName())
 	})
 	items := make([]runtime.Object, len(out))
 	for i, o := range out {
@@ -189,16 +191,6 @@ func matches(o client.Object, lo *client.ListOptions) bool {
 		return lo.FieldSelector.Matches(fields.Set{"spec.nodeName": p.Spec.NodeName})
 	}
 	return true
-}
-
-func compare(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // fix writes the simulated deletion time over the wall clock's.

@@ -15,8 +15,8 @@ func RenderComparison(w io.Writer, baseName, headName string, base, head *Result
 	fmt.Fprintf(w, "### Simulation: %s → %s\n\n", baseName, headName)
 	fmt.Fprintf(w, "%s → %s, seed %d, rules version %d → %d.\n\n", base.Start.UTC().Format("2006-01-02 15:04 MST"),
 		base.End.UTC().Format("2006-01-02 15:04 MST"), base.Seed, base.RulesVersion, head.RulesVersion)
-	fmt.Fprintln(w, "| NodePool | rotated | starts | failed | force-expired | margin min | windows missed | extra surge | longest hold |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|")
+	fmt.Fprintln(w, "| NodePool | rotated | starts | failed | force-expired | margin min | margin median | windows missed | extra surge | longest hold |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|")
 	changed := false
 	row := func(name string, b, h []string) {
 		cells := make([]string, len(b))
@@ -43,11 +43,11 @@ func RenderComparison(w io.Writer, baseName, headName string, base, head *Result
 }
 
 func poolCells(s PoolSummary) []string {
-	margin := "-"
+	margin, median := "-", "-"
 	if s.Rotations > 0 {
-		margin = schedule.Approx(s.MarginMin)
+		margin, median = schedule.Approx(s.MarginMin), schedule.Approx(s.MarginMedian)
 	}
-	return []string{fmt.Sprint(s.Rotations), fmt.Sprint(s.Attempts), fmt.Sprint(s.RotationFailures), fmt.Sprint(s.ForceExpired), margin,
+	return []string{fmt.Sprint(s.Rotations), fmt.Sprint(s.Attempts), fmt.Sprint(s.RotationFailures), fmt.Sprint(s.ForceExpired), margin, median,
 		fmt.Sprint(s.WindowsMissed), fmt.Sprint(s.ExtraSurge), schedule.Approx(s.LongestHold)}
 }
 
@@ -56,6 +56,6 @@ func totalCells(t Totals) []string {
 	if t.HasMargin {
 		margin = schedule.Approx(t.MarginMin)
 	}
-	return []string{fmt.Sprint(t.Rotations), fmt.Sprint(t.Attempts), fmt.Sprint(t.RotationFailures), fmt.Sprint(t.ForceExpired), margin,
+	return []string{fmt.Sprint(t.Rotations), fmt.Sprint(t.Attempts), fmt.Sprint(t.RotationFailures), fmt.Sprint(t.ForceExpired), margin, "",
 		fmt.Sprint(t.WindowsMissed), fmt.Sprint(t.ExtraSurge), schedule.Approx(t.LongestHold)}
 }

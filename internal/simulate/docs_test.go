@@ -7,16 +7,16 @@ import (
 	"testing"
 )
 
-// docs/policy.md shows the run of docs/examples/fleets/api-and-batch.yaml
-// under api-policy.yaml and always-open.yaml: the shown summary must be
+// docs/policy.md shows the run of docs/examples/fleets/examples.yaml under
+// every policy of docs/examples: the shown summary must be
 // what the simulator prints today, so a change to the controller or the
 // simulator that moves a figure updates the docs with it.
 func TestPolicyDocsShowTheExampleRun(t *testing.T) {
-	f, err := LoadFleet("../../docs/examples/fleets/api-and-batch.yaml")
+	f, err := LoadFleet("../../docs/examples/fleets/examples.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := run(t, f, loadPolicies(t, "api-policy.yaml", "always-open.yaml"), 1)
+	r := run(t, f, loadPolicies(t, "api-policy.yaml", "always-open.yaml", "eks-auto-mode.yaml", "several-pools.yaml"), 1)
 	var out bytes.Buffer
 	if err := RenderSummary(&out, r); err != nil {
 		t.Fatal(err)

@@ -34,6 +34,9 @@ type Pool struct {
 	// Age spreads the nodes' ages at Start evenly over [min, max]; one
 	// value gives every node the same age (a burst sharing one deadline).
 	Age Range `json:"age"`
+	// Created, instead of Age, gives the nodes' creation times: count
+	// nodes (default 1) created at each instant, at or before Start.
+	Created []Created `json:"created,omitempty"`
 	// Launch is how long a NodeClaim takes to launch, Boot how long its
 	// node then takes to become Ready, Drain how long Karpenter's drain of
 	// a deleted claim takes.
@@ -47,6 +50,12 @@ type Pool struct {
 	StuckDrainRate    float64 `json:"stuckDrainRate,omitempty"`
 	// NeverLaunch: every launch fails (a NodePool Karpenter cannot serve).
 	NeverLaunch bool `json:"neverLaunch,omitempty"`
+}
+
+// Created is a number of nodes created at one instant.
+type Created struct {
+	At    time.Time `json:"at"`
+	Count int       `json:"count,omitempty"`
 }
 
 // Duration is a duration written as "14d", "1h30m" or "2w".
@@ -149,6 +158,9 @@ func (f *Fleet) check() error {
 	seen := map[string]bool{}
 	for i := range f.Pools {
 		p := &f.Pools[i]
+		if err := p.checkCreated(f.Start); err != nil {
+			return fmt.Errorf("pools[%d] (%s): %w", i, p.Name, err)
+		}
 		if err := p.check(); err != nil {
 			return fmt.Errorf("pools[%d] (%s): %w", i, p.Name, err)
 		}
@@ -170,6 +182,8 @@ func (p *Pool) check() error {
 		return fmt.Errorf("launchFailureRate: want 0 ≤ rate < 1")
 	case p.StuckDrainRate < 0 || p.StuckDrainRate > 1:
 		return fmt.Errorf("stuckDrainRate: want 0 ≤ rate ≤ 1")
+	case p.StuckDrainRate > 0 && p.TerminationGracePeriod.Duration <= 0:
+		return fmt.Errorf("stuckDrainRate: a stuck drain runs to terminationGracePeriod, which is unset")
 	}
 	if p.ExpireAfter == "" {
 		p.ExpireAfter = "720h"
@@ -186,6 +200,55 @@ func (p *Pool) check() error {
 		}
 	}
 	return nil
+}
+
+// checkCreated checks explicit creation times against the start and sets
+// the node count from them.
+func (p *Pool) checkCreated(start time.Time) error {
+	if len(p.Created) == 0 {
+		return nil
+	}
+	if p.Age != (Range{}) {
+		return fmt.Errorf("age and created: give one of them")
+	}
+	n := 0
+	for i := range p.Created {
+		c := &p.Created[i]
+		if c.Count == 0 {
+			c.Count = 1
+		}
+		if c.Count < 0 || c.At.IsZero() || (!start.IsZero() && c.At.After(start)) {
+			return fmt.Errorf("created[%d]: want a positive count and a time at or before the start", i)
+		}
+		n += c.Count
+	}
+	if p.Nodes != 0 && p.Nodes != n {
+		return fmt.Errorf("nodes %d: created lists %d", p.Nodes, n)
+	}
+	p.Nodes = n
+	return nil
+}
+
+// creationTimes are the nodes' creation times as of start, oldest first
+// when spread by age.
+func (p Pool) creationTimes(start time.Time) []time.Time {
+	var out []time.Time
+	if len(p.Created) > 0 {
+		for _, c := range p.Created {
+			for range c.Count {
+				out = append(out, c.At)
+			}
+		}
+		return out
+	}
+	for i := range p.Nodes {
+		age := p.Age.Min
+		if p.Nodes > 1 {
+			age += time.Duration(float64(p.Age.Max-p.Age.Min) * float64(i) / float64(p.Nodes-1))
+		}
+		out = append(out, start.Add(-age))
+	}
+	return out
 }
 
 // expireAfter is the pool's E; nil for Never.

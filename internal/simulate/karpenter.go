@@ -116,12 +116,16 @@ func (k *karpenter) launch(name, zone string) {
 			return err
 		}
 		if spec.NeverLaunch || k.w.sim.chance(spec.LaunchFailureRate) {
-			k.w.books.launchFailures++
+			k.w.books.launchFailed(name)
 			if err := k.w.api.Delete(ctx, c); err != nil && !apierrors.IsNotFound(err) {
 				return fmt.Errorf("deleting the failed launch %s: %w", name, err)
 			}
 			if err := k.scan(ctx); err != nil {
 				return err
+			}
+			if !k.awaited(name) {
+				k.w.wake()
+				return nil // the placeholder is gone: nothing left to provision for
 			}
 			next, err := k.create(ctx, zone, k.now(), true)
 			if err != nil {
@@ -135,6 +139,16 @@ func (k *karpenter) launch(name, zone string) {
 		k.w.sim.after(k.w.sim.draw(spec.Boot), func(ctx context.Context) error { return k.ready(ctx, name) })
 		return nil
 	})
+}
+
+// awaited reports a pending placeholder waiting on the claim.
+func (k *karpenter) awaited(claim string) bool {
+	for _, c := range k.placeholders {
+		if c == claim {
+			return true
+		}
+	}
+	return false
 }
 
 // retarget points the placeholder waiting on one claim at its successor.
@@ -248,12 +262,19 @@ func (k *karpenter) expire(ctx context.Context, name string) error {
 		return client.IgnoreNotFound(err)
 	}
 	k.w.books.forceExpired(name, k.now())
-	zone := c.Labels[corev1.LabelTopologyZone]
-	// The evicted Pods go pending and the provisioner replaces the node.
-	k.w.sim.after(k.w.sim.draw(k.w.spec.Launch)+k.w.sim.draw(k.w.spec.Boot), func(ctx context.Context) error {
-		_, err := k.createReady(ctx, zone, k.now(), false)
-		k.w.wake()
+	// The evicted Pods go pending and the provisioner launches a
+	// replacement at once; its node is Ready after a launch and a boot.
+	repl, err := k.create(ctx, c.Labels[corev1.LabelTopologyZone], k.now(), false)
+	if err != nil {
 		return err
+	}
+	k.w.sim.after(k.w.sim.draw(k.w.spec.Launch)+k.w.sim.draw(k.w.spec.Boot), func(ctx context.Context) error {
+		r, ok, err := k.live(ctx, repl.Name)
+		if err != nil || !ok {
+			return err
+		}
+		k.w.wake()
+		return k.register(ctx, r)
 	})
 	k.w.wake()
 	return k.scan(ctx)

@@ -41,9 +41,10 @@ type world struct {
 	passAt  time.Time
 	passGen int
 	pending bool
-	// timedWake: the scheduled pass is the idle pool's wake at an instant.
-	timedWake bool
-	lastObs   *observe.Observation
+	// errBackoff is the retry delay after a failed pass, doubled on each
+	// failure as controller-runtime's rate limiter does.
+	errBackoff time.Duration
+	lastObs    *observe.Observation
 }
 
 func newWorld(s *sim, spec Pool, policies []v1alpha1.RotationPolicy, sch *runtime.Scheme, eng *engine.Engine) (*world, error) {
@@ -83,13 +84,8 @@ func nodePool(p Pool) *karpv1.NodePool {
 
 // populate creates the pool's nodes with their ages at the start.
 func (w *world) populate(ctx context.Context) error {
-	n := w.spec.Nodes
-	for i := range n {
-		age := w.spec.Age.Min
-		if n > 1 {
-			age += time.Duration(float64(w.spec.Age.Max-w.spec.Age.Min) * float64(i) / float64(n-1))
-		}
-		if _, err := w.karp.createReady(ctx, zones[i%len(zones)], w.sim.now.Add(-age), false); err != nil {
+	for i, t := range w.spec.creationTimes(w.sim.now) {
+		if _, err := w.karp.createReady(ctx, zones[i%len(zones)], t, false); err != nil {
 			return err
 		}
 	}
@@ -106,13 +102,15 @@ func (w *world) pass(ctx context.Context, gen int) error {
 	w.books.passes++
 	res, err := w.r.Reconcile(ctx, reconcileRequest(w.spec.Name))
 	if err != nil {
-		// A pass that errs is retried as controller-runtime would, with
-		// its first backoff step; the books count it.
+		// A pass that errs is retried as controller-runtime's default rate
+		// limiter would: 5 ms doubling to 1000 s. The books count it.
 		w.books.errors++
 		w.books.lastError = err.Error()
-		w.schedulePass(w.sim.now.Add(time.Second))
+		w.errBackoff = min(max(2*w.errBackoff, 5*time.Millisecond), 1000*time.Second)
+		w.schedulePass(w.sim.now.Add(w.errBackoff))
 		return w.karp.scan(ctx)
 	}
+	w.errBackoff = 0
 	if err := w.karp.scan(ctx); err != nil {
 		return err
 	}
@@ -124,25 +122,31 @@ func (w *world) pass(ctx context.Context, gen int) error {
 // backstop is the table's and is kept, as is the backstop while a
 // rotation is in flight. An idle pool's backstop pass would find nothing
 // new — every change the simulator makes wakes the pool itself — so it
-// sleeps to the next instant a time-based fact changes, and keeps the one
-// backstop pass after such an instant: a claim is due strictly after its
-// trigger, so the controller's pass at the trigger itself finds nothing and
-// the backstop a minute later starts the rotation.
+// sleeps to the next instant a time-based fact changes, except in the
+// minute after a claim's age trigger: a claim is due strictly after its
+// trigger, so the pass at the trigger itself finds nothing and the
+// controller's backstop pass a minute later starts the rotation.
 func (w *world) nextPass(requeue time.Duration) time.Time {
 	now := w.sim.now
-	timed := w.timedWake
-	w.timedWake = false
-	if requeue < controller.Backstop || w.lastObs == nil || w.inFlight() {
-		return now.Add(requeue)
-	}
-	if timed {
+	if requeue < controller.Backstop || w.lastObs == nil || w.inFlight() || w.triggeredWithinBackstop() {
 		return now.Add(requeue)
 	}
 	if next := w.lastObs.NextInstant; !next.IsZero() {
-		w.timedWake = true
 		return next
 	}
 	return w.sim.end.Add(time.Hour)
+}
+
+// triggeredWithinBackstop reports a claim whose age trigger passed less
+// than a backstop ago.
+func (w *world) triggeredWithinBackstop() bool {
+	now := w.sim.now
+	for _, f := range w.lastObs.Census.Figures {
+		if !f.Trigger.IsZero() && !f.Trigger.After(now) && now.Sub(f.Trigger) < controller.Backstop {
+			return true
+		}
+	}
+	return false
 }
 
 func (w *world) inFlight() bool {

@@ -53,11 +53,11 @@ func Run(ctx context.Context, in Input) (*Result, error) {
 	}
 	sch, err := scheme.New()
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("building the scheme: %w", err)
 	}
 	f := in.Fleet
 	if err := f.check(); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("the fleet: %w", err)
 	}
 	start := f.Start
 	if start.IsZero() {
@@ -122,10 +122,9 @@ func (w *world) result(policies []v1alpha1.RotationPolicy, start, end time.Time)
 // account fills the figures drawn from the lanes.
 func (s *PoolSummary) account(lanes []*Lane, occ []schedule.Interval, start, end time.Time) {
 	var margins []time.Duration
-	surges := 0
 	for _, l := range lanes {
-		if l.Surge {
-			surges++
+		if l.Surge && (l.End == EndReaped || l.End == EndFailed) {
+			s.ExtraSurge++
 		}
 		s.Attempts += len(l.Starts)
 		if m, ok := l.Margin(); ok {
@@ -141,7 +140,6 @@ func (s *PoolSummary) account(lanes []*Lane, occ []schedule.Interval, start, end
 			s.Started++
 		}
 	}
-	s.ExtraSurge = max(surges-s.Rotations, 0)
 	sort.Slice(margins, func(i, j int) bool { return margins[i] < margins[j] })
 	if n := len(margins); n > 0 {
 		s.MarginMin, s.MarginMedian = margins[0], margins[n/2]

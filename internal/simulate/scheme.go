@@ -26,7 +26,7 @@ func itemOf(c client.Reader, list client.ObjectList) (runtime.Object, error) {
 	return c.(client.Client).Scheme().New(gvk.GroupVersion().WithKind(strings.TrimSuffix(gvk.Kind, "List")))
 }
 
-// resourceOf names obj's resource for a NotFound error.
+// resourceOf names obj's kind for a NotFound error (only its text reads it).
 func resourceOf(obj runtime.Object) schema.GroupResource {
-	return schema.GroupResource{Resource: strings.ToLower(kind(obj)) + "s"}
+	return schema.GroupResource{Resource: strings.ToLower(kind(obj))}
 }

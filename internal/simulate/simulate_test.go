@@ -3,6 +3,7 @@ package simulate
 import (
 	"bytes"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
 	"github.com/noderotation/node-rotation-controller/internal/plan"
 	"github.com/noderotation/node-rotation-controller/internal/policy"
+	"github.com/noderotation/node-rotation-controller/internal/schedule"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -53,12 +55,13 @@ func estimated(t *testing.T, name string, labels map[string]string, pol v1alpha1
 	return p
 }
 
-// For each windowed example policy, a pool of 3·C nodes that all reach the
-// age threshold A together rotates as plan says: no claim starts before
-// A, C starts fill each occurrence while the backlog lasts, and the first
-// starts fall in the first occurrence after the claims reach A; and, as
-// plan's ThroughputBurstShortfall finding guarantees, at least G·C of the
-// nodes sharing one deadline rotate before it.
+// For each windowed example policy, a pool of (G+1)·C nodes that all
+// reach the age threshold A together rotates as plan says: no claim starts
+// before A; the first starts fall in the first occurrence after the claims
+// reach A; every occurrence while the backlog lasts takes C starts (±1 for
+// a start on an edge) and none is skipped, so no gap between them exceeds
+// P; and, as plan's ThroughputBurstShortfall finding guarantees, at least
+// G·C of the nodes sharing one deadline rotate before it.
 func TestExamplePoliciesReproducePlanFigures(t *testing.T) {
 	cases := []struct {
 		file, policy string
@@ -72,57 +75,106 @@ func TestExamplePoliciesReproducePlanFigures(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.policy, func(t *testing.T) {
-			pols := loadPolicies(t, c.file)
-			var pol v1alpha1.RotationPolicy
-			for _, p := range pols {
-				if p.Name == c.policy {
-					pol = p
-				}
-			}
-			probe := estimated(t, "pool", c.labels, pol, 1, 0)
-			s, _ := policy.Resolve(pol.Spec)
-			_, d := s.Derive(nodePool(probe), monday)
+			pols, d := examplePolicy(t, c.file, c.policy, c.labels)
 			// Every node reaches A one hour after the start.
-			pool := estimated(t, "pool", c.labels, pol, 3*d.C, d.A-time.Hour)
-			r := run(t, Fleet{Start: monday, Span: Duration{10 * 24 * time.Hour}, Pools: []Pool{pool}}, pols, 1)
-			sum := r.Pools[0].Summary
-			if sum.Policy != c.policy || sum.Plan == nil || sum.Plan.C != d.C || sum.Plan.A != d.A || sum.Plan.P != d.Cycle.P {
-				t.Fatalf("summary's plan figures %+v, policy %q; want plan's P %s A %s C %d", sum.Plan, sum.Policy, d.Cycle.P, d.A, d.C)
-			}
+			pool := estimated(t, "pool", c.labels, policyNamed(pols, c.policy), (d.G+1)*d.C, d.A-time.Hour)
+			r := run(t, Fleet{Start: monday, Span: Duration{12 * 24 * time.Hour}, Pools: []Pool{pool}}, pols, 1)
+			sum, occ := r.Pools[0].Summary, r.Pools[0].Occurrences
 			if sum.Started == 0 || sum.YoungestAtStart < d.A {
-				t.Errorf("youngest claim at its first start: %s (of %d started); no claim may start before A = %s", sum.YoungestAtStart, sum.Started, d.A)
+				t.Fatalf("youngest claim at its first start: %s (of %d started); no claim may start before A = %s", sum.YoungestAtStart, sum.Started, d.A)
+			}
+			// The backlog is the original nodes (the first lanes); the
+			// nodes that replace them reach A a generation later.
+			per := make([]int, len(occ))
+			for _, l := range r.Pools[0].Lanes[:pool.Nodes] {
+				for _, st := range l.Starts {
+					per[slices.IndexFunc(occ, func(o schedule.Interval) bool { return o.Contains(st) })]++
+				}
 			}
 			reachA := monday.Add(time.Hour)
-			occ := r.Pools[0].Occurrences
-			first := -1
-			for i, o := range occ {
-				if o.End.After(reachA) && first < 0 {
-					first = i
+			first := slices.IndexFunc(occ, func(o schedule.Interval) bool { return o.End.After(reachA) })
+			if first < 0 || per[first] == 0 {
+				t.Fatalf("the first occurrence after the claims reach A started nothing: %v", per)
+			}
+			last := first
+			for i := first; i < len(occ); i++ {
+				if per[i] > 0 {
+					last = i
 				}
 			}
-			if first < 0 {
-				t.Fatal("no occurrence after the claims reach A")
-			}
-			// The occurrence open when they reach A (or the next) starts the
-			// backlog, C per occurrence, ±1 for a start on an edge.
-			got := sum.PerOccurrence[first:]
-			if got[0] == 0 && len(got) > 1 {
-				got = got[1:]
-			}
-			for i := 0; i < 2 && i < len(got); i++ {
-				if got[i] < d.C-1 || got[i] > d.C+1 {
-					t.Errorf("occurrence %d after A: %d starts, plan's C = %d (all: %v)", i+1, got[i], d.C, sum.PerOccurrence)
+			for i := first; i <= last; i++ {
+				n := per[i]
+				if n > d.C+1 || (i < last && n < d.C-1) {
+					t.Errorf("occurrence %s: %d starts, plan's C = %d (all: %v)", occ[i].Start, n, d.C, per[first:last+1])
+				}
+				if i > first && occ[i].Start.Sub(occ[i-1].Start) > d.Cycle.P {
+					t.Errorf("occurrences %s and %s are %s apart, more than plan's P = %s", occ[i-1].Start, occ[i].Start, occ[i].Start.Sub(occ[i-1].Start), d.Cycle.P)
 				}
 			}
-			// plan's guarantee behind its burst finding: at least G·C of the
-			// nodes sharing one deadline rotate before it (more when the
-			// windows come closer than P).
 			short := max(pool.Nodes-d.G*d.C, 0)
 			if sum.ForceExpired > short+1 || sum.RotationFailures != 0 {
 				t.Errorf("force-expired %d, failed %d; plan: %d nodes share a deadline and G·C = %d·%d rotate before it", sum.ForceExpired, sum.RotationFailures, pool.Nodes, d.G, d.C)
 			}
 		})
 	}
+}
+
+// Open around the clock, a claim starts within the backstop minute after
+// it reaches A: a claim is due strictly after its trigger.
+func TestAlwaysOpenStartsAtA(t *testing.T) {
+	labels := map[string]string{"workload": "batch"}
+	pols, d := examplePolicy(t, "always-open.yaml", "batch-workers", labels)
+	pool := estimated(t, "batch", labels, policyNamed(pols, "batch-workers"), 1, d.A-time.Hour)
+	r := run(t, Fleet{Start: monday, Span: Duration{2 * time.Hour}, Pools: []Pool{pool}}, pols, 1)
+	l := r.Pools[0].Lanes[0]
+	reachA := monday.Add(time.Hour)
+	if len(l.Starts) == 0 || l.Starts[0].Before(reachA) || l.Starts[0].Sub(reachA) > 61*time.Second {
+		t.Fatalf("starts %v; want the first within a minute after A at %s", l.Starts, reachA)
+	}
+}
+
+// A claim whose trigger falls 30 s after its window opens: the pass at the
+// window's edge requeues to the trigger, the pass at the trigger finds it
+// not yet due, and the backstop pass a minute later starts it — the
+// simulator must keep that pass, not sleep to the window's close.
+func TestTriggerJustAfterTheWindowOpens(t *testing.T) {
+	pol := v1alpha1.RotationPolicy{ObjectMeta: metaName("night"), Spec: v1alpha1.RotationPolicySpec{
+		MaintenanceWindows: []v1alpha1.MaintenanceWindow{{Timezone: "UTC", Days: []v1alpha1.Weekday{"Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"}, Start: "01:00", End: "05:00"}},
+	}}
+	p := Pool{Name: "pool", Nodes: 1, ExpireAfter: "14d", TerminationGracePeriod: Duration{time.Hour}}
+	s, err := policy.Resolve(pol.Spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, d := s.Derive(nodePool(p), monday)
+	trigger := monday.Add(time.Hour + 30*time.Second)
+	age := d.A - trigger.Sub(monday)
+	p.Age = Range{age, age}
+	r := run(t, Fleet{Start: monday, Span: Duration{6 * time.Hour}, Pools: []Pool{p}}, []v1alpha1.RotationPolicy{pol}, 1)
+	l := r.Pools[0].Lanes[0]
+	if len(l.Starts) == 0 || l.Starts[0].Sub(trigger) > 61*time.Second {
+		t.Fatalf("starts %v; want one within a minute after the trigger %s", l.Starts, trigger)
+	}
+}
+
+func examplePolicy(t *testing.T, file, name string, labels map[string]string) ([]v1alpha1.RotationPolicy, schedule.Derivation) {
+	t.Helper()
+	pols := loadPolicies(t, file)
+	s, err := policy.Resolve(policyNamed(pols, name).Spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, d := s.Derive(nodePool(Pool{Name: "probe", Labels: labels, ExpireAfter: "14d", TerminationGracePeriod: Duration{time.Hour}}), monday)
+	return pols, d
+}
+
+func policyNamed(pols []v1alpha1.RotationPolicy, name string) v1alpha1.RotationPolicy {
+	for _, p := range pols {
+		if p.Name == name {
+			return p
+		}
+	}
+	panic("no policy " + name)
 }
 
 // sundayHour opens one hour a week: with expireAfter 3d, plan finds the
@@ -153,8 +205,19 @@ func TestInfeasiblePolicyForceExpires(t *testing.T) {
 	if s.ForceExpired == 0 || r.Total.ForceExpired != s.ForceExpired {
 		t.Fatalf("force-expired %d (total %d): an infeasible policy must let Karpenter expire nodes", s.ForceExpired, r.Total.ForceExpired)
 	}
-	if s.Rotations != 0 {
-		t.Errorf("rotated %d: an infeasible pool is held, nothing starts", s.Rotations)
+	if s.Rotations != 0 || s.Attempts != 0 {
+		t.Errorf("rotated %d, started %d: an infeasible pool is held, nothing starts", s.Rotations, s.Attempts)
+	}
+	// Every claim whose deadline falls inside the span is expired by
+	// Karpenter: exactly those.
+	due := 0
+	for _, l := range r.Pools[0].Lanes {
+		if !l.Deadline.After(r.End) {
+			due++
+		}
+	}
+	if s.ForceExpired != due {
+		t.Errorf("force-expired %d, but %d claims reached their deadline in the span", s.ForceExpired, due)
 	}
 }
 
@@ -192,6 +255,11 @@ func TestSurgeKarpenterCannotServe(t *testing.T) {
 		if !fallback && s.Attempts < 2 {
 			t.Errorf("%d attempts: a failed claim is retried with a surge after its backoff", s.Attempts)
 		}
+		// Every rotation, the surge-less ones too, and every failure began
+		// with a start.
+		if s.Attempts < s.Rotations+s.RotationFailures {
+			t.Errorf("fallback %v: %d attempts for %d rotations and %d failures", fallback, s.Attempts, s.Rotations, s.RotationFailures)
+		}
 		if rotated := s.Rotations > 0; rotated != fallback {
 			t.Errorf("fallback %v: rotated %d", fallback, s.Rotations)
 		}
@@ -215,17 +283,29 @@ func TestReportDrawsWindowsLanesAndMargins(t *testing.T) {
 			inSpan++
 		}
 	}
-	rotated := 0
+	rotated, deadlines := 0, 0
 	for _, l := range p.Lanes {
 		if l.End == EndRotated {
 			rotated++
 		}
+		if !l.Deadline.IsZero() && !l.Deadline.Before(r.Start) && !l.Deadline.After(r.End) {
+			deadlines++
+		}
+	}
+	// The histogram's bars hold every rotated claim's margin.
+	binned := 0
+	for _, b := range reportView(r).Pools[0].Hist {
+		binned += b.N
+	}
+	if binned != rotated {
+		t.Errorf("histogram holds %d margins, %d claims were rotated", binned, rotated)
 	}
 	for what, want := range map[string]int{
 		`<rect class="window"`:       inSpan,
 		`<line class="lane `:         len(p.Lanes),
 		`<line class="lane rotated"`: rotated,
 		`<circle class="start"`:      p.Summary.Attempts,
+		`<rect class="deadline"`:     deadlines,
 		`<rect class="bar"`:          histBins,
 	} {
 		if got := strings.Count(html, what); got != want || want == 0 {

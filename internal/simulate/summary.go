@@ -25,8 +25,9 @@ type PoolSummary struct {
 	// Plan are the figures plan derives for the pool; nil when no valid
 	// policy governs it.
 	Plan *Figures
-	// Rotations completed, Attempts started (retries count again),
-	// Started the claims that saw at least one start.
+	// Rotations: claims whose drain the controller began (the rotation's
+	// point of no return); Attempts started (retries count again); Started
+	// the claims that saw at least one start.
 	Rotations, Attempts, Started int
 	RotationFailures             int
 	ForceExpired                 int
@@ -40,8 +41,8 @@ type PoolSummary struct {
 	PerOccurrence    []int
 	MaxPerOccurrence int
 	WindowsMissed    int
-	// ExtraSurge: surge claims launched beyond one per completed rotation
-	// (failed launches, rolled-back attempts).
+	// ExtraSurge: surge claims that never served a rotation — a launch
+	// Karpenter gave up on, or a claim a rolled-back attempt reaped.
 	ExtraSurge                  int
 	LaunchFailures, StuckDrains int
 	// LongestHold is the longest a due candidate waited inside an open
