@@ -35,6 +35,7 @@ const (
 	AnchorRestored       Announcement = "AnchorRestored"
 	StrandedRepaired     Announcement = "StrandedRepaired"
 	OrphanedAnchor       Announcement = "OrphanedAnchor"
+	DrainBlocked         Announcement = "DrainBlocked"
 )
 
 // Announcements is every announcement, in the catalog's order.
@@ -43,6 +44,7 @@ var Announcements = []Announcement{
 	PolicyConflict, PolicyInvalid, Infeasible, PlaceholderCreated, SurgeWaiting,
 	SurgeReady, DrainStarted, RotationFailed, RotationExpired, RotationCompleted,
 	GovernanceLost, WindowMissed, DrainStuck, AnchorRestored, StrandedRepaired, OrphanedAnchor,
+	DrainBlocked,
 }
 
 var announceAction = action{

@@ -20,6 +20,9 @@ type Snapshot struct {
 	Policy    PolicyObservation `json:"policy"`
 	Claim     ClaimObservation  `json:"claim"`
 	Candidate string            `json:"candidate"` // none, surge or forcefulFallback (idle pools)
+	// CandidateDrainBlocked: Pods on the candidate's node would block its
+	// drain; it was taken because its deadline leaves no other choice.
+	CandidateDrainBlocked bool `json:"candidateDrainBlocked,omitempty"`
 	// Stranded is none, claim or artefacts: rotation artefacts of the pool
 	// its anchor does not name (empty reads as none).
 	Stranded string           `json:"stranded,omitempty"`
@@ -112,6 +115,7 @@ var inputs = []input{
 	{"claim.deletedAt", cel.TimestampType, func(s *Snapshot) any { return s.Claim.DeletedAt }, ""},
 	{"claim.retryAt", cel.TimestampType, func(s *Snapshot) any { return s.Claim.RetryAt }, ""},
 	{"candidate", cel.StringType, func(s *Snapshot) any { return s.Candidate }, ""},
+	{"candidateDrainBlocked", cel.BoolType, func(s *Snapshot) any { return s.CandidateDrainBlocked }, ""},
 	{"stranded", cel.StringType, func(s *Snapshot) any { return s.Stranded }, ""},
 	{"surge.placeholderExists", cel.BoolType, func(s *Snapshot) any { return s.Surge.PlaceholderExists }, ""},
 	{"surge.pairedNodes", cel.BoolType, func(s *Snapshot) any { return s.Surge.PairedNodes }, ""},

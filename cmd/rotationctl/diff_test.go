@@ -141,6 +141,15 @@ func TestRulesDiffSimulate(t *testing.T) {
 	if strings.Contains(out, "rotate this fleet alike") || !strings.Contains(out, "**") {
 		t.Errorf("without the cooldown more rotations fit a window: the simulation must differ:\n%s", out)
 	}
+	// docs/architecture.md shows this very run.
+	doc, err := os.ReadFile("../../docs/architecture.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	shown := strings.ReplaceAll(strings.ReplaceAll(out, head, "head.yaml"), "../../rules/rotation.yaml", "rules/rotation.yaml")
+	if !strings.Contains(string(doc), shown) {
+		t.Errorf("docs/architecture.md#reviewing-a-change-to-the-rules-table no longer shows the run; today it prints:\n%s", shown)
+	}
 	if code, _, _ := runCLI(append([]string{"rules", "diff", "-o", "json", "../../rules/rotation.yaml", head}, sim...)...); code != exitBadInput {
 		t.Errorf("-o json with --simulate: exit %d, want %d", code, exitBadInput)
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
@@ -58,7 +59,7 @@ type clusterView struct {
 }
 
 // watched are the kinds a view reads; each is cached and synced up front.
-var watched = []client.Object{&karpv1.NodePool{}, &karpv1.NodeClaim{}, &corev1.Node{}, &v1alpha1.RotationPolicy{}, &corev1.Pod{}}
+var watched = []client.Object{&karpv1.NodePool{}, &karpv1.NodeClaim{}, &corev1.Node{}, &v1alpha1.RotationPolicy{}, &corev1.Pod{}, &policyv1.PodDisruptionBudget{}}
 
 func (k *kubeFlags) view(ctx context.Context) (*clusterView, error) {
 	cfg, err := k.restConfig()

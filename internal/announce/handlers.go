@@ -37,6 +37,7 @@ var handlers = map[a.Announcement]func(*Announcer, step){
 	a.AnchorRestored:       (*Announcer).anchorRestored,
 	a.StrandedRepaired:     (*Announcer).strandedRepaired,
 	a.OrphanedAnchor:       (*Announcer).orphanedAnchor,
+	a.DrainBlocked:         (*Announcer).drainBlocked,
 }
 
 // rotationStarted announces RotationStarted, or ForcefulFallback when the
@@ -231,6 +232,26 @@ func (an *Announcer) drainStuck(s step) {
 	if an.seen.enter(s.pool(), string(a.DrainStuck), s.claim()) {
 		s.log.Info("drain exceeds terminationGracePeriod + buffer; the rotation gate stays held", "nodeclaim", s.claim())
 	}
+}
+
+// drainBlocked: the candidate was taken although Pods on its node will
+// hold Karpenter's drain, because its deadline left no other choice
+// (docs/design.md#drain-blockers); said once, by the pass whose anchor
+// write started the rotation.
+func (an *Announcer) drainBlocked(s step) {
+	c := s.obs.Candidate()
+	if c == nil || len(c.Blockers) == 0 {
+		return
+	}
+	pods := make([]string, len(c.Blockers))
+	for i, b := range c.Blockers {
+		pods[i] = b.Pod + " (" + b.Reason + ")"
+	}
+	s.log.Info("rotation started on a node whose drain is blocked", "nodeclaim", c.Claim.Name, "pods", pods,
+		"deadline", c.Deadline.UTC().Format(time.RFC3339))
+	an.event(c.Claim, corev1.EventTypeWarning, string(a.DrainBlocked), fmt.Sprintf(
+		"rotating despite Pods that block Karpenter's drain until the terminationGracePeriod: %s; no other claim can go first before its deadline %s",
+		strings.Join(pods, ", "), c.Deadline.UTC().Format(time.RFC3339)))
 }
 
 func mode(m string) string {

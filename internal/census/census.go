@@ -21,11 +21,15 @@ type Census struct {
 	NoDeadline int `json:"noDeadline"` // expireAfter Never
 	ShortLead  int `json:"shortLead"`  // own expireAfter ≤ K·P + t_rot
 	MaxRetry   int `json:"maxRetry"`   // highest retry-count
+	// DrainBlocked counts the candidates passed over because Pods on their
+	// node would block the drain (counted among Candidates too).
+	DrainBlocked int `json:"drainBlocked"`
 }
 
 // Outstanding is candidates + in_backoff: the work the window-missed
-// evaluation judges a closed occurrence by.
-func (c Census) Outstanding() int { return c.Candidates + c.InBackoff }
+// evaluation judges a closed occurrence by. A candidate passed over for
+// its drain blockers is deferred on purpose, not missed.
+func (c Census) Outstanding() int { return c.Candidates - c.DrainBlocked + c.InBackoff }
 
 // NoCandidateReason says, in an operator's words, why a census has no
 // candidate.
@@ -33,6 +37,8 @@ func (c Census) NoCandidateReason() string {
 	switch {
 	case c.Total == 0:
 		return "the NodePool has no NodeClaims"
+	case c.DrainBlocked > 0 && c.DrainBlocked == c.Candidates:
+		return "every eligible claim's node has Pods that would block the drain, and no deadline forces one yet"
 	case c.InBackoff > 0:
 		return "every due claim is inside its retryBackoff"
 	case c.NotDue+c.NoDeadline == c.Total:
@@ -47,6 +53,9 @@ type Candidate struct {
 	Kind     string // surge or forcefulFallback
 	Deadline time.Time
 	Age      time.Duration
+	// Blockers are the Pods that will hold its drain: set only when its
+	// deadline left no other choice (docs/design.md#drain-blockers).
+	Blockers []Blocker
 }
 
 // Figures are one claim's deadline arithmetic.

@@ -12,14 +12,19 @@ import (
 )
 
 // Input is what a census reads: the pool's claims, the governing policy's
-// settings and the pool's schedule derivation, the clock, and whether a
-// claim's node carries an operator's do-not-disrupt.
+// settings and the pool's schedule derivation, the clock, whether a
+// claim's node carries an operator's do-not-disrupt, and the Pods on a
+// claim's node that would block Karpenter's drain.
 type Input struct {
 	Now        time.Time
 	Claims     []karpv1.NodeClaim
 	Settings   policy.Settings
 	Derivation schedule.Derivation
 	OptedOut   func(*karpv1.NodeClaim) bool
+	// DrainBlockers is asked only while the candidate is chosen, in the
+	// candidate order, and only until a claim is taken: it may read the
+	// API server.
+	DrainBlockers func(*karpv1.NodeClaim) []Blocker
 }
 
 // Result is a census and what it decided.
@@ -32,6 +37,9 @@ type Result struct {
 	Bad []BadAnnotation
 	// Population is what the layer-2 findings read.
 	Population schedule.Population
+	// Blocked are the eligible claims passed over, ahead of the candidate
+	// in the order, because Pods on their node would block the drain.
+	Blocked map[string]Blocked
 }
 
 // Take classifies every claim and selects the candidate: short-lead claims
@@ -58,17 +66,32 @@ func Take(in Input) Result {
 	}
 	r.Population = schedule.Population{Nodes: len(in.Claims), Burst: burst(deadlines, in.Derivation.Cycle.P)}
 	if len(eligible) > 0 {
-		r.Candidate = pick(in, eligible)
+		r.Candidate = r.pick(in, eligible)
 	}
 	return r
 }
 
-// pick orders the eligible claims and takes the first, deciding whether it
-// takes the surge or the surge-less forceful fallback.
-func pick(in Input, eligible []Figures) *Candidate {
+// pick orders the eligible claims and takes the first whose node no Pod
+// blocks Karpenter's drain of — or a blocked one whose deadline leaves no
+// other choice — deciding whether it takes the surge or the surge-less
+// forceful fallback (docs/design.md#drain-blockers). The blocked claims
+// passed over are recorded; when every eligible claim is blocked and none
+// is urgent, there is no candidate.
+func (r *Result) pick(in Input, eligible []Figures) *Candidate {
 	sort.Slice(eligible, func(i, j int) bool { return Ahead(eligible[i], eligible[j]) })
-	best := eligible[0]
-	return &Candidate{Claim: best.Claim, Kind: Kind(in, best), Deadline: best.Deadline, Age: in.Now.Sub(best.Claim.CreationTimestamp.Time)}
+	for _, f := range eligible {
+		b := blockers(in, f.Claim)
+		if len(b) > 0 && in.Now.Before(urgentFrom(in, f)) {
+			if r.Blocked == nil {
+				r.Blocked = map[string]Blocked{}
+			}
+			r.Blocked[f.Claim.Name] = Blocked{Blockers: b, UrgentFrom: urgentFrom(in, f)}
+			r.Census.DrainBlocked++
+			continue
+		}
+		return &Candidate{Claim: f.Claim, Kind: Kind(in, f), Deadline: f.Deadline, Age: in.Now.Sub(f.Claim.CreationTimestamp.Time), Blockers: b}
+	}
+	return nil
 }
 
 // Kind is how an eligible claim would be rotated: the surge, or the
@@ -132,6 +155,10 @@ const (
 	ClassInBackoff  = "inBackoff"
 	ClassBadState   = "badState" // a state annotation no version wrote
 	ClassCandidate  = "candidate"
+	// ClassDrainBlocked is a candidate passed over because Pods on its
+	// node would block the drain (Result.Blocked); Class never returns it,
+	// as it depends on the candidate order.
+	ClassDrainBlocked = "drainBlocked"
 )
 
 // classify counts the claim in its census class and reports whether it is
@@ -231,11 +258,14 @@ func burst(deadlines []time.Time, p time.Duration) int {
 }
 
 // Instants are the future moments a claim's class can change: each age
-// trigger and backoff end.
+// trigger and backoff end, and the instant a blocked claim becomes urgent.
 func (r Result) Instants() []time.Time {
 	out := make([]time.Time, 0, 2*len(r.Figures))
 	for _, f := range r.Figures {
 		out = append(out, f.Trigger, f.RetryAt)
+	}
+	for _, b := range r.Blocked {
+		out = append(out, b.UrgentFrom)
 	}
 	return out
 }

@@ -3,6 +3,7 @@ package controller
 import (
 	"github.com/awslabs/operatorpkg/status"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -34,6 +35,8 @@ func CacheOptions(namespace string) cache.Options {
 		&karpv1.NodePool{}:  {Transform: strip},
 		&karpv1.NodeClaim{}: {Transform: leanClaim},
 		&corev1.Node{}:      {Label: labels.NewSelector().Add(*inPool), Transform: leanNode},
+		// Few and small; read only when a candidate's node has Pods.
+		&policyv1.PodDisruptionBudget{}: {Transform: strip},
 	}}
 }
 

@@ -237,9 +237,14 @@ func get[T client.Object](t *testing.T, c client.Reader, name, namespace string,
 	return obj
 }
 
-// gaugeSeries reads a pool's gauge without creating the series.
-func gaugeSeries(t *testing.T, g *prometheus.GaugeVec, pool string) (float64, bool) {
+// gaugeSeries reads a pool's gauge without creating the series; more
+// label name/value pairs narrow it to one series of a wider gauge.
+func gaugeSeries(t *testing.T, g *prometheus.GaugeVec, pool string, kv ...string) (float64, bool) {
 	t.Helper()
+	want := map[string]string{"nodepool": pool}
+	for i := 0; i+1 < len(kv); i += 2 {
+		want[kv[i]] = kv[i+1]
+	}
 	ch := make(chan prometheus.Metric, 64)
 	go func() { g.Collect(ch); close(ch) }()
 	v, found := 0.0, false
@@ -248,10 +253,14 @@ func gaugeSeries(t *testing.T, g *prometheus.GaugeVec, pool string) (float64, bo
 		if err := m.Write(&d); err != nil {
 			t.Fatal(err)
 		}
+		matched := 0
 		for _, l := range d.GetLabel() {
-			if l.GetName() == "nodepool" && l.GetValue() == pool {
-				v, found = d.GetGauge().GetValue(), true
+			if w, ok := want[l.GetName()]; ok && w == l.GetValue() {
+				matched++
 			}
+		}
+		if matched == len(want) {
+			v, found = d.GetGauge().GetValue(), true
 		}
 	}
 	return v, found

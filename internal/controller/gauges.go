@@ -18,7 +18,7 @@ func gauges(obs *observe.Observation, decisions []engine.Decision) metrics.Pool 
 		Name: obs.Pool.Name, Governance: obs.Snapshot.Pool.Governance,
 		Candidates: c.Candidates, InBackoff: c.InBackoff, ShortLead: c.ShortLead, MaxRetry: c.MaxRetry,
 		InFlight: obs.Snapshot.Pool.Anchor != "", WindowOpen: obs.WindowOpen,
-		Derivation: obs.Derivation, DrainStuck: drainStuck(decisions),
+		Derivation: obs.Derivation, DrainStuck: drainStuck(decisions), DrainBlocked: drainBlocked(obs),
 	}
 	if t, err := time.Parse(time.RFC3339, obs.Pool.Annotations[v1alpha1.AnnotationFreeze]); err == nil && t.After(obs.Now) {
 		p.FreezeUntil = t
@@ -40,4 +40,14 @@ func drainStuck(decisions []engine.Decision) bool {
 		}
 	}
 	return false
+}
+
+// drainBlocked counts the claims the census passed over, by reason; nil
+// when it did not look (a pool in flight), so the gauge keeps the count of
+// the pool's last idle pass rather than dropping to zero for the flight.
+func drainBlocked(obs *observe.Observation) map[string]int {
+	if obs.CensusInput.DrainBlockers == nil {
+		return nil
+	}
+	return obs.Census.BlockedByReason()
 }

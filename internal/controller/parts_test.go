@@ -353,7 +353,7 @@ func TestCacheOptions(t *testing.T) {
 			}
 		}
 	}
-	want := map[string]bool{"*v1.Pod": true, "*v1.Node": true, "*v1.NodeClaim": true, "*v1.NodePool": true}
+	want := map[string]bool{"*v1.Pod": true, "*v1.Node": true, "*v1.NodeClaim": true, "*v1.NodePool": true, "*v1.PodDisruptionBudget": true}
 	if !reflect.DeepEqual(kinds, want) {
 		t.Errorf("cached by object: %v, want %v", kinds, want)
 	}

@@ -60,7 +60,12 @@ type ClaimExplanation struct {
 	// in: the one of ExpectedStart or EarliestStart (nil when the window
 	// is open around the clock).
 	Occurrence *Occurrence `json:"occurrence,omitempty"`
-	Pool       *PoolStatus `json:"pool,omitempty"`
+	// Blockers are the Pods on its node that would block the drain, and
+	// UrgentFrom when its deadline leaves no other choice, for a claim
+	// passed over for them (class drainBlocked).
+	Blockers   []census.Blocker `json:"blockers,omitempty"`
+	UrgentFrom time.Time        `json:"urgentFrom,omitzero"`
+	Pool       *PoolStatus      `json:"pool,omitempty"`
 }
 
 // ExplainClaim explains the named NodeClaim.
@@ -122,6 +127,9 @@ func classify(ex *ClaimExplanation, obs *observe.Observation) {
 	ex.Class = census.Class(obs.CensusInput, f)
 	if ex.Class == census.ClassCandidate && obs.Pool.Annotations[v1alpha1.AnnotationActiveRotation] == ex.NodeClaim {
 		ex.Class = census.ClassInFlight // anchored; its state is written next
+	}
+	if b, ok := obs.Census.Blocked[ex.NodeClaim]; ok && ex.Class == census.ClassCandidate {
+		ex.Class, ex.Blockers, ex.UrgentFrom = census.ClassDrainBlocked, b.Blockers, b.UrgentFrom.UTC()
 	}
 	ex.Place, ex.ExpectedStart = place(obs, ex)
 	ex.EarliestStart = earliest(obs, ex, f)
@@ -200,6 +208,9 @@ func reason(ex *ClaimExplanation, obs *observe.Observation, f census.Figures) st
 		return "its last attempt failed (retry-count " + orDash(ex.RetryCount) + "); in retryBackoff until " + stamp(f.RetryAt)
 	case census.ClassBadState:
 		return v1alpha1.AnnotationState + "=" + state + " is not a known state"
+	case census.ClassDrainBlocked:
+		return "Pods on its Node " + c.Status.NodeName + " would block Karpenter's drain (" + blockerList(ex.Blockers) +
+			"): passed over for claims whose drain can proceed, until its deadline leaves no other choice at " + stamp(ex.UrgentFrom)
 	}
 	return candidateReason(ex)
 }
@@ -236,3 +247,11 @@ func candidateReason(ex *ClaimExplanation) string {
 
 // stamp is how explanations print an instant: RFC3339 in UTC.
 func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+
+func blockerList(bs []census.Blocker) string {
+	parts := make([]string, len(bs))
+	for i, b := range bs {
+		parts[i] = b.Pod + ": " + b.Reason
+	}
+	return strings.Join(parts, ", ")
+}

@@ -159,6 +159,8 @@ func TestExplainClaims(t *testing.T) {
 		{"night-b", census.ClassInBackoff, "in retryBackoff until 2026-12-01T12:20:00Z", 0},
 		{"night-c", census.ClassOptedOut, "node-night-c carries karpenter.sh/do-not-disrupt=true", 0},
 		{"night-d", census.ClassNotReady, "Ready condition is not True", 0},
+		{"guarded-a", census.ClassDrainBlocked, "Pods on its Node node-guarded-a would block Karpenter's drain (" + inspecttest.Namespace + "/batch-job: do-not-disrupt): passed over", 0},
+		{"guarded-b", census.ClassCandidate, "the windowClosed gate holds the pool", 1},
 		{"tied-a", "conflict", "policies tie-a, tie-b tie", 0},
 		{"plain-a", "ungoverned", "no RotationPolicy selects", 0},
 	}

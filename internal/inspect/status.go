@@ -190,6 +190,9 @@ func waiting(obs *observe.Observation) []census.Figures {
 	anchor := obs.Pool.Annotations[v1alpha1.AnnotationActiveRotation]
 	var q []census.Figures
 	for _, f := range obs.Census.Figures {
+		if _, passedOver := obs.Census.Blocked[f.Claim.Name]; passedOver {
+			continue // deferred for its drain blockers until urgent
+		}
 		if f.Claim.Name != anchor && census.Class(obs.CensusInput, f) == census.ClassCandidate {
 			q = append(q, f)
 		}

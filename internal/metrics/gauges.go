@@ -23,7 +23,11 @@ type Pool struct {
 	FreezeUntil time.Time
 	// DrainStuck is the table's drainStuck fact for a draining rotation.
 	DrainStuck bool
-	Derivation schedule.Derivation
+	// DrainBlocked counts the claims passed over for their drain blockers,
+	// by reason (a claim blocked for both reasons counts in both); nil when
+	// the pass did not look (in flight), which leaves the gauge as it was.
+	DrainBlocked map[string]int
+	Derivation   schedule.Derivation
 }
 
 // Record sets the pool's gauges from one pass (docs/observability.md). An
@@ -40,6 +44,11 @@ func Record(p Pool) {
 	InProgress.WithLabelValues(name).Set(b2f(p.InFlight))
 	ShortLeadNodes.WithLabelValues(name).Set(float64(p.ShortLead))
 	RetryCount.WithLabelValues(name).Set(float64(p.MaxRetry))
+	if p.DrainBlocked != nil { // nil: not looked at this pass; keep the last count
+		for _, reason := range DrainBlockedReasons {
+			DrainBlocked.WithLabelValues(name, reason).Set(float64(p.DrainBlocked[reason]))
+		}
+	}
 	WindowActive.WithLabelValues(name).Set(b2f(p.WindowOpen))
 	freeze := 0.0
 	if !p.FreezeUntil.IsZero() {
@@ -74,3 +83,7 @@ func b2f(b bool) float64 {
 	}
 	return 0
 }
+
+// DrainBlockedReasons are the reason label's values (census.BlockedDoNotDisrupt
+// and census.BlockedPDB; metrics does not import the census).
+var DrainBlockedReasons = []string{"do-not-disrupt", "pdb"}

@@ -38,6 +38,7 @@ var (
 	ShortLeadNodes     = gauge("short_lead_nodes", "NodeClaims whose own expireAfter can no longer guarantee K chances.")
 	DrainStuck         = gauge("drain_stuck", "1 while the in-flight drain exceeds tGP + buffer.")
 	RetryCount         = gauge("retry_count", "Highest retry-count across the pool's NodeClaims.")
+	DrainBlocked       = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "drain_blocked_nodes", Help: "Eligible NodeClaims passed over because Pods on their node would block Karpenter's drain, by reason (do-not-disrupt, pdb)."}, []string{"nodepool", "reason"})
 	Completed          = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "completed_total", Help: "Completed rotations by outcome (success, failure, expired)."}, []string{"nodepool", "outcome"})
 	ForcefulFallback   = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "forceful_fallback_total", Help: "Surge-less forceful-fallback rotations started."}, pool)
 	WindowMissed       = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "window_missed_total", Help: "Window occurrences that closed with work outstanding and no rotation attributable to them succeeding."}, pool)
@@ -49,7 +50,7 @@ var (
 
 // All lists every collector, for registration and the documentation test.
 func All() []prometheus.Collector {
-	out := []prometheus.Collector{Completed, ForcefulFallback, WindowMissed, Duration, RulesInfo}
+	out := []prometheus.Collector{Completed, ForcefulFallback, WindowMissed, Duration, RulesInfo, DrainBlocked}
 	for _, g := range perPoolGauges {
 		out = append(out, g)
 	}
@@ -75,4 +76,5 @@ func Forget(nodepool string) {
 	ForcefulFallback.DeleteLabelValues(nodepool)
 	WindowMissed.DeleteLabelValues(nodepool)
 	Duration.DeletePartialMatch(prometheus.Labels{"nodepool": nodepool})
+	DrainBlocked.DeletePartialMatch(prometheus.Labels{"nodepool": nodepool})
 }

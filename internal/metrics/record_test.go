@@ -176,7 +176,7 @@ func TestRecordNoOccurrence(t *testing.T) {
 func TestForget(t *testing.T) {
 	for _, p := range []string{"rec-gone", "rec-stays"} {
 		Forget(p) // a clean start, also under -count
-		Record(Pool{Name: p, Governance: "governed", Candidates: 1, Derivation: derivation})
+		Record(Pool{Name: p, Governance: "governed", Candidates: 1, Derivation: derivation, DrainBlocked: map[string]int{"pdb": 1}})
 		Completed.WithLabelValues(p, "failure").Inc()
 		Completed.WithLabelValues(p, "expired").Inc()
 		ForcefulFallback.WithLabelValues(p).Inc()
@@ -225,5 +225,20 @@ func TestRegisterRecordsTheRulesVersion(t *testing.T) {
 	}
 	if len(versions) != 1 || versions[0] != "8" {
 		t.Errorf("rules_info versions %v, want [8]", versions)
+	}
+}
+
+// A pass that did not look at drain blockers (a rotation in flight) leaves
+// the gauge at the last idle pass's count; one that looked sets every
+// reason, zero included.
+func TestDrainBlockedKeepsTheIdleCount(t *testing.T) {
+	const p = "rec-blocked"
+	Forget(p)
+	Record(Pool{Name: p, Governance: "governed", Derivation: derivation, DrainBlocked: map[string]int{"do-not-disrupt": 2}})
+	Record(Pool{Name: p, Governance: "governed", Derivation: derivation, InFlight: true})
+	for reason, want := range map[string]float64{"do-not-disrupt": 2, "pdb": 0} {
+		if v, ok := series(t, DrainBlocked, p, "reason", reason); !ok || v != want {
+			t.Errorf("reason %s: %v (found %v), want %v", reason, v, ok, want)
+		}
 	}
 }

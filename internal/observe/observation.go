@@ -66,7 +66,8 @@ type Observation struct {
 	BadAnnotations []census.BadAnnotation
 
 	Snapshot engine.Snapshot
-	inputs   schedule.Inputs // what Derivation was derived from
+	inputs   schedule.Inputs         // what Derivation was derived from
+	podsOn   map[string][]corev1.Pod // Pods by node, listed once per pass
 	// NextInstant is the next moment something time-based changes.
 	NextInstant time.Time
 }

@@ -45,7 +45,9 @@ func (o *Observer) Observe(ctx context.Context, pool string) (*Observation, erro
 		return nil, fmt.Errorf("listing NodeClaims of %s: %w", pool, err)
 	}
 	obs.Claims = claims.Items
-	o.census(ctx, obs)
+	if err := o.census(ctx, obs); err != nil {
+		return nil, err
+	}
 	if err := o.stranded(ctx, obs); err != nil {
 		return nil, err
 	}
@@ -78,18 +80,28 @@ func (o *Observer) governance(ctx context.Context, obs *Observation) error {
 
 // census classifies the claims of a governed pool and assesses its
 // findings; an ungoverned pool's census is its claim count.
-func (o *Observer) census(ctx context.Context, obs *Observation) {
+func (o *Observer) census(ctx context.Context, obs *Observation) error {
 	if !obs.Governed() {
 		obs.Census = census.Result{Census: census.Census{Total: len(obs.Claims)}}
-		return
+		return nil
 	}
+	b := &blockerReader{o: o, obs: obs}
 	obs.CensusInput = census.Input{
 		Now: obs.Now, Claims: obs.Claims, Settings: obs.Settings, Derivation: obs.Derivation,
 		OptedOut: func(c *karpv1.NodeClaim) bool { return o.optedOut(ctx, c) },
 	}
+	if obs.Pool.Annotations[v1alpha1.AnnotationActiveRotation] == "" {
+		// Only an idle pool starts one: in flight, the next candidate's
+		// drain blockers are not worth a Pod list per pass.
+		obs.CensusInput.DrainBlockers = func(c *karpv1.NodeClaim) []census.Blocker { return b.blockers(ctx, c) }
+	}
 	obs.Census = census.Take(obs.CensusInput)
+	if b.err != nil {
+		return b.err
+	}
 	obs.BadAnnotations = append(obs.BadAnnotations, obs.Census.Bad...)
 	obs.Findings = obs.Settings.Assess(obs.inputs, obs.Derivation, obs.Census.Population)
+	return nil
 }
 
 // optedOut reports an operator-set karpenter.sh/do-not-disrupt: "true" on

@@ -34,7 +34,7 @@ func snapshot(obs *Observation) engine.Snapshot {
 		Outstanding: obs.Census.Census.Outstanding(),
 	}
 	if c := obs.Candidate(); c != nil {
-		s.Candidate = c.Kind
+		s.Candidate, s.CandidateDrainBlocked = c.Kind, len(c.Blockers) > 0
 	}
 	if anchored := s.Pool.Anchor != ""; anchored && obs.Subject != nil {
 		c := obs.Subject

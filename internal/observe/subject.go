@@ -182,11 +182,10 @@ func (o *Observer) sizeIfNeeded(ctx context.Context, obs *Observation) error {
 	}
 	var pods []corev1.Pod
 	if obs.OldNode != nil {
-		list := &corev1.PodList{}
-		if err := o.API.List(ctx, list, client.MatchingFields{"spec.nodeName": obs.OldNode.Name}); err != nil {
-			return fmt.Errorf("listing Pods on node %s: %w", obs.OldNode.Name, err)
+		var err error
+		if pods, err = o.podsOn(ctx, obs, obs.OldNode.Name); err != nil {
+			return err
 		}
-		pods = list.Items
 	}
 	sz := surge.Size(pods, obs.OldNode, obs.Subject.Status.Allocatable, obs.Settings.WholeNodeReservation)
 	obs.Sizing = &sz

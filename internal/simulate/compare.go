@@ -56,6 +56,6 @@ func totalCells(t Totals) []string {
 	if t.HasMargin {
 		margin = schedule.Approx(t.MarginMin)
 	}
-	return []string{fmt.Sprint(t.Rotations), fmt.Sprint(t.Attempts), fmt.Sprint(t.RotationFailures), fmt.Sprint(t.ForceExpired), margin, "",
+	return []string{fmt.Sprint(t.Rotations), fmt.Sprint(t.Attempts), fmt.Sprint(t.RotationFailures), fmt.Sprint(t.ForceExpired), margin, "-",
 		fmt.Sprint(t.WindowsMissed), fmt.Sprint(t.ExtraSurge), schedule.Approx(t.LongestHold)}
 }

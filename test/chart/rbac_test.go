@@ -20,6 +20,7 @@ var (
 		"karpenter.sh/nodepools: get list watch patch",
 		"core/nodes: get list watch patch",
 		"core/pods: list",
+		"policy/poddisruptionbudgets: list watch",
 		"core/events: create patch",
 		"noderotation.io/rotationpolicies: get list watch",
 		"noderotation.io/rotationpolicies/status: update",

@@ -10,13 +10,20 @@ import (
 	. "github.com/onsi/gomega"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
 	"github.com/noderotation/node-rotation-controller/test/fixtures"
 )
 
-// A drain held by a PDB that allows no disruption. The claims are created
+// A drain held by a PDB that allows no disruption. The PDB allows one while
+// the controller picks its claim — one allowing none with every Pod
+// healthy would keep the claim from being picked at all
+// (docs/design.md#drain-blockers) — and none from the moment the rotation
+// is pending, before its drain. The claims are created
 // without a terminationGracePeriod, so Karpenter never forces the drain;
 // the pool's template then gets a 1 s one, so the controller's bound (tGP
 // + 2m buffer) passes while the drain is still held. A budget of zero nodes
@@ -28,7 +35,7 @@ var _ = Describe("a drain held by a PDB that cannot be satisfied", Label("stuckd
 	np := fixtures.RotationPool("stuck-e2e")
 	np.Spec.Template.Spec.TerminationGracePeriod = nil
 	np.Spec.Disruption.Budgets = []karpv1.Budget{{Nodes: "0"}}
-	s := newScenario("stuck-e2e", np, 4, 0)
+	s := newScenario("stuck-e2e", np, 4, 1)
 	var ctrl *controller
 
 	BeforeAll(func() {
@@ -42,6 +49,21 @@ var _ = Describe("a drain held by a PDB that cannot be satisfied", Label("stuckd
 
 	It("reports the drain stuck after tGP + buffer and keeps the gate held", func() {
 		s.govern(ctx, "30s", nil)
+		s.awaitRotation(ctx, 3*time.Minute, "a rotation starts", pending(ctx))
+		By("tightening the PDB to allow no disruption while the surge is pending")
+		Eventually(func() error {
+			pdb := &policyv1.PodDisruptionBudget{}
+			if err := kube.Get(ctx, client.ObjectKey{Namespace: s.name, Name: "web"}, pdb); err != nil {
+				return err
+			}
+			pdb.Spec.MaxUnavailable = ptr.To(intstr.FromInt32(0))
+			return kube.Update(ctx, pdb)
+		}).WithTimeout(10 * time.Second).Should(Succeed())
+		Eventually(func() (int32, error) {
+			pdb := &policyv1.PodDisruptionBudget{}
+			err := kube.Get(ctx, client.ObjectKey{Namespace: s.name, Name: "web"}, pdb)
+			return pdb.Status.DisruptionsAllowed, err
+		}).WithTimeout(10*time.Second).WithPolling(100*time.Millisecond).Should(BeZero(), "the disruption controller allows none")
 		claim := s.awaitRotation(ctx, 3*time.Minute, "a rotation reaches its drain", func(a map[string]string, _ string) bool {
 			return a[v1alpha1.AnnotationActiveRotationState] == v1alpha1.StateDraining
 		})
@@ -64,6 +86,7 @@ var _ = Describe("a drain held by a PDB that cannot be satisfied", Label("stuckd
 
 		By("removing the PDB: the drain ends and the gate opens")
 		Expect(kube.Delete(ctx, &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: s.name}})).To(Succeed())
+		s.pdb = 0 // no budget left whose floor the invariants could hold the drain to
 		Eventually(gone(ctx, claim)).WithTimeout(3 * time.Minute).Should(Satisfy(notFound))
 		s.pause(ctx, 3*time.Minute)
 		Eventually(func() float64 { return ctrl.metric("noderotation_drain_stuck", `nodepool="stuck-e2e"`) }).

@@ -171,6 +171,12 @@ func Scripted() []client.Object {
 			v1alpha1.AnnotationFailedAt, stamp3339(Now.Add(-10*time.Minute)), v1alpha1.AnnotationRetryCount, "1"),
 		claim("night-c", "night", time.Hour),
 		notReady(claim("night-d", "night", 4*time.Hour)),
+		// window closed until 22:00 Berlin: two due claims, the one with the
+		// earlier deadline on a node whose Pod carries do-not-disrupt — passed
+		// over for the other until its deadline leaves no other choice
+		pool("guarded", "nightly"),
+		claim("guarded-a", "guarded", 3*time.Hour+30*time.Minute), claim("guarded-b", "guarded", 5*time.Hour),
+		doNotDisrupt(scheduledOn(workload("batch-job"), "node-guarded-a")),
 		pool("tied", "tie"), claim("tied-a", "tied", time.Hour),
 		pool("invalid", "broken"),
 		pool("plain", ""), claim("plain-a", "plain", time.Hour),
@@ -246,6 +252,19 @@ func notReady(c *karpv1.NodeClaim) *karpv1.NodeClaim {
 	return c
 }
 
+// workload is a Pod of the controller's namespace (so the scripted
+// cluster needs no other) that is not a placeholder.
+func workload(name string) *corev1.Pod {
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: name, Labels: map[string]string{"app": name}}}
+	p.Spec.Containers = []corev1.Container{{Name: "job", Image: "registry.k8s.io/pause:3.10"}}
+	return p
+}
+
+func doNotDisrupt(p *corev1.Pod) *corev1.Pod {
+	p.Annotations = map[string]string{karpv1.DoNotDisruptAnnotationKey: "true"}
+	return p
+}
+
 func placeholder(claim, pool string) *corev1.Pod {
 	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: "nrc-surge-" + claim,
 		Labels: map[string]string{v1alpha1.LabelSurgeFor: claim, v1alpha1.LabelNodePool: pool}}}
@@ -257,6 +276,6 @@ func placeholder(claim, pool string) *corev1.Pod {
 // ExplainedClaims are the claims the explain golden file explains, in its
 // order; ExplainedPools the pools.
 var (
-	ExplainedClaims = []string{"ready-e", "ready-a", "ready-b", "ready-c", "ready-d", "cooling-a", "static-a", "starting-a", "starting-b", "lost-a", "busy-a", "busy-b", "night-a", "night-b", "night-c", "night-d", "tied-a", "plain-a"}
-	ExplainedPools  = []string{"ready", "busy", "night", "frozen-night", "garbled"}
+	ExplainedClaims = []string{"ready-e", "ready-a", "ready-b", "ready-c", "ready-d", "cooling-a", "static-a", "starting-a", "starting-b", "lost-a", "busy-a", "busy-b", "night-a", "night-b", "night-c", "night-d", "guarded-a", "guarded-b", "tied-a", "plain-a"}
+	ExplainedPools  = []string{"ready", "busy", "night", "frozen-night", "guarded", "garbled"}
 )
