@@ -27,7 +27,8 @@ type Snapshot struct {
 	// its anchor does not name (empty reads as none).
 	Stranded string           `json:"stranded,omitempty"`
 	Surge    SurgeObservation `json:"surge"`
-	// Outstanding is candidates + in_backoff: the work the window-missed
+	// Outstanding is candidates + in_backoff, less the candidates passed
+	// over for their drain blockers: the work the window-missed
 	// evaluation judges a closed occurrence by.
 	Outstanding int `json:"outstanding"`
 }

@@ -56,6 +56,9 @@ func (an *Announcer) rotationStarted(s step) {
 		"deadline", deadline, "surgeless", surgeless)
 	if surgeless {
 		an.event(s.obs.Pool, corev1.EventTypeWarning, "ForcefulFallback", fmt.Sprintf("surge-less rotation of %s begins: its deadline %s is nearer than t_rot", c.Claim.Name, deadline))
+		// A surge start of a blocked claim says DrainBlocked through its own
+		// row; the surge-less start has none, so its blockers are said here.
+		an.drainBlocked(s)
 	} else {
 		an.event(s.obs.Pool, corev1.EventTypeNormal, "RotationStarted", fmt.Sprintf("rotating NodeClaim %s (deadline %s)", c.Claim.Name, deadline))
 	}

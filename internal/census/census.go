@@ -26,7 +26,7 @@ type Census struct {
 	DrainBlocked int `json:"drainBlocked"`
 }
 
-// Outstanding is candidates + in_backoff: the work the window-missed
+// Outstanding is candidates + in_backoff (less the deferred): the work the window-missed
 // evaluation judges a closed occurrence by. A candidate passed over for
 // its drain blockers is deferred on purpose, not missed.
 func (c Census) Outstanding() int { return c.Candidates - c.DrainBlocked + c.InBackoff }

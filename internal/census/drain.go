@@ -27,17 +27,39 @@ type Blocker struct {
 type Blocked struct {
 	Blockers []Blocker
 	// UrgentFrom is when its deadline leaves no other choice and it is
-	// taken despite them.
+	// taken despite them; zero when it never is (tGP unset).
 	UrgentFrom time.Time
 }
 
-// urgentFrom is the instant a claim's deadline leaves no other choice: one
-// more rotation ahead of it (t_rot_est + cooldownAfter) and its own
-// worst-case rotation (t_rot: the surge wait, then a drain that runs to
-// the terminationGracePeriod, which is what a blocked drain does) would
-// end past the deadline.
-func urgentFrom(in Input, f Figures) time.Time {
-	return f.Deadline.Add(-(in.Derivation.TRot + in.Derivation.TRotEst + in.Settings.CooldownAfter))
+// urgentFrom is the instant a blocked claim's deadline leaves no other
+// choice, the earlier of two: one more rotation ahead of it (t_rot_est +
+// cooldownAfter) and its own worst case (t_rot: the surge wait, then a
+// drain that runs to the terminationGracePeriod, which is what a blocked
+// drain does) would end past the deadline; or the last window occurrence
+// that can still start it (opening by deadline − t_rot) has begun — it is
+// taken in that occurrence, not left to a closed window. ok is false when
+// the pool's terminationGracePeriod is unset: Karpenter then never deletes
+// the Pod, the drain never ends, and a rotation would hold the pool's gate
+// for good, so the claim is left to Karpenter's expiry.
+func urgentFrom(in Input, f Figures) (time.Time, bool) {
+	d := in.Derivation
+	if d.TGPUnset {
+		return time.Time{}, false
+	}
+	t := f.Deadline.Add(-(d.TRot + d.TRotEst + in.Settings.CooldownAfter))
+	latest := f.Deadline.Add(-d.TRot)
+	if cal := in.Settings.Calendar; latest.After(in.Now) && !cal.AlwaysOpen(in.Now) {
+		var last time.Time
+		for _, o := range cal.Occurrences(in.Now, latest) {
+			if !o.Start.After(latest) {
+				last = o.Start
+			}
+		}
+		if !last.IsZero() && last.Before(t) {
+			t = last
+		}
+	}
+	return t, true
 }
 
 // blockers are the claim's drain blockers; none when the census is not

@@ -111,3 +111,44 @@ func TestBlockedByReasonCountsClaims(t *testing.T) {
 		t.Errorf("by reason %v: want a claim counted once per reason among its Pods", got)
 	}
 }
+
+// Windows decide urgency too: a blocked claim is taken in the last window
+// occurrence that can still start it (opening by deadline − t_rot), not
+// left to a deadline that falls while the window is closed.
+func TestDrainBlockedClaimIsTakenInItsLastUsableWindow(t *testing.T) {
+	tuesday3am := now.Add(15 * time.Hour) // inside Tuesday's 02:00–06:00
+	b := &blockedBy{pods: map[string][]string{"today": {"apps/job"}, "tomorrow": {"apps/job2"}}}
+	in := input(t, nightly(),
+		claim("today", 26*time.Hour),    // Tue 14:00: today's window is its last
+		claim("tomorrow", 50*time.Hour), // Wed 14:00: tomorrow's window can take it
+		claim("free", 60*time.Hour))
+	in.Now, in.DrainBlockers = tuesday3am, b.fn
+	r := Take(in)
+	if r.Candidate == nil || r.Candidate.Claim.Name != "today" || len(r.Candidate.Blockers) != 1 {
+		t.Fatalf("candidate %+v, want today: its deadline falls before tomorrow's window", r.Candidate)
+	}
+	in.Claims = in.Claims[1:]
+	b.asked = nil
+	r = Take(in)
+	wed2am := time.Date(2026, 12, 2, 2, 0, 0, 0, time.UTC)
+	if r.Candidate == nil || r.Candidate.Claim.Name != "free" || !r.Blocked["tomorrow"].UrgentFrom.Equal(wed2am) {
+		t.Fatalf("candidate %+v, blocked %+v: want free, with tomorrow urgent from its last usable window at %s", r.Candidate, r.Blocked, wed2am)
+	}
+}
+
+// With no terminationGracePeriod Karpenter never deletes a do-not-disrupt
+// Pod, so the drain would never end: a blocked claim is never taken, even
+// at its deadline; Karpenter's expiry takes it.
+func TestDrainBlockedClaimIsNeverTakenWithoutATerminationGracePeriod(t *testing.T) {
+	b := &blockedBy{pods: map[string][]string{"early": {"apps/job"}}}
+	in := input(t, nightly(), claim("early", time.Minute))
+	in.Derivation.TGPUnset = true
+	in.DrainBlockers = b.fn
+	r := Take(in)
+	if r.Candidate != nil || !r.Blocked["early"].UrgentFrom.IsZero() {
+		t.Fatalf("candidate %+v, blocked %+v: never taken, never urgent", r.Candidate, r.Blocked)
+	}
+	if n := len(r.Instants()); n != 2*len(r.Figures) {
+		t.Errorf("%d census instants, want only each claim's trigger and backoff end: no urgency to wake for", n)
+	}
+}

@@ -81,11 +81,11 @@ func (r *Result) pick(in Input, eligible []Figures) *Candidate {
 	sort.Slice(eligible, func(i, j int) bool { return Ahead(eligible[i], eligible[j]) })
 	for _, f := range eligible {
 		b := blockers(in, f.Claim)
-		if len(b) > 0 && in.Now.Before(urgentFrom(in, f)) {
+		if urgent, ok := urgentFrom(in, f); len(b) > 0 && (!ok || in.Now.Before(urgent)) {
 			if r.Blocked == nil {
 				r.Blocked = map[string]Blocked{}
 			}
-			r.Blocked[f.Claim.Name] = Blocked{Blockers: b, UrgentFrom: urgentFrom(in, f)}
+			r.Blocked[f.Claim.Name] = Blocked{Blockers: b, UrgentFrom: urgent}
 			r.Census.DrainBlocked++
 			continue
 		}
@@ -265,7 +265,9 @@ func (r Result) Instants() []time.Time {
 		out = append(out, f.Trigger, f.RetryAt)
 	}
 	for _, b := range r.Blocked {
-		out = append(out, b.UrgentFrom)
+		if !b.UrgentFrom.IsZero() {
+			out = append(out, b.UrgentFrom)
+		}
 	}
 	return out
 }

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -49,18 +50,19 @@ func TestDrainBlockedStartWarnsOnce(t *testing.T) {
 	}
 }
 
-// With a window, a due claim is days from its deadline: the blocked one is
-// passed over for the next, and the gauge counts it by reason.
+// With a window, a due claim may be days from its deadline: the blocked
+// one, whose last usable window opens tomorrow, is passed over for the
+// next, and the gauge counts it by reason.
 func TestDrainBlockedCandidateIsPassedOver(t *testing.T) {
 	pol := governing()
 	pol.Spec.MaintenanceWindows = []v1alpha1.MaintenanceWindow{{Timezone: "UTC", Days: everyDay, Start: "00:00", End: "23:00"}}
 	w := newWorld(t, nil, nodePool("general"), pol,
-		nodeClaim("general-a", 5*time.Hour, "node-a"), node("node-a"), doNotDisrupt(pod("job", "node-a", "500m")),
-		nodeClaim("general-b", 9*time.Hour, "node-b"), node("node-b"))
+		nodeClaim("general-a", 30*time.Hour, "node-a"), node("node-a"), doNotDisrupt(pod("job", "node-a", "500m")),
+		nodeClaim("general-b", 40*time.Hour, "node-b"), node("node-b"))
 	w.reconcile(t, "general")
 	np := get(t, w.api, "general", "", &karpv1.NodePool{})
 	if got := np.Annotations[v1alpha1.AnnotationActiveRotation]; got != "general-b" {
-		t.Fatalf("anchor %q, want general-b: general-a's drain is blocked and its deadline is hours away", got)
+		t.Fatalf("anchor %q, want general-b: general-a's drain is blocked and tomorrow's window can still take it", got)
 	}
 	if w.transitions()[0] != "idle.start" {
 		t.Errorf("decisions %v", w.transitions())
@@ -69,5 +71,24 @@ func TestDrainBlockedCandidateIsPassedOver(t *testing.T) {
 		if got, ok := gaugeSeries(t, metrics.DrainBlocked, "general", "reason", reason); !ok || got != want {
 			t.Errorf("drain_blocked_nodes{reason=%s} = %v (found %v), want %v", reason, got, ok, want)
 		}
+	}
+}
+
+// The surge-less start of a blocked claim says DrainBlocked too.
+func TestForcefulFallbackStartOfABlockedClaimSaysDrainBlocked(t *testing.T) {
+	pol := governing()
+	pol.Spec.Surge.ForcefulFallback.Enabled = true
+	w := newWorld(t, nil, nodePool("general"), pol,
+		nodeClaim("general-a", 20*time.Minute, "node-a"), node("node-a"), doNotDisrupt(pod("job", "node-a", "500m")))
+	w.reconcile(t, "general")
+	if w.transitions()[0] != "idle.start-forceful-fallback" {
+		t.Fatalf("decisions %v", w.transitions())
+	}
+	var said []string
+	for _, e := range w.rec.drain() {
+		said = append(said, strings.Fields(e)[1])
+	}
+	if !slices.Contains(said, "ForcefulFallback") || !slices.Contains(said, "DrainBlocked") {
+		t.Errorf("events %v, want ForcefulFallback and DrainBlocked", said)
 	}
 }

@@ -46,6 +46,9 @@ func drainStuck(decisions []engine.Decision) bool {
 // when it did not look (a pool in flight), so the gauge keeps the count of
 // the pool's last idle pass rather than dropping to zero for the flight.
 func drainBlocked(obs *observe.Observation) map[string]int {
+	if !obs.Governed() {
+		return map[string]int{} // no census of candidates: nothing passed over
+	}
 	if obs.CensusInput.DrainBlockers == nil {
 		return nil
 	}

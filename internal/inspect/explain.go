@@ -209,8 +209,11 @@ func reason(ex *ClaimExplanation, obs *observe.Observation, f census.Figures) st
 	case census.ClassBadState:
 		return v1alpha1.AnnotationState + "=" + state + " is not a known state"
 	case census.ClassDrainBlocked:
-		return "Pods on its Node " + c.Status.NodeName + " would block Karpenter's drain (" + blockerList(ex.Blockers) +
-			"): passed over for claims whose drain can proceed, until its deadline leaves no other choice at " + stamp(ex.UrgentFrom)
+		why := "Pods on its Node " + c.Status.NodeName + " would block Karpenter's drain (" + blockerList(ex.Blockers) + "): passed over for claims whose drain can proceed"
+		if ex.UrgentFrom.IsZero() {
+			return why + "; never taken, as the pool's terminationGracePeriod is unset and Karpenter would wait on those Pods for ever: Karpenter's expiry will take it"
+		}
+		return why + ", until its deadline leaves no other choice at " + stamp(ex.UrgentFrom)
 	}
 	return candidateReason(ex)
 }

@@ -160,7 +160,7 @@ func TestExplainClaims(t *testing.T) {
 		{"night-c", census.ClassOptedOut, "node-night-c carries karpenter.sh/do-not-disrupt=true", 0},
 		{"night-d", census.ClassNotReady, "Ready condition is not True", 0},
 		{"guarded-a", census.ClassDrainBlocked, "Pods on its Node node-guarded-a would block Karpenter's drain (" + inspecttest.Namespace + "/batch-job: do-not-disrupt): passed over", 0},
-		{"guarded-b", census.ClassCandidate, "the windowClosed gate holds the pool", 1},
+		{"guarded-b", census.ClassCandidate, "the next candidate", 1},
 		{"tied-a", "conflict", "policies tie-a, tie-b tie", 0},
 		{"plain-a", "ungoverned", "no RotationPolicy selects", 0},
 	}

@@ -83,7 +83,7 @@ func DrainBlockers(pods []corev1.Pod, pdbs []policyv1.PodDisruptionBudget, now t
 		switch {
 		case doNotDisrupt(p, now):
 			out = append(out, census.Blocker{Pod: name, Reason: census.BlockedDoNotDisrupt})
-		case guarded(p, pdbs):
+		case p.Status.Phase != corev1.PodPending && guarded(p, pdbs):
 			out = append(out, census.Blocker{Pod: name, Reason: census.BlockedPDB})
 		}
 	}
@@ -132,23 +132,29 @@ func doNotDisrupt(p *corev1.Pod, now time.Time) bool {
 	return now.Sub(p.Status.StartTime.Time) < d
 }
 
-// guarded reports a PodDisruptionBudget of the Pod's namespace that
-// selects it and allows no disruption with every Pod it counts healthy:
-// one that will refuse evictions until someone changes it. A budget at
-// zero only because some of its Pods are not Ready yet — as after every
-// drain, while the evicted Pods start elsewhere — recovers by itself in
-// seconds, and Karpenter's drain waits that out.
+// guarded reports a Pod the eviction API will keep refusing: one that two
+// or more PodDisruptionBudgets select (never evictable), or one that a
+// budget selects which allows no disruption with every Pod it counts
+// healthy — held there until someone changes it. A budget at zero only
+// because some of its Pods are not Ready — as after every drain, while the
+// evicted Pods start elsewhere — usually recovers as they become Ready, and
+// is not counted (docs/design.md#drain-blockers). Pending Pods are evicted
+// without a budget check, so the caller skips them.
 func guarded(p *corev1.Pod, pdbs []policyv1.PodDisruptionBudget) bool {
+	selecting := 0
+	held := false
 	for i := range pdbs {
 		b := &pdbs[i]
-		if b.Namespace != p.Namespace || b.Status.DisruptionsAllowed > 0 || b.Status.CurrentHealthy < b.Status.ExpectedPods || b.Spec.Selector == nil {
+		if b.Namespace != p.Namespace || b.Spec.Selector == nil {
 			continue
 		}
 		// policy/v1: an empty selector selects every Pod of the namespace.
 		sel, err := metav1.LabelSelectorAsSelector(b.Spec.Selector)
-		if err == nil && sel.Matches(labels.Set(p.Labels)) {
-			return true
+		if err != nil || !sel.Matches(labels.Set(p.Labels)) {
+			continue
 		}
+		selecting++
+		held = held || (b.Status.DisruptionsAllowed == 0 && b.Status.CurrentHealthy >= b.Status.ExpectedPods)
 	}
-	return false
+	return held || selecting > 1
 }

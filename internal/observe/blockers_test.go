@@ -69,18 +69,22 @@ func TestDrainBlockers(t *testing.T) {
 		*pod("guarded", "n", "1", labelled("app", "db")),
 		*pod("guarded-with-room", "n", "1", labelled("app", "web")),
 		*pod("guarded-recovering", "n", "1", labelled("app", "cache")),
+		*pod("guarded-pending", "n", "1", labelled("app", "db"), func(p *corev1.Pod) { p.Status.Phase = corev1.PodPending }),
+		*pod("two-budgets", "n", "1", labelled("app", "web", "tier", "front")),
 		*pod("other-namespace", "n", "1", labelled("app", "db"), func(p *corev1.Pod) { p.Namespace = "elsewhere" }),
 		*pod("placeholder", "n", "1", labelled(v1alpha1.LabelSurgeFor, "c", "app", "db")),
 		*pod("plain", "n", "1"),
 	}
 	recovering := pdb("apps", "cache", 0, map[string]string{"app": "cache"})
 	recovering.Status.CurrentHealthy = 1 // one Pod still starting after a drain
-	pdbs := []policyv1.PodDisruptionBudget{pdb("apps", "db", 0, map[string]string{"app": "db"}), pdb("apps", "web", 1, map[string]string{"app": "web"}), recovering}
+	pdbs := []policyv1.PodDisruptionBudget{pdb("apps", "db", 0, map[string]string{"app": "db"}), pdb("apps", "web", 1, map[string]string{"app": "web"}), recovering,
+		pdb("apps", "front", 3, map[string]string{"tier": "front"})}
 	got := DrainBlockers(pods, pdbs, now)
 	want := []census.Blocker{
 		{Pod: "apps/dnd", Reason: census.BlockedDoNotDisrupt},
 		{Pod: "apps/dnd-for-1h-started-10m-ago", Reason: census.BlockedDoNotDisrupt},
 		{Pod: "apps/guarded", Reason: census.BlockedPDB},
+		{Pod: "apps/two-budgets", Reason: census.BlockedPDB}, // the eviction API refuses a Pod two budgets select
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("blockers\n got %v\nwant %v", got, want)
@@ -100,7 +104,9 @@ func TestObserverPassesOverADrainBlockedCandidate(t *testing.T) {
 	night := rotationPolicy("api", alwaysOpen())
 	night.Spec.MaintenanceWindows = []v1alpha1.MaintenanceWindow{{Timezone: "UTC", Days: everyDay, Start: "00:00", End: "23:00"}}
 	objs := []client.Object{night, nodePool(),
-		nodeClaim("early", 5*time.Hour, "node-early"), nodeClaim("late", 9*time.Hour, "node-late"),
+		// both due (the lead is two days and t_rot); early's last usable
+		// window opens tomorrow at midnight, so it is not urgent yet
+		nodeClaim("early", 30*time.Hour, "node-early"), nodeClaim("late", 40*time.Hour, "node-late"),
 		node("node-early"), node("node-late"),
 		pod("job", "node-early", "1", annotated(v1alpha1.KarpenterDoNotDisrupt, "true")), pod("web", "node-late", "1"),
 	}

@@ -90,9 +90,10 @@ func (o *Observer) census(ctx context.Context, obs *Observation) error {
 		Now: obs.Now, Claims: obs.Claims, Settings: obs.Settings, Derivation: obs.Derivation,
 		OptedOut: func(c *karpv1.NodeClaim) bool { return o.optedOut(ctx, c) },
 	}
-	if obs.Pool.Annotations[v1alpha1.AnnotationActiveRotation] == "" {
-		// Only an idle pool starts one: in flight, the next candidate's
-		// drain blockers are not worth a Pod list per pass.
+	if obs.Pool.Annotations[v1alpha1.AnnotationActiveRotation] == "" && obs.WindowOpen {
+		// Only an idle pool in an open window starts one: in flight or
+		// closed, the candidate's drain blockers are not worth a Pod list
+		// per pass (docs/design.md#drain-blockers).
 		obs.CensusInput.DrainBlockers = func(c *karpv1.NodeClaim) []census.Blocker { return b.blockers(ctx, c) }
 	}
 	obs.Census = census.Take(obs.CensusInput)

@@ -56,19 +56,33 @@ func servesKarpenterV1(cfg *rest.Config) error {
 	return nil
 }
 
-// canRead asks the API server whether this identity may get, list and watch
-// nodeclaims and nodepools.
+// reads are the grants whose absence would stall the cache rather than
+// fail a request: an informer that may not list or watch never syncs, and
+// a pass reading that kind would wait on it. PodDisruptionBudgets are read
+// only when a candidate's node has Pods (docs/design.md#drain-blockers),
+// so a missing grant would show first as a stuck pool, long after start.
+var reads = []struct {
+	group, version, resource string
+	verbs                    []string
+}{
+	{"karpenter.sh", "v1", "nodeclaims", []string{"get", "list", "watch"}},
+	{"karpenter.sh", "v1", "nodepools", []string{"get", "list", "watch"}},
+	{"policy", "v1", "poddisruptionbudgets", []string{"list", "watch"}},
+}
+
+// canRead asks the API server whether this identity may make the reads.
 func canRead(ctx context.Context, c client.Client) error {
-	for _, resource := range []string{"nodeclaims", "nodepools"} {
-		for _, verb := range []string{"get", "list", "watch"} {
+	for _, r := range reads {
+		name := r.resource + "." + r.group
+		for _, verb := range r.verbs {
 			ssar := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
-				ResourceAttributes: &authorizationv1.ResourceAttributes{Group: "karpenter.sh", Version: "v1", Resource: resource, Verb: verb},
+				ResourceAttributes: &authorizationv1.ResourceAttributes{Group: r.group, Version: r.version, Resource: r.resource, Verb: verb},
 			}}
 			if err := c.Create(ctx, ssar); err != nil {
-				return fmt.Errorf("preflight: asking whether RBAC allows %s %s.karpenter.sh: %w", verb, resource, err)
+				return fmt.Errorf("preflight: asking whether RBAC allows %s %s: %w", verb, name, err)
 			}
 			if !ssar.Status.Allowed {
-				return fmt.Errorf("preflight: RBAC does not allow this controller to %s %s.karpenter.sh (grant the ClusterRole of the chart)", verb, resource)
+				return fmt.Errorf("preflight: RBAC does not allow this controller to %s %s (grant the ClusterRole of the chart)", verb, name)
 			}
 		}
 	}

@@ -85,7 +85,7 @@ func (c *cluster) create(ctx context.Context, cl client.WithWatch, obj client.Ob
 	switch o := obj.(type) {
 	case *authorizationv1.SelfSubjectAccessReview:
 		ra := o.Spec.ResourceAttributes
-		if ra == nil || ra.Group != "karpenter.sh" || ra.Version != "v1" {
+		if ra == nil || !(ra.Group == "karpenter.sh" || ra.Group == "policy" && ra.Resource == "poddisruptionbudgets") || ra.Version != "v1" {
 			return fmt.Errorf("unexpected review %+v", o.Spec)
 		}
 		key := ra.Verb + " " + ra.Resource
@@ -122,7 +122,7 @@ func class(value int32, policy *corev1.PreemptionPolicy) *schedulingv1.PriorityC
 	return &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "placeholder"}, Value: value, PreemptionPolicy: policy}
 }
 
-var allReads = []string{"get nodeclaims", "list nodeclaims", "watch nodeclaims", "get nodepools", "list nodepools", "watch nodepools"}
+var allReads = []string{"get nodeclaims", "list nodeclaims", "watch nodeclaims", "get nodepools", "list nodepools", "watch nodepools", "list poddisruptionbudgets", "watch poddisruptionbudgets"}
 
 func TestCheckPasses(t *testing.T) {
 	c := newCluster(t, class(-10, ptr.To(corev1.PreemptNever)))
@@ -164,22 +164,24 @@ func TestCheckFailures(t *testing.T) {
 			"preflight: RBAC does not allow this controller to get nodeclaims.karpenter.sh (grant the ClusterRole of the chart)", 1, 0},
 		{"RBAC denies watching nodepools", []string{"nodeclaims", "nodepools"}, nil, func(c *cluster) { c.denied["watch nodepools"] = true },
 			"preflight: RBAC does not allow this controller to watch nodepools.karpenter.sh", 6, 0},
+		{"RBAC denies listing PodDisruptionBudgets", []string{"nodeclaims", "nodepools"}, nil, func(c *cluster) { c.denied["list poddisruptionbudgets"] = true },
+			"preflight: RBAC does not allow this controller to list poddisruptionbudgets.policy (grant the ClusterRole of the chart)", 7, 0},
 		{"the PriorityClass is missing", []string{"nodeclaims", "nodepools"}, nil, nil,
-			`preflight: the placeholder PriorityClass "placeholder" is missing (install it with the chart): pods "nrc-preflight-" is forbidden: no PriorityClass with name placeholder was found`, 6, 1},
+			`preflight: the placeholder PriorityClass "placeholder" is missing (install it with the chart): pods "nrc-preflight-" is forbidden: no PriorityClass with name placeholder was found`, 8, 1},
 		{"a positive priority", []string{"nodeclaims", "nodepools"}, []*schedulingv1.PriorityClass{class(10, never)}, nil,
-			`preflight: the placeholder PriorityClass "placeholder" has priority 10; it must be negative so workloads preempt the placeholder`, 6, 1},
+			`preflight: the placeholder PriorityClass "placeholder" has priority 10; it must be negative so workloads preempt the placeholder`, 8, 1},
 		{"a zero priority", []string{"nodeclaims", "nodepools"}, []*schedulingv1.PriorityClass{class(0, never)}, nil,
-			`has priority 0; it must be negative`, 6, 1},
+			`has priority 0; it must be negative`, 8, 1},
 		{"preemption of lower priorities", []string{"nodeclaims", "nodepools"}, []*schedulingv1.PriorityClass{class(-10, lower)}, nil,
-			`preflight: the placeholder PriorityClass "placeholder" must set preemptionPolicy: Never`, 6, 1},
+			`preflight: the placeholder PriorityClass "placeholder" must set preemptionPolicy: Never`, 8, 1},
 		{"no preemption policy", []string{"nodeclaims", "nodepools"}, []*schedulingv1.PriorityClass{class(-10, nil)}, nil,
-			`must set preemptionPolicy: Never`, 6, 1},
+			`must set preemptionPolicy: Never`, 8, 1},
 		{"the namespace is missing", []string{"nodeclaims", "nodepools"}, nil, func(c *cluster) {
 			c.podErr = apierrors.NewNotFound(schema.GroupResource{Resource: "namespaces"}, "nrc")
-		}, `preflight: resolving the placeholder PriorityClass "placeholder" with a dry-run Pod in nrc: namespaces "nrc" not found`, 6, 1},
+		}, `preflight: resolving the placeholder PriorityClass "placeholder" with a dry-run Pod in nrc: namespaces "nrc" not found`, 8, 1},
 		{"a non-API error mentioning PriorityClass", []string{"nodeclaims", "nodepools"}, nil, func(c *cluster) {
 			c.podErr = errors.New("dial tcp: PriorityClass lookup failed")
-		}, `preflight: resolving the placeholder PriorityClass "placeholder" with a dry-run Pod in nrc: dial tcp`, 6, 1},
+		}, `preflight: resolving the placeholder PriorityClass "placeholder" with a dry-run Pod in nrc: dial tcp`, 8, 1},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

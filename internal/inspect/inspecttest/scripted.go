@@ -171,11 +171,11 @@ func Scripted() []client.Object {
 			v1alpha1.AnnotationFailedAt, stamp3339(Now.Add(-10*time.Minute)), v1alpha1.AnnotationRetryCount, "1"),
 		claim("night-c", "night", time.Hour),
 		notReady(claim("night-d", "night", 4*time.Hour)),
-		// window closed until 22:00 Berlin: two due claims, the one with the
-		// earlier deadline on a node whose Pod carries do-not-disrupt — passed
-		// over for the other until its deadline leaves no other choice
-		pool("guarded", "nightly"),
-		claim("guarded-a", "guarded", 3*time.Hour+30*time.Minute), claim("guarded-b", "guarded", 5*time.Hour),
+		// window open 08:00–16:00 UTC: two due claims, the one with the
+		// earlier deadline on a node whose Pod carries do-not-disrupt —
+		// passed over for the other, as tomorrow's window can still take it
+		pool("guarded", "day"),
+		claim("guarded-a", "guarded", 22*time.Hour), claim("guarded-b", "guarded", 30*time.Hour),
 		doNotDisrupt(scheduledOn(workload("batch-job"), "node-guarded-a")),
 		pool("tied", "tie"), claim("tied-a", "tied", time.Hour),
 		pool("invalid", "broken"),
