@@ -95,6 +95,9 @@ func anchorRelease(ctx context.Context, p *Pass, _ map[string]any) (Result, erro
 		case v1alpha1.StateDraining:
 			vals["outcome"] = "success"
 			conditional.SetAnnotation(np, v1alpha1.AnnotationLastRotationAt, p.stamp())
+			if took, ok := surgeRotationTook(a, p.Targets.Now); ok {
+				conditional.SetAnnotation(np, v1alpha1.AnnotationRecentRotations, v1alpha1.AppendRecentRotation(a[v1alpha1.AnnotationRecentRotations], took))
+			}
 		}
 		vals["drainingAt"] = a[v1alpha1.AnnotationDrainingAt]
 		vals["surgeWait"] = a[v1alpha1.AnnotationSurgeWait]
@@ -104,6 +107,25 @@ func anchorRelease(ctx context.Context, p *Pass, _ map[string]any) (Result, erro
 		return true, nil
 	})
 	return Result{Outcome: out, Did: "release anchor " + p.Targets.Claim + ": " + string(out) + " " + vals["outcome"], Values: vals}, err
+}
+
+// surgeRotationTook is a successful surge rotation's surge wait plus drain
+// (draining-at to now), from what the pool recorded; a surge-less one, or
+// one whose record is missing or malformed, teaches the forecast nothing
+// (docs/design.md#window-end).
+func surgeRotationTook(a map[string]string, now time.Time) (time.Duration, bool) {
+	if a[v1alpha1.AnnotationRotationMode] == v1alpha1.RotationModeFallback {
+		return 0, false
+	}
+	wait, err := time.ParseDuration(a[v1alpha1.AnnotationSurgeWait])
+	if err != nil || wait < 0 {
+		return 0, false
+	}
+	draining, err := time.Parse(time.RFC3339, a[v1alpha1.AnnotationDrainingAt])
+	if err != nil || now.Before(draining) {
+		return 0, false
+	}
+	return wait + now.Sub(draining), true
 }
 
 // anchorClear clears the rotation-scoped set only while the anchor names

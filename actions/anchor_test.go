@@ -1,6 +1,9 @@
 package actions
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 func TestAnchorWriteOnlyIfAbsent(t *testing.T) {
 	// The pool already names this very claim: a second start pass must not
@@ -283,4 +286,33 @@ func TestPoolWritesIdempotent(t *testing.T) {
 	// after a release, the rotation-scoped set is gone and the success stamped
 	np := e.pool(poolName)
 	wantAnn(t, "pool", np.Annotations, ann(keyAnchor, "", keyMirror, "", keyMode, "", keyDraining, "", keySurgeWait, "", keyLastRot, nowStamp))
+}
+
+// A successful surge rotation adds its surge wait + drain to the pool's
+// recent-rotations in the releasing write (docs/design.md#window-end); a
+// surge-less one, an expiry or a garbled record adds nothing.
+func TestAnchorReleaseRecordsTheRotationTime(t *testing.T) {
+	drainingAt := now.Add(-6 * time.Minute).Format(time.RFC3339)
+	for _, tc := range []struct {
+		name string
+		pool map[string]string
+		want string
+	}{
+		{"a surge rotation: 4m wait + 6m drain", ann(keyAnchor, claimA, keyMirror, "draining", keyDraining, drainingAt, keySurgeWait, "4m0s",
+			keyRecent, "9m0s"), "9m0s,10m0s"},
+		{"surge-less: nothing learned", ann(keyAnchor, claimA, keyMirror, "draining", keyDraining, drainingAt, keySurgeWait, "4m0s",
+			keyMode, "forceful-fallback", keyRecent, "9m0s"), "9m0s"},
+		{"an expiry: nothing learned", ann(keyAnchor, claimA, keyRecent, "9m0s"), "9m0s"},
+		{"a garbled surge-wait: nothing learned", ann(keyAnchor, claimA, keyMirror, "draining", keyDraining, drainingAt, keySurgeWait, "a while"), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, mkPool(poolName, tc.pool))
+			if res, err := step(e.pass(e.targets()), "anchor-release", nil); err != nil || res.Outcome != Claimed {
+				t.Fatalf("%s %v", res.Outcome, err)
+			}
+			if got := e.pool(poolName).Annotations[keyRecent]; got != tc.want {
+				t.Errorf("recent-rotations %q, want %q", got, tc.want)
+			}
+		})
+	}
 }

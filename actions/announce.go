@@ -36,6 +36,8 @@ const (
 	StrandedRepaired     Announcement = "StrandedRepaired"
 	OrphanedAnchor       Announcement = "OrphanedAnchor"
 	DrainBlocked         Announcement = "DrainBlocked"
+	SurgeUnservable      Announcement = "SurgeUnservable"
+	WindowEnding         Announcement = "WindowEnding"
 )
 
 // Announcements is every announcement, in the catalog's order.
@@ -44,7 +46,7 @@ var Announcements = []Announcement{
 	PolicyConflict, PolicyInvalid, Infeasible, PlaceholderCreated, SurgeWaiting,
 	SurgeReady, DrainStarted, RotationFailed, RotationExpired, RotationCompleted,
 	GovernanceLost, WindowMissed, DrainStuck, AnchorRestored, StrandedRepaired, OrphanedAnchor,
-	DrainBlocked,
+	DrainBlocked, SurgeUnservable, WindowEnding,
 }
 
 var announceAction = action{

@@ -22,11 +22,12 @@ var ClaimStates = []string{"none", "pending", "draining", "failed", "expired"}
 var (
 	claimStateAction = action{
 		spec: engine.ActionSpec{Name: "claim-state", Reports: true,
-			Description: "write the old NodeClaim's noderotation.io/state (to none removes it), accepting only the listed pre-states (from absent: unconditional) and, with notDeleting, only a claim whose delete was not issued; reports claimed, raced or gone",
+			Description: "write the old NodeClaim's noderotation.io/state (to none removes it), accepting only the listed pre-states (from absent: unconditional) and, with notDeleting, only a claim whose delete was not issued; with failureReason, records why the attempt failed (timeout: Timeout; unservable: the Unschedulable or LaunchFailed Karpenter said); reports claimed, raced or gone",
 			Args: map[string]engine.ArgSpec{
 				"from": list(ClaimStates...), "to": required(str(ClaimStates...)),
 				"stampStartedAtOnce": flag, "stampFailedAt": flag, "incrementRetry": flag,
 				"clear": list("startedAt", "surgeClaim"), "notDeleting": flag,
+				"failureReason": str("timeout", "unservable"),
 			}},
 		run: claimState,
 	}
@@ -76,6 +77,9 @@ func claimState(ctx context.Context, p *Pass, args map[string]any) (Result, erro
 		if args["stampFailedAt"] == true {
 			conditional.SetAnnotation(c, v1alpha1.AnnotationFailedAt, now)
 		}
+		if r := failureReason(p, args); r != "" {
+			conditional.SetAnnotation(c, v1alpha1.AnnotationFailureReason, r)
+		}
 		if args["incrementRetry"] == true {
 			conditional.SetAnnotation(c, v1alpha1.AnnotationRetryCount, v1alpha1.NextRetryCount(c.Annotations[v1alpha1.AnnotationRetryCount]))
 		}
@@ -88,11 +92,27 @@ func claimState(ctx context.Context, p *Pass, args map[string]any) (Result, erro
 	})
 	vals := map[string]string{}
 	if out == Claimed {
-		for _, k := range []string{v1alpha1.AnnotationState, v1alpha1.AnnotationStartedAt, v1alpha1.AnnotationFailedAt, v1alpha1.AnnotationRetryCount, v1alpha1.AnnotationSurgeClaim} {
+		for _, k := range []string{v1alpha1.AnnotationState, v1alpha1.AnnotationStartedAt, v1alpha1.AnnotationFailedAt, v1alpha1.AnnotationRetryCount, v1alpha1.AnnotationSurgeClaim, v1alpha1.AnnotationFailureReason} {
 			vals["claim:"+k] = c.Annotations[k]
 		}
 	}
 	return Result{Outcome: out, Did: fmt.Sprintf("claim %s state → %s: %s", p.Targets.Claim, to, out), Values: vals}, err
+}
+
+// failureReason is the reason a failure write records: Timeout for the
+// ready-timeout rollback, Karpenter's word for a fail-fast
+// (docs/design.md#fail-fast).
+func failureReason(p *Pass, args map[string]any) string {
+	switch args["failureReason"] {
+	case "timeout":
+		return v1alpha1.FailureTimeout
+	case "unservable":
+		if p.Targets.UnservableReason != "" {
+			return p.Targets.UnservableReason
+		}
+		return v1alpha1.FailureTimeout
+	}
+	return ""
 }
 
 // claimDelete deletes the old NodeClaim through Karpenter's voluntary path,

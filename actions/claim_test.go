@@ -23,6 +23,8 @@ func TestClaimState(t *testing.T) {
 		args  map[string]any
 		out   Outcome
 		want  map[string]string // the claim's annotations after ("" absent)
+		// unservable is Karpenter's word the pass observed (Targets).
+		unservable string
 	}{
 		{
 			name: "from none (absent) to pending", claim: nil,
@@ -62,6 +64,22 @@ func TestClaimState(t *testing.T) {
 			out: Claimed, want: ann(keyState, "failed", keyFailed, nowStamp, keyRetry, "1", keyStarted, "", keySurge, ""),
 		},
 		{
+			name: "a readyTimeout failure records Timeout", claim: ann(keyState, "pending"),
+			args: map[string]any{"from": []any{"pending"}, "to": "failed", "incrementRetry": true, "failureReason": "timeout"},
+			out:  Claimed, want: ann(keyRetry, "1", keyReason, "Timeout"),
+		},
+		{
+			name: "a fail-fast records Karpenter's word over an earlier reason", claim: ann(keyState, "pending", keyReason, "Timeout"),
+			args:       map[string]any{"from": []any{"pending"}, "to": "failed", "incrementRetry": true, "failureReason": "unservable"},
+			unservable: "LaunchFailed",
+			out:        Claimed, want: ann(keyRetry, "1", keyReason, "LaunchFailed"),
+		},
+		{
+			name: "without failureReason the record is kept", claim: ann(keyState, "failed", keyReason, "Unschedulable"),
+			args: map[string]any{"from": []any{"failed"}, "to": "pending"},
+			out:  Claimed, want: ann(keyState, "pending", keyReason, "Unschedulable"),
+		},
+		{
 			name: "retry 2 → 3", claim: ann(keyState, "pending", keyRetry, "2"),
 			args: map[string]any{"from": []any{"pending"}, "to": "failed", "incrementRetry": true},
 			out:  Claimed, want: ann(keyRetry, "3", keyFailed, ""),
@@ -89,7 +107,9 @@ func TestClaimState(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, mkClaim(claimA, tc.claim))
-			res, err := step(e.pass(e.targets()), "claim-state", tc.args)
+			tg := e.targets()
+			tg.UnservableReason = tc.unservable
+			res, err := step(e.pass(tg), "claim-state", tc.args)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -106,7 +126,7 @@ func TestClaimState(t *testing.T) {
 				}
 				return
 			}
-			for _, k := range []string{keyState, keyStarted, keyFailed, keyRetry, keySurge} {
+			for _, k := range []string{keyState, keyStarted, keyFailed, keyRetry, keySurge, keyReason} {
 				v, ok := res.Values["claim:"+k]
 				if !ok || v != got[k] {
 					t.Errorf("Values[claim:%s] = %q (present %v), want %q", k, v, ok, got[k])

@@ -376,6 +376,8 @@ const (
 	keyFailed    = v1alpha1.AnnotationFailedAt
 	keyRetry     = v1alpha1.AnnotationRetryCount
 	keySurge     = v1alpha1.AnnotationSurgeClaim
+	keyReason    = v1alpha1.AnnotationFailureReason
+	keyRecent    = v1alpha1.AnnotationRecentRotations
 	keyDND       = v1alpha1.KarpenterDoNotDisrupt
 	keyOwned     = v1alpha1.AnnotationDoNotDisruptOwned
 	keyCordoned  = v1alpha1.AnnotationCordoned

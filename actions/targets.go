@@ -28,6 +28,10 @@ type Targets struct {
 	// InducedClaim is the surge NodeClaim the attempt induced, the one a
 	// rollback may reap; nil when there is none.
 	InducedClaim *karpv1.NodeClaim
+	// UnservableReason is Karpenter's word that it cannot serve the
+	// placeholder (Unschedulable or LaunchFailed), empty when it said
+	// nothing: the failure reason claim-state records for a fail-fast.
+	UnservableReason string
 	// Placeholder is the placeholder Pod as observed, nil when absent;
 	// PlaceholderKey is where it lives.
 	Placeholder    *corev1.Pod

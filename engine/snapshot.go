@@ -35,10 +35,13 @@ type Snapshot struct {
 
 // PoolObservation is the NodePool's side of the snapshot.
 type PoolObservation struct {
-	Governance     string `json:"governance"` // governed, ungoverned, conflict or invalid
-	Static         bool   `json:"static"`     // spec.replicas set
-	Feasible       bool   `json:"feasible"`   // no fatal finding
-	WindowOpen     bool   `json:"windowOpen"`
+	Governance string `json:"governance"` // governed, ungoverned, conflict or invalid
+	Static     bool   `json:"static"`     // spec.replicas set
+	Feasible   bool   `json:"feasible"`   // no fatal finding
+	WindowOpen bool   `json:"windowOpen"`
+	// WindowEnding: too little of the open occurrence is left to start a
+	// rotation (docs/design.md#window-end).
+	WindowEnding   bool   `json:"windowEnding,omitempty"`
 	Anchor         string `json:"anchor,omitempty"`         // noderotation.io/active-rotation
 	RotationState  string `json:"rotationState,omitempty"`  // noderotation.io/active-rotation-state
 	RotationMode   string `json:"rotationMode,omitempty"`   // noderotation.io/rotation-mode
@@ -77,6 +80,10 @@ type SurgeObservation struct {
 	PairedNodes       bool `json:"pairedNodes,omitempty"` // a node is labelled surge-for=<anchor>
 	Ready             bool `json:"ready"`                 // surge_ready (docs/design.md#surge)
 	Headroom          bool `json:"headroom"`              // the placeholder fits spec.limits − status.resources
+	// Unservable is Karpenter's word that it cannot serve the placeholder:
+	// Unschedulable or LaunchFailed, empty when it has said nothing
+	// (docs/design.md#fail-fast).
+	Unservable string `json:"unservable,omitempty"`
 }
 
 // input is one CEL variable the facts may read, with its accessor and, for
@@ -96,6 +103,7 @@ var inputs = []input{
 	{"pool.static", cel.BoolType, func(s *Snapshot) any { return s.Pool.Static }, ""},
 	{"pool.feasible", cel.BoolType, func(s *Snapshot) any { return s.Pool.Feasible }, ""},
 	{"pool.windowOpen", cel.BoolType, func(s *Snapshot) any { return s.Pool.WindowOpen }, ""},
+	{"pool.windowEnding", cel.BoolType, func(s *Snapshot) any { return s.Pool.WindowEnding }, ""},
 	{"pool.anchor", cel.StringType, func(s *Snapshot) any { return s.Pool.Anchor }, "noderotation.io/active-rotation"},
 	{"pool.rotationState", cel.StringType, func(s *Snapshot) any { return s.Pool.RotationState }, "noderotation.io/active-rotation-state"},
 	{"pool.rotationMode", cel.StringType, func(s *Snapshot) any { return s.Pool.RotationMode }, "noderotation.io/rotation-mode"},
@@ -122,6 +130,7 @@ var inputs = []input{
 	{"surge.pairedNodes", cel.BoolType, func(s *Snapshot) any { return s.Surge.PairedNodes }, ""},
 	{"surge.ready", cel.BoolType, func(s *Snapshot) any { return s.Surge.Ready }, ""},
 	{"surge.headroom", cel.BoolType, func(s *Snapshot) any { return s.Surge.Headroom }, ""},
+	{"surge.unservable", cel.StringType, func(s *Snapshot) any { return s.Surge.Unservable }, ""},
 	{"outstanding", cel.IntType, func(s *Snapshot) any { return int64(s.Outstanding) }, ""},
 }
 

@@ -19,6 +19,11 @@ const (
 	AnnotationFreeze              = Prefix + "freeze"                // RFC3339, operator-set
 	AnnotationLastRotationAt      = Prefix + "last-rotation-at"      // RFC3339, gate A anchor
 	AnnotationWindowOpenedAt      = Prefix + "window-opened-at"      // RFC3339, window-missed evaluation
+	// AnnotationRecentRotations is the surge wait + drain of the pool's
+	// last successful surge rotations, oldest first, comma-separated Go
+	// durations (at most RecentRotationsKept): the learned forecast of
+	// docs/design.md#window-end.
+	AnnotationRecentRotations = Prefix + "recent-rotations"
 
 	// Old NodeClaim annotations.
 	AnnotationState      = Prefix + "state"       // pending, draining, failed, expired
@@ -26,6 +31,9 @@ const (
 	AnnotationFailedAt   = Prefix + "failed-at"   // RFC3339, backoff anchor
 	AnnotationRetryCount = Prefix + "retry-count" // integer
 	AnnotationSurgeClaim = Prefix + "surge-claim" // the induced surge NodeClaim
+	// AnnotationFailureReason is why the last attempt failed: Timeout,
+	// Unschedulable or LaunchFailed (docs/design.md#fail-fast).
+	AnnotationFailureReason = Prefix + "failure-reason"
 
 	// Node markers. SurgeFor is a label (on nodes and the placeholder Pod) so
 	// the rotation's objects can be listed by selector.
@@ -34,6 +42,11 @@ const (
 	AnnotationDoNotDisruptOwned = Prefix + "do-not-disrupt-owned"
 	AnnotationCordoned          = Prefix + "cordoned"
 	KarpenterDoNotDisrupt       = "karpenter.sh/do-not-disrupt"
+
+	// Values of failure-reason (docs/design.md#fail-fast).
+	FailureTimeout       = "Timeout"
+	FailureUnschedulable = "Unschedulable"
+	FailureLaunchFailed  = "LaunchFailed"
 
 	// Values.
 	StatePending         = "pending"

@@ -146,6 +146,18 @@ type SurgeSpec struct {
 	// +optional
 	ProvisioningEstimate string `json:"provisioningEstimate,omitempty"`
 
+	// startCutoff is how far past the close of the current window
+	// occurrence a rotation may be forecast to end and still start: a start
+	// is held while the time left in the occurrence is less than the
+	// forecast (learned from the pool's recent rotations, else
+	// provisioningEstimate + drainEstimate) minus startCutoff. Unset means
+	// the forecast itself, which holds no start inside an open window; "0"
+	// starts only rotations forecast to end by the close. A rotation in
+	// flight always finishes (see docs/design.md#window-end).
+	// +kubebuilder:validation:XValidation:rule="self.matches('^(0|([0-9]+(\\\\.[0-9]+)?(ns|us|µs|ms|s|m|h))+)$')",message="startCutoff must be a Go duration such as 90m"
+	// +optional
+	StartCutoff string `json:"startCutoff,omitempty"`
+
 	// retryBackoff is the base wait before a failed claim is retried; it
 	// doubles per retry up to 8×. Must be greater than 0.
 	// +kubebuilder:default="30m"

@@ -123,6 +123,18 @@ func observation(t *testing.T) *observe.Observation {
 	return obs
 }
 
+// karpenterRefused: Karpenter said it cannot schedule the placeholder.
+func karpenterRefused(o *observe.Observation) {
+	o.Placeholder = &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "nrc-surge-general-a"}}
+	o.Unservable = &surge.Unservable{Reason: surge.ReasonUnschedulable, Object: "Pod/nrc-surge-general-a", Message: "Failed to schedule pod, all available instance types exceed limits"}
+}
+
+// failedFor is the result of a failure write recording reason.
+func failedFor(reason string) []actions.Result {
+	return []actions.Result{{Action: "claim-state", Values: map[string]string{"claim:" + v1alpha1.AnnotationRetryCount: "3",
+		"claim:" + v1alpha1.AnnotationFailedAt: "2026-11-30T12:00:00Z", "claim:" + v1alpha1.AnnotationFailureReason: reason}}}
+}
+
 // counter reads a counter series. (prometheus/testutil would need a
 // go.mod change: it imports a module this one does not require.)
 func counter(c *prometheus.CounterVec, labels ...string) float64 {
@@ -163,8 +175,21 @@ func TestLogLinesHaveTheExactTexts(t *testing.T) {
 		{what: actions.SurgeReady, msg: "surge node ready", fields: map[string]any{"surgeNode": "node-b", "surgeWait": "5m0s", "surgePath": "provisioned"}},
 		{what: actions.DrainStarted, msg: "drain started", fields: map[string]any{"node": "node-a", "mode": "surge"}},
 		{what: actions.RotationFailed, msg: "rotation attempt failed",
-			fields:  map[string]any{"reason": "readyTimeout", "readyTimeout": "15m0s", "retryCount": "2", "backoffUntil": "2026-11-30T13:00:00Z"},
-			results: []actions.Result{{Action: "claim-state", Values: map[string]string{"claim:" + v1alpha1.AnnotationRetryCount: "2", "claim:" + v1alpha1.AnnotationFailedAt: "2026-11-30T12:00:00Z"}}}},
+			fields: map[string]any{"reason": "Timeout", "readyTimeout": "15m0s", "retryCount": "2", "backoffUntil": "2026-11-30T13:00:00Z"},
+			results: []actions.Result{{Action: "claim-state", Values: map[string]string{"claim:" + v1alpha1.AnnotationRetryCount: "2",
+				"claim:" + v1alpha1.AnnotationFailedAt: "2026-11-30T12:00:00Z", "claim:" + v1alpha1.AnnotationFailureReason: "Timeout"}}}},
+		{what: actions.RotationFailed, msg: "rotation attempt failed",
+			fields: map[string]any{"reason": "Unschedulable", "retryCount": "1", "backoffUntil": "2026-11-30T12:30:00Z"},
+			results: []actions.Result{{Action: "claim-state", Values: map[string]string{"claim:" + v1alpha1.AnnotationRetryCount: "1",
+				"claim:" + v1alpha1.AnnotationFailedAt: "2026-11-30T12:00:00Z", "claim:" + v1alpha1.AnnotationFailureReason: "Unschedulable"}}}},
+		{what: actions.SurgeUnservable, msg: "surge placeholder is not schedulable",
+			fields: map[string]any{"placeholder": "nrc-surge-general-a", "reason": "Unschedulable", "detail": "Failed to schedule pod, all available instance types exceed limits"},
+			mutate: karpenterRefused},
+		{what: actions.SurgeUnservable, msg: "surge NodeClaim failed to launch",
+			fields: map[string]any{"surgeClaim": "NodeClaim/general-s", "detail": "LaunchFailed: quota exceeded"},
+			mutate: func(o *observe.Observation) {
+				o.Unservable = &surge.Unservable{Reason: surge.ReasonLaunchFailed, Object: "NodeClaim/general-s", Message: "LaunchFailed: quota exceeded"}
+			}},
 		{what: actions.RotationCompleted, msg: "rotation complete",
 			fields: map[string]any{"outcome": "success", "mode": "surge", "drain": "10m0s", "surgeNode": "node-b", "surgeWait": "5m0s", "surgePath": "provisioned", "total": "15m0s"},
 			results: []actions.Result{{Action: "unfreeze", Values: map[string]string{"nodes": "node-b"}},
@@ -258,8 +283,18 @@ func TestEvents(t *testing.T) {
 		{what: actions.SurgeWaiting, mutate: unschedulable,
 			want: &want{"Warning", "SurgeUnschedulable", "placeholder nrc-surge-general-a: Unschedulable: 0/3 nodes are available", "subject"}},
 		{what: actions.RotationFailed,
-			results: []actions.Result{{Action: "claim-state", Values: map[string]string{"claim:" + v1alpha1.AnnotationRetryCount: "3", "claim:" + v1alpha1.AnnotationFailedAt: "2026-11-30T12:00:00Z"}}},
-			want:    &want{"Warning", "RotationFailed", "the surge was not ready within readyTimeout 15m0s; rolled back (retry 3, backoff until 2026-11-30T14:00:00Z)", "subject"}},
+			results: failedFor("Timeout"),
+			want:    &want{"Warning", "RotationFailed", "Timeout: the surge was not ready within readyTimeout 15m0s; rolled back (retry 3, backoff until 2026-11-30T14:00:00Z)", "subject"}},
+		{what: actions.RotationFailed, results: failedFor("Unschedulable"),
+			want: &want{"Warning", "RotationFailed", "Unschedulable: Karpenter cannot provision the surge for the placeholder after 1m0s; rolled back (retry 3, backoff until 2026-11-30T14:00:00Z)", "subject"}},
+		{what: actions.RotationFailed, results: failedFor("LaunchFailed"), mutate: func(o *observe.Observation) {
+			o.Unservable = &surge.Unservable{Reason: surge.ReasonLaunchFailed, Object: "NodeClaim/general-s", Message: "LaunchFailed: quota exceeded"}
+		}, want: &want{"Warning", "RotationFailed", "LaunchFailed: NodeClaim/general-s failed to launch; rolled back (retry 3, backoff until 2026-11-30T14:00:00Z)", "subject"}},
+		{what: actions.SurgeUnservable, mutate: karpenterRefused,
+			want: &want{"Warning", "SurgeUnschedulable", "placeholder nrc-surge-general-a: Unschedulable: Failed to schedule pod, all available instance types exceed limits", "subject"}},
+		{what: actions.SurgeUnservable, mutate: func(o *observe.Observation) {
+			o.Unservable = &surge.Unservable{Reason: surge.ReasonLaunchFailed, Object: "NodeClaim/general-s", Message: "LaunchFailed: quota exceeded"}
+		}, want: &want{"Warning", "SurgeLaunchFailed", "NodeClaim/general-s: LaunchFailed: quota exceeded", "subject"}},
 		{what: actions.RotationCompleted,
 			results: []actions.Result{{Action: "unfreeze", Values: map[string]string{"nodes": "node-b"}},
 				{Action: "anchor-release", Values: map[string]string{"outcome": "success", "drainingAt": "2026-11-30T11:50:00Z", "surgeWait": "5m0s"}}},
@@ -680,5 +715,31 @@ func TestSurgeUnschedulableIgnoresMessageChurn(t *testing.T) {
 	}
 	if len(h.rec.events) != 1 {
 		t.Errorf("%d Events, want 1", len(h.rec.events))
+	}
+}
+
+// WindowEnding says once per occurrence why a pool with a candidate does
+// not start near the close, with the figures the hold was judged by.
+func TestWindowEndingSaidOncePerOccurrence(t *testing.T) {
+	h := newHarness(t)
+	obs := observation(t)
+	closes := now.Add(9 * time.Minute)
+	obs.WindowEnd = observe.WindowEnd{Forecast: 14 * time.Minute, Learned: true, Hold: 14 * time.Minute, Close: closes, Left: 9 * time.Minute, Ending: true}
+	for range 3 {
+		h.announce(t, actions.WindowEnding, obs)
+		h.a.EndPass("general")
+	}
+	l := h.one(t)
+	if l.msg != "not starting: too little of the window is left for the rotation's forecast" ||
+		l.kv["left"] != "9m0s" || l.kv["forecast"] != "14m0s" || l.kv["learned"] != true || l.kv["candidate"] != "general-a" {
+		t.Errorf("line %q %v", l.msg, l.kv)
+	}
+	if len(h.rec.events) != 0 {
+		t.Errorf("events %+v: a log line only", h.rec.events)
+	}
+	obs.WindowEnd.Close = closes.Add(24 * time.Hour) // the next occurrence
+	h.announce(t, actions.WindowEnding, obs)
+	if len(*h.lines) != 2 {
+		t.Errorf("%d lines: the next occurrence's hold is said again", len(*h.lines))
 	}
 }

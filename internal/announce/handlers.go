@@ -10,6 +10,7 @@ import (
 	a "github.com/noderotation/node-rotation-controller/actions"
 	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
 	"github.com/noderotation/node-rotation-controller/internal/metrics"
+	"github.com/noderotation/node-rotation-controller/internal/observe"
 	"github.com/noderotation/node-rotation-controller/internal/schedule"
 	"github.com/noderotation/node-rotation-controller/internal/surge"
 )
@@ -38,6 +39,8 @@ var handlers = map[a.Announcement]func(*Announcer, step){
 	a.StrandedRepaired:     (*Announcer).strandedRepaired,
 	a.OrphanedAnchor:       (*Announcer).orphanedAnchor,
 	a.DrainBlocked:         (*Announcer).drainBlocked,
+	a.SurgeUnservable:      (*Announcer).surgeUnservable,
+	a.WindowEnding:         (*Announcer).windowEnding,
 }
 
 // rotationStarted announces RotationStarted, or ForcefulFallback when the
@@ -130,31 +133,52 @@ func (an *Announcer) placeholderCreated(s step) {
 	}
 }
 
-// UnschedulableGrace is how long a placeholder may wait unscheduled with no
-// NodeClaim launched for it before that is worth a Warning: Karpenter
-// batches pending Pods for up to 10 s before it launches, and a placeholder
-// is PodScheduled=False on every healthy rotation until its node is Ready.
-const UnschedulableGrace = time.Minute
-
-// surgeWaiting says SurgeUnschedulable only when Karpenter is not serving
-// the placeholder: it is unschedulable, no surge NodeClaim has been
-// launched since the attempt started, and the grace period is over.
+// surgeWaiting says SurgeUnschedulable when Karpenter is not serving the
+// placeholder and has not said why: it is unschedulable, no surge
+// NodeClaim has been launched since the attempt started, and the grace
+// period is over. When Karpenter says why, the fail-fast rollback says it
+// (surgeUnservable), under the same key, so it is said once.
 func (an *Announcer) surgeWaiting(s step) {
 	ph := s.obs.Placeholder
-	if ph == nil || s.obs.InducedClaim != nil || s.obs.Now.Sub(ph.CreationTimestamp.Time) < UnschedulableGrace {
+	if ph == nil || s.obs.InducedClaim != nil || s.obs.Now.Sub(ph.CreationTimestamp.Time) < surge.UnservableGrace {
 		return
 	}
 	for _, c := range ph.Status.Conditions {
 		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
-			// keyed by the reason alone: the scheduler's message carries
-			// node counts that change from pass to pass
-			if an.seen.enter(s.pool(), "SurgeUnschedulable", c.Reason) {
-				s.log.Info("surge placeholder is not schedulable", "placeholder", ph.Name, "reason", c.Reason, "detail", c.Message)
-				an.event(s.obs.Subject, corev1.EventTypeWarning, "SurgeUnschedulable", fmt.Sprintf("placeholder %s: %s: %s", ph.Name, c.Reason, c.Message))
-			}
+			an.unschedulable(s, c.Reason, c.Message)
 			return
 		}
 	}
+}
+
+// unschedulable says SurgeUnschedulable while the condition holds: keyed
+// by the reason alone, as the scheduler's message carries node counts that
+// change from pass to pass. Karpenter's word is reason Unschedulable, the
+// scheduler's usual reason, so the two paths say it once between them.
+func (an *Announcer) unschedulable(s step, reason, detail string) {
+	ph := s.obs.Placeholder
+	if ph == nil || !an.seen.enter(s.pool(), "SurgeUnschedulable", reason) {
+		return
+	}
+	s.log.Info("surge placeholder is not schedulable", "placeholder", ph.Name, "reason", reason, "detail", detail)
+	an.event(s.obs.Subject, corev1.EventTypeWarning, "SurgeUnschedulable", fmt.Sprintf("placeholder %s: %s: %s", ph.Name, reason, detail))
+}
+
+// surgeUnservable: the fail-fast rollback's cause, said by the pass whose
+// failure write rolled the attempt back (docs/design.md#fail-fast) —
+// SurgeUnschedulable with Karpenter's message, or SurgeLaunchFailed naming
+// the surge NodeClaim and its Launched condition.
+func (an *Announcer) surgeUnservable(s step) {
+	u := s.obs.Unservable
+	if u == nil {
+		return
+	}
+	if u.Reason == surge.ReasonUnschedulable {
+		an.unschedulable(s, u.Reason, u.Message)
+		return
+	}
+	s.log.Info("surge NodeClaim failed to launch", "surgeClaim", u.Object, "detail", u.Message)
+	an.event(s.obs.Subject, corev1.EventTypeWarning, "SurgeLaunchFailed", fmt.Sprintf("%s: %s", u.Object, u.Message))
 }
 
 func (an *Announcer) surgeReady(s step) {
@@ -199,16 +223,32 @@ func (an *Announcer) rotationFailed(s step) {
 	o := s.obs
 	res, _ := s.last("claim-state")
 	retry := res.Values["claim:"+v1alpha1.AnnotationRetryCount]
+	reason := res.Values["claim:"+v1alpha1.AnnotationFailureReason]
 	failedAt, _ := time.Parse(time.RFC3339, res.Values["claim:"+v1alpha1.AnnotationFailedAt])
 	var count int
 	fmt.Sscan(retry, &count)
 	wait, _ := o.Settings.Calendar.RetryWait(failedAt, o.Settings.RetryBackoff, count)
 	until := failedAt.Add(wait).UTC().Format(time.RFC3339)
 	metrics.Completed.WithLabelValues(s.pool(), "failure").Inc()
-	s.log.Info("rotation attempt failed", "reason", "readyTimeout", "readyTimeout", o.Settings.ReadyTimeout.String(),
+	s.log.Info("rotation attempt failed", "reason", reason, "readyTimeout", o.Settings.ReadyTimeout.String(),
 		"retryCount", retry, "backoffUntil", until)
 	an.event(o.Subject, corev1.EventTypeWarning, "RotationFailed",
-		fmt.Sprintf("the surge was not ready within readyTimeout %s; rolled back (retry %s, backoff until %s)", o.Settings.ReadyTimeout, retry, until))
+		fmt.Sprintf("%s; rolled back (retry %s, backoff until %s)", failureCause(reason, o), retry, until))
+}
+
+// failureCause is the RotationFailed Event's account of why.
+func failureCause(reason string, o *observe.Observation) string {
+	switch reason {
+	case surge.ReasonUnschedulable:
+		return fmt.Sprintf("Unschedulable: Karpenter cannot provision the surge for the placeholder after %s", surge.UnservableGrace)
+	case surge.ReasonLaunchFailed:
+		obj := "the surge NodeClaim"
+		if o.Unservable != nil {
+			obj = o.Unservable.Object
+		}
+		return fmt.Sprintf("LaunchFailed: %s failed to launch", obj)
+	}
+	return fmt.Sprintf("Timeout: the surge was not ready within readyTimeout %s", o.Settings.ReadyTimeout)
 }
 
 func (an *Announcer) rotationExpired(s step) {
@@ -255,6 +295,24 @@ func (an *Announcer) drainBlocked(s step) {
 	an.event(c.Claim, corev1.EventTypeWarning, string(a.DrainBlocked), fmt.Sprintf(
 		"rotating despite Pods that block Karpenter's drain until the terminationGracePeriod: %s; no other claim can go first before its deadline %s",
 		strings.Join(pods, ", "), c.Deadline.UTC().Format(time.RFC3339)))
+}
+
+// windowEnding says once per occurrence why a pool with a candidate does
+// not start near the close (docs/design.md#window-end).
+func (an *Announcer) windowEnding(s step) {
+	w := s.obs.WindowEnd
+	if !an.seen.enter(s.pool(), string(a.WindowEnding), w.Close.UTC().Format(time.RFC3339)) {
+		return
+	}
+	kv := []any{"left", w.Left.Round(time.Second).String(), "forecast", w.Forecast.Round(time.Second).String(),
+		"learned", w.Learned, "windowCloses", w.Close.UTC().Format(time.RFC3339)}
+	if c := s.obs.Settings.StartCutoff; c != nil {
+		kv = append(kv, "startCutoff", c.String())
+	}
+	if c := s.obs.Candidate(); c != nil {
+		kv = append(kv, "candidate", c.Claim.Name)
+	}
+	s.log.Info("not starting: too little of the window is left for the rotation's forecast", kv...)
 }
 
 func mode(m string) string {

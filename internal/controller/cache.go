@@ -4,6 +4,7 @@ import (
 	"github.com/awslabs/operatorpkg/status"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -70,11 +71,12 @@ func leanNode(obj any) (any, error) {
 
 // leanClaim keeps of a NodeClaim its metadata (strings shared, as for a
 // Node), its spec but the requests,
-// its node name, provider ID, allocatable (the placeholder's clamp) and
-// Ready condition. Capacity, the requests Karpenter launched it for and the
-// image ID move no fact; Karpenter's other conditions (Launched,
-// Registered, Initialized, Consolidatable, Drifted, …) churn without moving
-// one.
+// its node name, provider ID, allocatable (the placeholder's clamp), Ready
+// condition and a Launched condition that is not True (a surge claim's
+// launch failure, docs/design.md#fail-fast). Capacity, the requests
+// Karpenter launched it for and the image ID move no fact; Karpenter's
+// other conditions (Launched once True, Registered, Initialized,
+// Consolidatable, Drifted, …) churn without moving one.
 func leanClaim(obj any) (any, error) {
 	c, ok := obj.(*karpv1.NodeClaim)
 	if !ok {
@@ -85,7 +87,9 @@ func leanClaim(obj any) (any, error) {
 	c.Spec.Resources = karpv1.ResourceRequirements{}
 	c.Status.Capacity = nil
 	c.Status.ImageID = ""
-	c.Status.Conditions = onlyCondition(c.Status.Conditions, func(s status.Condition) bool { return s.Type == "Ready" })
+	c.Status.Conditions = onlyCondition(c.Status.Conditions, func(s status.Condition) bool {
+		return s.Type == "Ready" || s.Type == karpv1.ConditionTypeLaunched && s.Status != metav1.ConditionTrue
+	})
 	return c, nil
 }
 

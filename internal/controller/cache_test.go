@@ -49,7 +49,8 @@ func TestLeanNode(t *testing.T) {
 	}
 }
 
-// leanClaim keeps the Ready condition alone.
+// leanClaim keeps the Ready condition, and Launched only while it is not
+// True (a surge claim's launch failure).
 func TestLeanClaim(t *testing.T) {
 	c := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "c", ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "karpenter"}}}}
 	c.Spec.ExpireAfter = karpv1.MustParseNillableDuration("720h")
@@ -79,6 +80,11 @@ func TestLeanClaim(t *testing.T) {
 	c.Status.Conditions = nil
 	if got, _ := leanClaim(c); len(got.(*karpv1.NodeClaim).Status.Conditions) != 0 {
 		t.Error("a claim without Ready gained a condition")
+	}
+	c.Status.Conditions = []status.Condition{{Type: "Launched", Status: metav1.ConditionUnknown, Reason: "LaunchFailed", Message: "boom"}, {Type: "Registered", Status: metav1.ConditionUnknown}}
+	got, _ = leanClaim(c)
+	if cs := got.(*karpv1.NodeClaim).Status.Conditions; len(cs) != 1 || cs[0].Reason != "LaunchFailed" {
+		t.Errorf("a launch failure is what fail-fast reads; kept %+v", cs)
 	}
 }
 

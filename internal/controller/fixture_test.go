@@ -175,7 +175,8 @@ func newAPI(t *testing.T, funcs *interceptor.Funcs, objs ...client.Object) clien
 		t.Fatal(err)
 	}
 	b := fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).WithStatusSubresource(&v1alpha1.RotationPolicy{}).
-		WithIndex(&corev1.Pod{}, "spec.nodeName", func(o client.Object) []string { return []string{o.(*corev1.Pod).Spec.NodeName} })
+		WithIndex(&corev1.Pod{}, "spec.nodeName", func(o client.Object) []string { return []string{o.(*corev1.Pod).Spec.NodeName} }).
+		WithIndex(&corev1.Event{}, "involvedObject.name", func(o client.Object) []string { return []string{o.(*corev1.Event).InvolvedObject.Name} })
 	if funcs != nil {
 		b = b.WithInterceptorFuncs(*funcs)
 	}

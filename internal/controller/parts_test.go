@@ -368,9 +368,9 @@ func TestCacheOptions(t *testing.T) {
 			}
 		case *karpv1.NodeClaim:
 			c := &karpv1.NodeClaim{}
-			c.Status.Conditions = []status.Condition{{Type: "Launched"}}
+			c.Status.Conditions = []status.Condition{{Type: "Launched", Status: "True"}}
 			if got, _ := by.Transform(c); len(got.(*karpv1.NodeClaim).Status.Conditions) != 0 {
-				t.Error("the NodeClaim cache keeps conditions other than Ready")
+				t.Error("the NodeClaim cache keeps conditions other than Ready and a Launched that is not True")
 			}
 		}
 	}

@@ -23,6 +23,9 @@ func (r *NodePoolReconciler) targets(obs *observe.Observation) actions.Targets {
 		InducedClaim: obs.InducedClaim, Placeholder: obs.Placeholder,
 		PlaceholderKey: types.NamespacedName{Namespace: r.Placeholder.Namespace, Name: surge.PlaceholderName(obs.SubjectName)},
 	}
+	if obs.Unservable != nil {
+		t.UnservableReason = obs.Unservable.Reason
+	}
 	t.Stranded = actions.Stranded{Claims: obs.Stranded.Claims, Placeholders: obs.Stranded.Placeholders, Nodes: obs.Stranded.Nodes}
 	if obs.Subject != nil && obs.Sizing != nil {
 		t.NewPlaceholder = surge.Placeholder{

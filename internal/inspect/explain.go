@@ -46,7 +46,10 @@ type ClaimExplanation struct {
 	DueFrom    time.Time `json:"dueFrom,omitzero"`
 	RetryAt    time.Time `json:"retryAt,omitzero"`
 	RetryCount string    `json:"retryCount,omitempty"`
-	ShortLead  bool      `json:"shortLead,omitempty"`
+	// FailureReason is why its last attempt was rolled back: Timeout,
+	// Unschedulable or LaunchFailed (docs/design.md#fail-fast).
+	FailureReason string `json:"failureReason,omitempty"`
+	ShortLead     bool   `json:"shortLead,omitempty"`
 	// Place is the claim's place among the eligible claims (1: the next).
 	Place int `json:"place,omitempty"`
 	// ExpectedStart is when the forecast starts its rotation, at t_rot_est
@@ -77,7 +80,8 @@ func (in *Inspector) ExplainClaim(ctx context.Context, name string) (*ClaimExpla
 		}
 		return nil, fmt.Errorf("reading NodeClaim %s: %w", name, err)
 	}
-	ex := &ClaimExplanation{NodeClaim: name, NodePool: c.Labels[karpv1.NodePoolLabelKey], RetryCount: c.Annotations[v1alpha1.AnnotationRetryCount]}
+	ex := &ClaimExplanation{NodeClaim: name, NodePool: c.Labels[karpv1.NodePoolLabelKey], RetryCount: c.Annotations[v1alpha1.AnnotationRetryCount],
+		FailureReason: c.Annotations[v1alpha1.AnnotationFailureReason]}
 	if ex.NodePool == "" {
 		ex.Class, ex.Reason = "ungoverned", "it carries no "+karpv1.NodePoolLabelKey+" label: no NodePool, so no policy, governs it"
 		return ex, nil
@@ -205,7 +209,11 @@ func reason(ex *ClaimExplanation, obs *observe.Observation, f census.Figures) st
 	case census.ClassOptedOut:
 		return "opted out: its Node " + c.Status.NodeName + " carries " + v1alpha1.KarpenterDoNotDisrupt + "=true set by an operator"
 	case census.ClassInBackoff:
-		return "its last attempt failed (retry-count " + orDash(ex.RetryCount) + "); in retryBackoff until " + stamp(f.RetryAt)
+		why := "its last attempt failed (retry-count " + orDash(ex.RetryCount)
+		if ex.FailureReason != "" {
+			why += ", " + ex.FailureReason
+		}
+		return why + "); in retryBackoff until " + stamp(f.RetryAt)
 	case census.ClassBadState:
 		return v1alpha1.AnnotationState + "=" + state + " is not a known state"
 	case census.ClassDrainBlocked:
@@ -233,6 +241,9 @@ func candidateReason(ex *ClaimExplanation) string {
 		b.WriteString("; but the pool starts no rotation: " + st.Blocked)
 	case st.Gate != "" && st.Gate != "open":
 		b.WriteString("; the " + st.Gate + " gate holds the pool")
+		if st.GateWhy != "" {
+			b.WriteString(" (" + st.GateWhy + ")")
+		}
 		if !st.GateUntil.IsZero() {
 			b.WriteString(", every gate open at " + stamp(st.GateUntil))
 		}

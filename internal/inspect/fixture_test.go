@@ -26,6 +26,7 @@ func inspector(t *testing.T, objs ...client.Object) *Inspector {
 	}
 	c := fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).
 		WithIndex(&corev1.Pod{}, "spec.nodeName", func(o client.Object) []string { return []string{o.(*corev1.Pod).Spec.NodeName} }).
+		WithIndex(&corev1.Event{}, "involvedObject.name", func(o client.Object) []string { return []string{o.(*corev1.Event).InvolvedObject.Name} }).
 		Build()
 	eng, err := table.Load()
 	if err != nil {

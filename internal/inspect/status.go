@@ -33,11 +33,14 @@ type PoolStatus struct {
 	// failurePause) or open, as the table's startGate fact says; GateUntil
 	// is when every gate is open again: the first open window after the
 	// freeze, the cooldown and the failure pause have all run out.
-	Gate      string        `json:"gate,omitempty"`
-	GateUntil time.Time     `json:"gateUntil,omitzero"`
-	InFlight  *InFlight     `json:"inFlight,omitempty"`
-	Census    census.Census `json:"census"`
-	Next      *Next         `json:"next,omitempty"`
+	Gate      string    `json:"gate,omitempty"`
+	GateUntil time.Time `json:"gateUntil,omitzero"`
+	// GateWhy says what holds a windowEnding pool: the time left in the
+	// occurrence against the forecast (docs/design.md#window-end).
+	GateWhy  string        `json:"gateWhy,omitempty"`
+	InFlight *InFlight     `json:"inFlight,omitempty"`
+	Census   census.Census `json:"census"`
+	Next     *Next         `json:"next,omitempty"`
 	// Forecast places the outstanding rotations (candidates and claims in
 	// backoff) on the calendar at t_rot_est each; none when Blocked says
 	// why the pool starts no rotation at all (infeasible, static pool).
@@ -239,6 +242,19 @@ func (st *PoolStatus) describeGate(eng *engine.Engine, obs *observe.Observation)
 	if st.Gate != "open" {
 		st.GateUntil = gatesOpen(obs)
 	}
+	if w := obs.WindowEnd; st.Gate == "windowEnding" {
+		st.GateWhy = WindowEndingWhy(w)
+	}
+}
+
+// WindowEndingWhy is the account of a window-end hold the status, explain
+// and the log line share.
+func WindowEndingWhy(w observe.WindowEnd) string {
+	forecast := schedule.FormatDuration(w.Forecast.Round(time.Second))
+	if w.Learned {
+		forecast += " (learned)"
+	}
+	return "not starting: " + schedule.FormatDuration(w.Left.Round(time.Second)) + " left in the window, forecast " + forecast
 }
 
 // gatesOpen is the first instant at which every start gate is open: the
@@ -256,6 +272,9 @@ func gatesOpen(obs *observe.Observation) time.Time {
 		if end.After(t) {
 			t = end
 		}
+	}
+	if w := obs.WindowEnd; w.Ending && t.Before(w.Close) {
+		t = w.Close // the window-end gate holds until this occurrence is over
 	}
 	cal := obs.Settings.Calendar
 	if cal.IsOpen(t) {

@@ -164,8 +164,8 @@ func workloads() []client.Object {
 	}
 }
 
-// newClient is a fake API server holding objs, with the spec.nodeName
-// index the observer's Pod list needs.
+// newClient is a fake API server holding objs, with the spec.nodeName and
+// involvedObject.name indexes the observer's Pod and Event lists need.
 func newClient(t *testing.T, funcs *interceptor.Funcs, objs ...client.Object) client.WithWatch {
 	t.Helper()
 	s, err := scheme.New()
@@ -173,7 +173,8 @@ func newClient(t *testing.T, funcs *interceptor.Funcs, objs ...client.Object) cl
 		t.Fatal(err)
 	}
 	b := fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).
-		WithIndex(&corev1.Pod{}, "spec.nodeName", func(o client.Object) []string { return []string{o.(*corev1.Pod).Spec.NodeName} })
+		WithIndex(&corev1.Pod{}, "spec.nodeName", func(o client.Object) []string { return []string{o.(*corev1.Pod).Spec.NodeName} }).
+		WithIndex(&corev1.Event{}, "involvedObject.name", func(o client.Object) []string { return []string{o.(*corev1.Event).InvolvedObject.Name} })
 	if funcs != nil {
 		b = b.WithInterceptorFuncs(*funcs)
 	}

@@ -25,6 +25,8 @@ type Observation struct {
 	Derivation schedule.Derivation
 	Findings   []schedule.Finding
 	WindowOpen bool
+	// WindowEnd is the window-end gate's judgement (docs/design.md#window-end).
+	WindowEnd WindowEnd
 
 	Claims []karpv1.NodeClaim // the pool's claims
 	// Census is the classification of Claims (only Total when the pool is
@@ -49,6 +51,11 @@ type Observation struct {
 	// claim, else a claim of the pool with no node yet created since
 	// started-at. A rollback reaps it (docs/design.md#surge).
 	InducedClaim *karpv1.NodeClaim
+	// Unservable is Karpenter's word that it cannot serve this attempt's
+	// placeholder, read once the placeholder has waited out
+	// surge.UnservableGrace unbound (docs/design.md#fail-fast); nil
+	// otherwise.
+	Unservable *surge.Unservable
 	// Sizing and Shortfall are computed only when a placeholder may be
 	// needed (a start, a retry, or a missing placeholder while pending).
 	Sizing    *surge.Sizing

@@ -20,7 +20,8 @@ type Observer struct {
 	// Cache serves NodePools, NodeClaims, Nodes, RotationPolicies and the
 	// placeholder Pods (scoped to Namespace and the surge-for label).
 	Cache client.Reader
-	// API lists the Pods on one node (field selector), uncached.
+	// API lists the Pods on one node and a waiting placeholder's Events
+	// (field selectors), uncached.
 	API       client.Reader
 	Namespace string
 	Clock     func() time.Time
@@ -75,6 +76,7 @@ func (o *Observer) governance(ctx context.Context, obs *Observation) error {
 	}
 	obs.inputs, obs.Derivation = obs.Settings.Derive(obs.Pool, obs.Now)
 	obs.WindowOpen = obs.Settings.Calendar.IsOpen(obs.Now)
+	obs.WindowEnd = windowEnd(obs)
 	return nil
 }
 

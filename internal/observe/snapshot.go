@@ -18,7 +18,7 @@ func snapshot(obs *Observation) engine.Snapshot {
 		Now: obs.Now,
 		Pool: engine.PoolObservation{
 			Governance: obs.GovernanceState(), Static: obs.Pool.Spec.Replicas != nil,
-			Feasible: !schedule.HasFatal(obs.Findings), WindowOpen: obs.WindowOpen,
+			Feasible: !schedule.HasFatal(obs.Findings), WindowOpen: obs.WindowOpen, WindowEnding: obs.WindowEnd.Ending,
 			Anchor: a[v1alpha1.AnnotationActiveRotation], RotationState: a[v1alpha1.AnnotationActiveRotationState], RotationMode: a[v1alpha1.AnnotationRotationMode],
 			Freeze: a[v1alpha1.AnnotationFreeze], LastRotationAt: a[v1alpha1.AnnotationLastRotationAt],
 			LastFailureAt: a[v1alpha1.AnnotationLastFailureAt], WindowOpenedAt: a[v1alpha1.AnnotationWindowOpenedAt],
@@ -62,6 +62,9 @@ func snapshot(obs *Observation) engine.Snapshot {
 		Ready:             surge.Ready(obs.Placeholder, obs.SurgeHost, candNode, obs.Pool.Name),
 		Headroom:          obs.Shortfall == nil,
 	}
+	if obs.Unservable != nil {
+		s.Surge.Unservable = obs.Unservable.Reason
+	}
 	return s
 }
 
@@ -79,6 +82,7 @@ func nextInstant(obs *Observation) time.Time {
 		}
 		if t, ok := obs.Settings.Calendar.NextClose(obs.Now); ok {
 			consider(t)
+			consider(t.Add(-obs.WindowEnd.Hold)) // the window-end gate closes
 		}
 	}
 	a := obs.Pool.Annotations
@@ -97,6 +101,9 @@ func nextInstant(obs *Observation) time.Time {
 		if t, err := time.Parse(time.RFC3339, c.Annotations[v1alpha1.AnnotationStartedAt]); err == nil {
 			consider(t.Add(obs.Settings.ReadyTimeout).Add(time.Second))
 		}
+	}
+	if ph := obs.Placeholder; ph != nil && obs.Subject != nil && waiting(obs) {
+		consider(ph.CreationTimestamp.Add(surge.UnservableGrace))
 	}
 	consider(obs.Snapshot.Claim.RetryAt)
 	for _, t := range obs.Census.Instants() {

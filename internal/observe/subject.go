@@ -100,7 +100,7 @@ func (o *Observer) around(ctx context.Context, obs *Observation) error {
 	}
 	obs.InducedClaim = inducedClaim(obs)
 	obs.AvoidHostnames = o.avoid(ctx, obs)
-	return nil
+	return o.unservable(ctx, obs)
 }
 
 // inducedClaim finds the surge NodeClaim the attempt induced: the one named

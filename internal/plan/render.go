@@ -55,6 +55,9 @@ func renderTable(w io.Writer, r Report) error {
 		{"G\tguaranteed rotation chances", fmt.Sprint(r.G)},
 		{"C\tstarts per occurrence", fmt.Sprint(r.C)},
 	}
+	if r.StartHold != "" {
+		rows = append(rows[:5:5], append([][2]string{{"start hold\tt_rot_est − startCutoff: no start this close to the close", r.StartHold}}, rows[5:]...)...)
+	}
 	for _, row := range rows {
 		fmt.Fprintf(tw, "  %s\t%s\n", row[0], row[1])
 	}

@@ -187,3 +187,24 @@ func TestRenderReportsWriteErrors(t *testing.T) {
 		}
 	}
 }
+
+// With surge.startCutoff set the plan shows the start hold after t_rot_est
+// and C counts only the starts before it (docs/design.md#window-end).
+func TestRenderStartHold(t *testing.T) {
+	in := workedInput(t)
+	in.NodePool = ""
+	in.Policy.Spec.Surge.StartCutoff = "0s"
+	r, err := Build(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// D 4h less the 15m hold, a start every 25m: ceil(225m / 25m) = 9
+	if r.StartHold != "15m" || r.C != 9 {
+		t.Errorf("start hold %q, C %d; want 15m and 9", r.StartHold, r.C)
+	}
+	out := render(t, r, "table")
+	est, hold := strings.Index(out, "  t_rot_est "), strings.Index(out, "  start hold  t_rot_est − startCutoff: no start this close to the close  15m\n")
+	if est < 0 || hold < est || strings.Index(out, "  A ") < hold {
+		t.Errorf("table:\n%s", out)
+	}
+}

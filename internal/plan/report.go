@@ -10,23 +10,26 @@ import (
 
 // Report is what `rotationctl plan` prints, in every output format.
 type Report struct {
-	Policy                 string             `json:"policy"`
-	NodePool               string             `json:"nodePool,omitempty"`
-	ExpireAfter            string             `json:"expireAfter"`
-	TerminationGracePeriod string             `json:"terminationGracePeriod"`
-	AlwaysOpen             bool               `json:"alwaysOpen"`
-	P                      string             `json:"P"`
-	D                      string             `json:"D"`
-	Gap                    string             `json:"gap"`
-	TRot                   string             `json:"tRot"`
-	TRotEst                string             `json:"tRotEst"`
-	A                      string             `json:"A"`
-	AgeThreshold           string             `json:"ageThreshold"` // auto or override
-	G                      int                `json:"G"`
-	C                      int                `json:"C"`
-	NextOccurrences        []Occurrence       `json:"nextOccurrences"`
-	Findings               []schedule.Finding `json:"findings"`
-	Fatal                  bool               `json:"fatal"`
+	Policy                 string `json:"policy"`
+	NodePool               string `json:"nodePool,omitempty"`
+	ExpireAfter            string `json:"expireAfter"`
+	TerminationGracePeriod string `json:"terminationGracePeriod"`
+	AlwaysOpen             bool   `json:"alwaysOpen"`
+	P                      string `json:"P"`
+	D                      string `json:"D"`
+	Gap                    string `json:"gap"`
+	TRot                   string `json:"tRot"`
+	TRotEst                string `json:"tRotEst"`
+	// StartHold is the end of each occurrence no rotation starts in
+	// (t_rot_est − startCutoff); empty when surge.startCutoff is unset.
+	StartHold       string             `json:"startHold,omitempty"`
+	A               string             `json:"A"`
+	AgeThreshold    string             `json:"ageThreshold"` // auto or override
+	G               int                `json:"G"`
+	C               int                `json:"C"`
+	NextOccurrences []Occurrence       `json:"nextOccurrences"`
+	Findings        []schedule.Finding `json:"findings"`
+	Fatal           bool               `json:"fatal"`
 }
 
 // Occurrence is one upcoming window occurrence in its own time zone.
@@ -61,6 +64,9 @@ func Build(in Input) (Report, error) {
 		ExpireAfter: "Never", TerminationGracePeriod: "unset",
 		AlwaysOpen: cycle.AlwaysOpen, P: fd(cycle.P), D: fd(cycle.D), Gap: fd(cycle.Gap),
 		TRot: fd(d.TRot), TRotEst: fd(d.TRotEst), A: fd(d.A), AgeThreshold: "auto", G: d.G, C: d.C,
+	}
+	if s.StartCutoff != nil && !cycle.AlwaysOpen {
+		r.StartHold = fd(d.StartHold)
 	}
 	if in.ExpireAfter != nil {
 		r.ExpireAfter = fd(*in.ExpireAfter)

@@ -81,6 +81,8 @@ func Resolve(spec v1alpha1.RotationPolicySpec) (Settings, error) {
 	errs = append(errs, err)
 	s.ProvisioningEstimate, err = optional("spec.surge.provisioningEstimate", surge.ProvisioningEstimate)
 	errs = append(errs, err)
+	s.StartCutoff, err = optional("spec.surge.startCutoff", surge.StartCutoff)
+	errs = append(errs, err)
 
 	var entries []schedule.Entry
 	for i, w := range spec.MaintenanceWindows {

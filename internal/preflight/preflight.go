@@ -25,7 +25,7 @@ func Check(ctx context.Context, cfg *rest.Config, c client.Client, namespace, pr
 	if err := servesKarpenterV1(cfg); err != nil {
 		return err
 	}
-	if err := canRead(ctx, c); err != nil {
+	if err := canRead(ctx, c, namespace); err != nil {
 		return err
 	}
 	return placeholderPriority(ctx, c, namespace, priorityClass)
@@ -61,28 +61,41 @@ func servesKarpenterV1(cfg *rest.Config) error {
 // a pass reading that kind would wait on it. PodDisruptionBudgets are read
 // only when a candidate's node has Pods (docs/design.md#drain-blockers),
 // so a missing grant would show first as a stuck pool, long after start.
+// The placeholder's Events are listed in the controller's namespace only
+// when Karpenter has not served it for a minute (docs/design.md#fail-fast):
+// without the grant every pass of that attempt would fail until
+// readyTimeout.
 var reads = []struct {
 	group, version, resource string
 	verbs                    []string
+	namespaced               bool // in the controller's namespace (the chart's Role)
 }{
-	{"karpenter.sh", "v1", "nodeclaims", []string{"get", "list", "watch"}},
-	{"karpenter.sh", "v1", "nodepools", []string{"get", "list", "watch"}},
-	{"policy", "v1", "poddisruptionbudgets", []string{"list", "watch"}},
+	{"karpenter.sh", "v1", "nodeclaims", []string{"get", "list", "watch"}, false},
+	{"karpenter.sh", "v1", "nodepools", []string{"get", "list", "watch"}, false},
+	{"policy", "v1", "poddisruptionbudgets", []string{"list", "watch"}, false},
+	{"", "v1", "events", []string{"list"}, true},
 }
 
 // canRead asks the API server whether this identity may make the reads.
-func canRead(ctx context.Context, c client.Client) error {
+func canRead(ctx context.Context, c client.Client, namespace string) error {
 	for _, r := range reads {
-		name := r.resource + "." + r.group
+		name, ns, role := r.resource+"."+r.group, "", "ClusterRole"
+		if r.group == "" {
+			name = r.resource
+		}
+		if r.namespaced {
+			ns, role = namespace, "Role"
+			name += " in " + namespace
+		}
 		for _, verb := range r.verbs {
 			ssar := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
-				ResourceAttributes: &authorizationv1.ResourceAttributes{Group: r.group, Version: r.version, Resource: r.resource, Verb: verb},
+				ResourceAttributes: &authorizationv1.ResourceAttributes{Group: r.group, Version: r.version, Resource: r.resource, Verb: verb, Namespace: ns},
 			}}
 			if err := c.Create(ctx, ssar); err != nil {
 				return fmt.Errorf("preflight: asking whether RBAC allows %s %s: %w", verb, name, err)
 			}
 			if !ssar.Status.Allowed {
-				return fmt.Errorf("preflight: RBAC does not allow this controller to %s %s (grant the ClusterRole of the chart)", verb, name)
+				return fmt.Errorf("preflight: RBAC does not allow this controller to %s %s (grant the %s of the chart)", verb, name, role)
 			}
 		}
 	}

@@ -85,7 +85,8 @@ func (c *cluster) create(ctx context.Context, cl client.WithWatch, obj client.Ob
 	switch o := obj.(type) {
 	case *authorizationv1.SelfSubjectAccessReview:
 		ra := o.Spec.ResourceAttributes
-		if ra == nil || !(ra.Group == "karpenter.sh" || ra.Group == "policy" && ra.Resource == "poddisruptionbudgets") || ra.Version != "v1" {
+		if ra == nil || !(ra.Group == "karpenter.sh" && ra.Namespace == "" || ra.Group == "policy" && ra.Resource == "poddisruptionbudgets" && ra.Namespace == "" ||
+			ra.Group == "" && ra.Resource == "events" && ra.Namespace == "nrc") || ra.Version != "v1" {
 			return fmt.Errorf("unexpected review %+v", o.Spec)
 		}
 		key := ra.Verb + " " + ra.Resource
@@ -122,7 +123,7 @@ func class(value int32, policy *corev1.PreemptionPolicy) *schedulingv1.PriorityC
 	return &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "placeholder"}, Value: value, PreemptionPolicy: policy}
 }
 
-var allReads = []string{"get nodeclaims", "list nodeclaims", "watch nodeclaims", "get nodepools", "list nodepools", "watch nodepools", "list poddisruptionbudgets", "watch poddisruptionbudgets"}
+var allReads = []string{"get nodeclaims", "list nodeclaims", "watch nodeclaims", "get nodepools", "list nodepools", "watch nodepools", "list poddisruptionbudgets", "watch poddisruptionbudgets", "list events"}
 
 func TestCheckPasses(t *testing.T) {
 	c := newCluster(t, class(-10, ptr.To(corev1.PreemptNever)))
@@ -166,22 +167,24 @@ func TestCheckFailures(t *testing.T) {
 			"preflight: RBAC does not allow this controller to watch nodepools.karpenter.sh", 6, 0},
 		{"RBAC denies listing PodDisruptionBudgets", []string{"nodeclaims", "nodepools"}, nil, func(c *cluster) { c.denied["list poddisruptionbudgets"] = true },
 			"preflight: RBAC does not allow this controller to list poddisruptionbudgets.policy (grant the ClusterRole of the chart)", 7, 0},
+		{"RBAC denies listing the placeholder's Events", []string{"nodeclaims", "nodepools"}, nil, func(c *cluster) { c.denied["list events"] = true },
+			"preflight: RBAC does not allow this controller to list events in nrc (grant the Role of the chart)", 9, 0},
 		{"the PriorityClass is missing", []string{"nodeclaims", "nodepools"}, nil, nil,
-			`preflight: the placeholder PriorityClass "placeholder" is missing (install it with the chart): pods "nrc-preflight-" is forbidden: no PriorityClass with name placeholder was found`, 8, 1},
+			`preflight: the placeholder PriorityClass "placeholder" is missing (install it with the chart): pods "nrc-preflight-" is forbidden: no PriorityClass with name placeholder was found`, 9, 1},
 		{"a positive priority", []string{"nodeclaims", "nodepools"}, []*schedulingv1.PriorityClass{class(10, never)}, nil,
-			`preflight: the placeholder PriorityClass "placeholder" has priority 10; it must be negative so workloads preempt the placeholder`, 8, 1},
+			`preflight: the placeholder PriorityClass "placeholder" has priority 10; it must be negative so workloads preempt the placeholder`, 9, 1},
 		{"a zero priority", []string{"nodeclaims", "nodepools"}, []*schedulingv1.PriorityClass{class(0, never)}, nil,
-			`has priority 0; it must be negative`, 8, 1},
+			`has priority 0; it must be negative`, 9, 1},
 		{"preemption of lower priorities", []string{"nodeclaims", "nodepools"}, []*schedulingv1.PriorityClass{class(-10, lower)}, nil,
-			`preflight: the placeholder PriorityClass "placeholder" must set preemptionPolicy: Never`, 8, 1},
+			`preflight: the placeholder PriorityClass "placeholder" must set preemptionPolicy: Never`, 9, 1},
 		{"no preemption policy", []string{"nodeclaims", "nodepools"}, []*schedulingv1.PriorityClass{class(-10, nil)}, nil,
-			`must set preemptionPolicy: Never`, 8, 1},
+			`must set preemptionPolicy: Never`, 9, 1},
 		{"the namespace is missing", []string{"nodeclaims", "nodepools"}, nil, func(c *cluster) {
 			c.podErr = apierrors.NewNotFound(schema.GroupResource{Resource: "namespaces"}, "nrc")
-		}, `preflight: resolving the placeholder PriorityClass "placeholder" with a dry-run Pod in nrc: namespaces "nrc" not found`, 8, 1},
+		}, `preflight: resolving the placeholder PriorityClass "placeholder" with a dry-run Pod in nrc: namespaces "nrc" not found`, 9, 1},
 		{"a non-API error mentioning PriorityClass", []string{"nodeclaims", "nodepools"}, nil, func(c *cluster) {
 			c.podErr = errors.New("dial tcp: PriorityClass lookup failed")
-		}, `preflight: resolving the placeholder PriorityClass "placeholder" with a dry-run Pod in nrc: dial tcp`, 8, 1},
+		}, `preflight: resolving the placeholder PriorityClass "placeholder" with a dry-run Pod in nrc: dial tcp`, 9, 1},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -25,6 +25,19 @@ type Timing struct {
 	DrainEstimate        *time.Duration
 	ProvisioningEstimate *time.Duration
 	MaxUnavailable       int
+	// StartCutoff is how far past an occurrence's close a rotation may be
+	// forecast to end and still start (docs/design.md#window-end); nil is
+	// the default, the forecast itself, which holds no start.
+	StartCutoff *time.Duration
+}
+
+// StartHold is how long before an occurrence's close no rotation starts:
+// the forecast less the cutoff, never negative; 0 with the default cutoff.
+func (t Timing) StartHold(forecast time.Duration) time.Duration {
+	if t.StartCutoff == nil {
+		return 0
+	}
+	return max(forecast-*t.StartCutoff, 0)
 }
 
 // Inputs are the durations the derivation reads: E and tGP from the NodePool
@@ -45,11 +58,14 @@ type Derivation struct {
 	TGP        time.Duration // effective (fallback when unset)
 	TRot       time.Duration // readyTimeout + tGP + buffer
 	TRotEst    time.Duration // provisioningEstimate + drainEstimate
-	Lead       time.Duration // K·P + t_rot
-	A          time.Duration // age threshold, derived or overridden
-	Derived    bool          // A was derived (ageThreshold: auto)
-	G          int           // chances the schedule guarantees
-	C          int           // starts per occurrence
+	// StartHold: no start in the last StartHold of an occurrence, at the
+	// configured t_rot_est (the gate itself uses the learned forecast).
+	StartHold time.Duration
+	Lead      time.Duration // K·P + t_rot
+	A         time.Duration // age threshold, derived or overridden
+	Derived   bool          // A was derived (ageThreshold: auto)
+	G         int           // chances the schedule guarantees
+	C         int           // starts per occurrence
 	// The resolved defaults, for display and the controller.
 	FailurePause         time.Duration
 	DrainEstimate        time.Duration
@@ -67,10 +83,14 @@ func Derive(in Inputs, cy Cycle) Derivation {
 	d.DrainEstimate = orDefault(in.DrainEstimate, min(d.TGP, 10*time.Minute))
 	d.TRot = in.ReadyTimeout + d.TGP + Buffer
 	d.TRotEst = d.ProvisioningEstimate + d.DrainEstimate
+	if !cy.AlwaysOpen {
+		d.StartHold = in.StartHold(d.TRotEst)
+	}
 	if cy.HasOccurrence {
 		m := max(in.MaxUnavailable, 1)
 		service := max(d.TRotEst+in.CooldownAfter, Tick)
-		d.C = m * int((cy.D+service-1)/service)
+		starts := max(cy.D-d.StartHold, 0) // the span a start may fall in
+		d.C = m * int((starts+service-1)/service)
 	}
 	if d.NoDeadline {
 		return d

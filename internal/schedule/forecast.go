@@ -23,7 +23,8 @@ type Forecast struct {
 
 // ForecastRotations places n rotations on the calendar from `from` on: a
 // start every max(t_rot_est + cooldownAfter, Tick) inside an open
-// occurrence, maxUnavailable at a time, as the capacity C assumes.
+// occurrence but its last StartHold, maxUnavailable at a time, as the
+// capacity C assumes.
 func (c Calendar) ForecastRotations(from time.Time, n int, t Timing, tRotEst time.Duration) Forecast {
 	f := Forecast{Rotations: n}
 	if n <= 0 {
@@ -31,6 +32,7 @@ func (c Calendar) ForecastRotations(from time.Time, n int, t Timing, tRotEst tim
 	}
 	service := max(tRotEst+t.CooldownAfter, Tick)
 	m := max(t.MaxUnavailable, 1)
+	hold := t.StartHold(tRotEst)
 	horizon := from.Add(ForecastHorizon)
 	next := from          // the earliest the next start may be
 	var lastEnd time.Time // the end of the last occurrence a start fell in
@@ -39,7 +41,11 @@ func (c Calendar) ForecastRotations(from time.Time, n int, t Timing, tRotEst tim
 		// next one too (next skips what was used of it); one open around
 		// the clock comes back clipped to each scan, its pieces touching
 		for _, o := range c.Occurrences(scan, scan.Add(2*week)) {
-			for at := later(o.Start, next); at.Before(o.End) && len(f.Starts) < n; at = at.Add(service) {
+			last := o.End // starts fall before the close less the start hold
+			if o.Duration() < week {
+				last = o.End.Add(-hold)
+			}
+			for at := later(o.Start, next); at.Before(last) && len(f.Starts) < n; at = at.Add(service) {
 				for range min(m, n-len(f.Starts)) {
 					f.Starts = append(f.Starts, at)
 				}

@@ -61,6 +61,7 @@ func newWorld(s *sim, spec Pool, policies []v1alpha1.RotationPolicy, sch *runtim
 	w.api = fake.NewClientBuilder().WithScheme(sch).WithObjectTracker(tracker).WithObjects(objs...).
 		WithStatusSubresource(&v1alpha1.RotationPolicy{}, &corev1.Pod{}, &corev1.Node{}, &karpv1.NodeClaim{}, &karpv1.NodePool{}).
 		WithIndex(&corev1.Pod{}, "spec.nodeName", func(o client.Object) []string { return []string{o.(*corev1.Pod).Spec.NodeName} }).
+		WithIndex(&corev1.Event{}, "involvedObject.name", func(o client.Object) []string { return []string{o.(*corev1.Event).InvolvedObject.Name} }).
 		WithInterceptorFuncs(w.store.funcs()).Build()
 	cfg := controller.Config{Namespace: namespace, PlaceholderPriorityClass: "node-rotation-placeholder", PlaceholderImage: "registry.k8s.io/pause:3.10",
 		Clock: func() time.Time { return s.now }}

@@ -33,6 +33,7 @@ var (
 	}
 	wantRole = []string{
 		"core/pods: list watch create delete",
+		"core/events: list",
 		"coordination.k8s.io/leases: get create update",
 	}
 )

@@ -22,15 +22,18 @@ import (
 // get a memory limit below what any node has. The placeholder requests CPU
 // only, so our headroom check (requests against limits − usage, per
 // requested resource) passes, but Karpenter filters out every instance
-// type whose capacity exceeds a limit: it launches nothing. The placeholder
-// stays Pending, SurgeUnschedulable is said once the grace minute is over,
-// and readyTimeout rolls the attempt back: the old node is restored, the
-// claim carries its failure record, and no NodeClaim was created.
+// type whose capacity exceeds a limit: it launches nothing and records
+// FailedScheduling on the placeholder. The attempt fails fast
+// (docs/design.md#fail-fast): a grace minute into a 10-minute readyTimeout
+// it is rolled back with reason Unschedulable — the old node restored, the
+// claim carrying its failure record, no NodeClaim created.
 //
-// A CPU limit between the usage and the usage plus one node does not do it
-// on Karpenter v1.13 with kwok: with limits.cpu 11 over two 4-core nodes,
-// Karpenter launched a 4-core surge for every attempt (measured here).
-var _ = Describe("readyTimeout rollback when Karpenter cannot provision the surge", Label("rollback"), Ordered, func() {
+// A NodePool at its CPU limit never gets this far (the headroom gate
+// refuses the start), and a CPU limit between the usage and the usage plus
+// one node does not do it on Karpenter v1.13 with kwok: with limits.cpu 11
+// over two 4-core nodes, Karpenter launched a 4-core surge for every
+// attempt (measured here).
+var _ = Describe("fail-fast rollback when Karpenter cannot provision the surge", Label("rollback"), Ordered, func() {
 	ctx := context.Background()
 	s := newScenario("rollback-e2e", fixtures.RotationPool("rollback-e2e"), 4, 1)
 	var ctrl *controller
@@ -44,24 +47,28 @@ var _ = Describe("readyTimeout rollback when Karpenter cannot provision the surg
 		ctrl = startController("rollback")
 	})
 
-	It("starts a rotation, waits out readyTimeout with the placeholder unserved, and rolls back", func() {
+	It("starts a rotation and rolls it back a grace minute in, not at readyTimeout, once Karpenter says it cannot serve it", func() {
 		Expect(s.originals).NotTo(BeEmpty())
 		s.govern(ctx, "30s", func(p *v1alpha1.RotationPolicy) {
-			p.Spec.Surge.ReadyTimeout = "80s"
+			p.Spec.Surge.ReadyTimeout = "10m"
 			p.Spec.Surge.RetryBackoff = "1h"
 			p.Spec.Surge.FailurePause = "1h"
 		})
 		claim := s.awaitRotation(ctx, 2*time.Minute, "a rotation starts: the headroom check passes", func(map[string]string, string) bool { return true })
 		started := time.Now()
-		Eventually(claimState(ctx, claim)).WithTimeout(3*time.Minute).Should(Equal(v1alpha1.StateFailed), "the attempt is rolled back")
-		GinkgoWriter.Printf("attempt on %s rolled back after %s\n", claim, time.Since(started).Round(time.Second))
+		// the grace minute, then at most one 30 s pending requeue
+		Eventually(claimState(ctx, claim)).WithTimeout(150*time.Second).Should(Equal(v1alpha1.StateFailed), "the attempt is rolled back well inside readyTimeout")
+		took := time.Since(started)
+		GinkgoWriter.Printf("attempt on %s rolled back after %s (readyTimeout 10m)\n", claim, took.Round(time.Second))
+		Expect(took).To(BeNumerically(">=", 55*time.Second), "not before the grace minute")
 		Eventually(poolAnnotations(ctx, s.name)).WithTimeout(time.Minute).
 			ShouldNot(HaveKey(v1alpha1.AnnotationActiveRotation))
 
 		c := &karpv1.NodeClaim{}
 		Expect(kube.Get(ctx, client.ObjectKey{Name: claim}, c)).To(Succeed())
 		Expect(c.DeletionTimestamp).To(BeNil(), "a rolled-back claim is kept")
-		Expect(c.Annotations).To(And(HaveKeyWithValue(v1alpha1.AnnotationRetryCount, "1"), HaveKey(v1alpha1.AnnotationFailedAt)))
+		Expect(c.Annotations).To(And(HaveKeyWithValue(v1alpha1.AnnotationRetryCount, "1"), HaveKey(v1alpha1.AnnotationFailedAt),
+			HaveKeyWithValue(v1alpha1.AnnotationFailureReason, "Unschedulable")))
 		n := &corev1.Node{}
 		Expect(kube.Get(ctx, client.ObjectKey{Name: c.Status.NodeName}, n)).To(Succeed())
 		Expect(n.Spec.Unschedulable).To(BeFalse(), "the old node is uncordoned")
@@ -69,6 +76,9 @@ var _ = Describe("readyTimeout rollback when Karpenter cannot provision the surg
 
 		Expect(events(ctx, "SurgeUnschedulable", claim)).To(Equal(1), "SurgeUnschedulable said once, after the grace minute")
 		Eventually(func() int { return events(ctx, "RotationFailed", claim) }).WithTimeout(30 * time.Second).Should(Equal(1))
+		failed := ctrl.LogLines(`"rotation attempt failed"`)
+		Expect(failed).To(HaveLen(1))
+		Expect(failed[0]).To(ContainSubstring(`"reason":"Unschedulable"`))
 		Expect(ctrl.metric("noderotation_completed_total", `nodepool="rollback-e2e"`, `outcome="failure"`)).To(Equal(1.0))
 		Expect(ctrl.completions(claim)).To(BeZero(), "a failure is no completion")
 		Expect(createdClaims(s.rec, s.name, s.originals)).To(BeEmpty(), "Karpenter launched nothing for the placeholder")

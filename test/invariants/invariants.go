@@ -285,7 +285,7 @@ func checkAnnouncements(ctx context.Context, in Input, pools map[string]bool, cl
 		switch {
 		case l.Msg == "rotation complete" && l.Rotation != "":
 			count(completions, l.Rotation, l.Run)
-		case l.Msg == "rotation attempt failed" && l.Reason == "readyTimeout" && l.Rotation != "":
+		case l.Msg == "rotation attempt failed" && attemptFailure[l.Reason] && l.Rotation != "":
 			count(failures, l.Rotation+" retry "+l.RetryCount, l.Run)
 		case l.Msg == "rotation attempt failed" && l.NodeClaim != "":
 			// the startup sweep's or a stranded repair's: no retry count
@@ -490,3 +490,8 @@ func Created(rec *recorder.Recorder, pools []string, sinceRV int64) int {
 	}
 	return n
 }
+
+// attemptFailure are the reasons of a rolled-back attempt's failure line
+// (docs/design.md#fail-fast); the startup sweep and a stranded repair log
+// theirs with a nodeclaim instead.
+var attemptFailure = map[string]bool{"Timeout": true, "Unschedulable": true, "LaunchFailed": true}

@@ -49,7 +49,7 @@ func completeLine(claim string) string {
 }
 
 func failedLine(claim, retry string) string {
-	return fmt.Sprintf(`{"level":"info","msg":"rotation attempt failed","nodepool":%q,"rotation":%q,"reason":"readyTimeout","retryCount":%q}`, pool, claim, retry)
+	return fmt.Sprintf(`{"level":"info","msg":"rotation attempt failed","nodepool":%q,"rotation":%q,"reason":"Timeout","retryCount":%q}`, pool, claim, retry)
 }
 
 func claim(name, state string) *karpv1.NodeClaim {

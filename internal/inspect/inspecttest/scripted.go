@@ -168,7 +168,8 @@ func Scripted() []client.Object {
 		pool("night", "nightly"),
 		claim("night-a", "night", 3*time.Hour),
 		claim("night-b", "night", 2*time.Hour, v1alpha1.AnnotationState, v1alpha1.StateFailed,
-			v1alpha1.AnnotationFailedAt, stamp3339(Now.Add(-10*time.Minute)), v1alpha1.AnnotationRetryCount, "1"),
+			v1alpha1.AnnotationFailedAt, stamp3339(Now.Add(-10*time.Minute)), v1alpha1.AnnotationRetryCount, "1",
+			v1alpha1.AnnotationFailureReason, "Unschedulable"),
 		claim("night-c", "night", time.Hour),
 		notReady(claim("night-d", "night", 4*time.Hour)),
 		// window open 08:00–16:00 UTC: two due claims, the one with the

@@ -1,0 +1,104 @@
+package controller
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
+	"github.com/noderotation/node-rotation-controller/internal/metrics"
+)
+
+// waitingPlaceholder is general-a's placeholder, unbound for age.
+func waitingPlaceholder(age time.Duration) *corev1.Pod {
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "nrc-surge-general-a", UID: "ph-uid",
+		CreationTimestamp: metav1.NewTime(now.Add(-age)),
+		Labels:            map[string]string{v1alpha1.LabelSurgeFor: "general-a", v1alpha1.LabelNodePool: "general"}}}
+	p.Spec.Containers = []corev1.Container{{Name: "pause", Image: "example.com/pause:1"}}
+	p.Status.Phase = corev1.PodPending
+	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: "Unschedulable", Message: "0/1 nodes are available"}}
+	return p
+}
+
+// karpenterRefusal is the FailedScheduling Event Karpenter v1.13 records on
+// a Pod no NodePool can launch a node for.
+func karpenterRefusal() *corev1.Event {
+	return &corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "nrc-surge-general-a.1"},
+		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: ns, Name: "nrc-surge-general-a", UID: "ph-uid"},
+		Reason:         "FailedScheduling", Type: corev1.EventTypeWarning, Source: corev1.EventSource{Component: "karpenter"},
+		Message: `Failed to schedule pod, all available instance types exceed limits for nodepool: "general"`}
+}
+
+// Karpenter said it cannot serve the placeholder, two minutes into a 15m
+// readyTimeout: the attempt is rolled back now, the claim records reason
+// Unschedulable, and SurgeUnschedulable, the failure line and RotationFailed
+// carry it — each once.
+func TestFailFastOnKarpenterRefusal(t *testing.T) {
+	before := counterValue(t, "general", "failure")
+	w := newWorld(t, nil, nodePool("general", v1alpha1.AnnotationActiveRotation, "general-a"), governing(),
+		nodeClaim("general-a", 40*time.Minute, "node-a", v1alpha1.AnnotationState, "pending", v1alpha1.AnnotationStartedAt, stamp(now.Add(-2*time.Minute))),
+		node("node-a"), waitingPlaceholder(2*time.Minute), karpenterRefusal())
+	w.reconcile(t, "general")
+	if want := []string{"pending.surge-unservable", "window.open.stamped"}; !reflect.DeepEqual(w.transitions(), want) {
+		t.Fatalf("decisions %v, want %v", w.transitions(), want)
+	}
+	c := get(t, w.api, "general-a", "", &karpv1.NodeClaim{})
+	if c.Annotations[v1alpha1.AnnotationState] != v1alpha1.StateFailed || c.Annotations[v1alpha1.AnnotationFailureReason] != "Unschedulable" ||
+		c.Annotations[v1alpha1.AnnotationRetryCount] != "1" {
+		t.Errorf("claim annotations %v", c.Annotations)
+	}
+	np := get(t, w.api, "general", "", &karpv1.NodePool{})
+	if _, ok := np.Annotations[v1alpha1.AnnotationActiveRotation]; ok || np.Annotations[v1alpha1.AnnotationLastFailureAt] != stamp(now) {
+		t.Errorf("pool annotations %v", np.Annotations)
+	}
+	if err := w.api.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "nrc-surge-general-a"}, &corev1.Pod{}); err == nil {
+		t.Error("the placeholder was not deleted")
+	}
+	events := w.rec.drain()
+	if len(events) != 2 || events[0] != `Warning SurgeUnschedulable placeholder nrc-surge-general-a: Unschedulable: Failed to schedule pod, all available instance types exceed limits for nodepool: "general"` ||
+		!strings.HasPrefix(events[1], "Warning RotationFailed Unschedulable: Karpenter cannot provision the surge") {
+		t.Errorf("events %q", events)
+	}
+	if l := w.linesWith("rotation attempt failed"); len(l) != 1 || l[0].kv["reason"] != "Unschedulable" {
+		t.Errorf("failure lines %+v", l)
+	}
+	if got := counterValue(t, "general", "failure") - before; got != 1 {
+		t.Errorf("completed_total{outcome=failure} +%v, want +1", got)
+	}
+}
+
+// Inside the grace minute, and without Karpenter's word, the attempt waits.
+func TestNoFailFastWithoutKarpenterRefusal(t *testing.T) {
+	for name, objs := range map[string][]client.Object{
+		"in the grace minute":        {waitingPlaceholder(40 * time.Second), karpenterRefusal()},
+		"Karpenter has said nothing": {waitingPlaceholder(5 * time.Minute)},
+	} {
+		t.Run(name, func(t *testing.T) {
+			all := append([]client.Object{nodePool("general", v1alpha1.AnnotationActiveRotation, "general-a"), governing(),
+				nodeClaim("general-a", 40*time.Minute, "node-a", v1alpha1.AnnotationState, "pending", v1alpha1.AnnotationStartedAt, stamp(now.Add(-5*time.Minute))),
+				node("node-a")}, objs...)
+			w := newWorld(t, nil, all...)
+			w.reconcile(t, "general")
+			if want := []string{"pending.await-surge", "window.open.stamped"}; !reflect.DeepEqual(w.transitions(), want) {
+				t.Fatalf("decisions %v, want %v", w.transitions(), want)
+			}
+		})
+	}
+}
+
+// counterValue reads noderotation_completed_total for pool and outcome.
+func counterValue(t *testing.T, pool, outcome string) float64 {
+	t.Helper()
+	var d dto.Metric
+	if err := metrics.Completed.WithLabelValues(pool, outcome).Write(&d); err != nil {
+		t.Fatal(err)
+	}
+	return d.GetCounter().GetValue()
+}

@@ -1,0 +1,86 @@
+package observe
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
+)
+
+// The window-end gate (docs/design.md#window-end) on the fixture's pool:
+// t_rot_est = 5m + 10m = 15m; the window closes at 12:10, 10m after now.
+func TestWindowEnd(t *testing.T) {
+	closing := func(cutoff string) *v1alpha1.RotationPolicy {
+		spec := alwaysOpen()
+		spec.MaintenanceWindows[0].Start, spec.MaintenanceWindows[0].End = "08:00", "12:10"
+		spec.Surge.StartCutoff = cutoff
+		return rotationPolicy("api", spec)
+	}
+	cases := []struct {
+		name     string
+		policy   *v1alpha1.RotationPolicy
+		recent   string
+		ending   bool
+		forecast time.Duration
+		learned  bool
+		hold     time.Duration
+	}{
+		{"no cutoff: nothing is held", closing(""), "", false, 15 * time.Minute, false, 0},
+		{"cutoff 0: 10m left < 15m", closing("0s"), "", true, 15 * time.Minute, false, 15 * time.Minute},
+		{"cutoff 6m: 10m left ≥ 9m", closing("6m"), "", false, 15 * time.Minute, false, 9 * time.Minute},
+		{"learned from three rotations: the longest, 9m, fits", closing("0s"), "7m0s,9m0s,8m0s", false, 9 * time.Minute, true, 9 * time.Minute},
+		{"learned: a slow one, 12m, does not", closing("0s"), "7m0s,12m0s,8m0s", true, 12 * time.Minute, true, 12 * time.Minute},
+		{"two rotations are not enough to learn from", closing("0s"), "7m0s,8m0s", true, 15 * time.Minute, false, 15 * time.Minute},
+		{"open around the clock: never", rotationPolicy("api", func() v1alpha1.RotationPolicySpec {
+			s := alwaysOpen()
+			s.Surge.StartCutoff = "0s"
+			return s
+		}()), "", false, 15 * time.Minute, false, 15 * time.Minute},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			np := nodePool()
+			if c.recent != "" {
+				np.Annotations[v1alpha1.AnnotationRecentRotations] = c.recent
+			}
+			obs := observeNow(t, np, c.policy)
+			w := obs.WindowEnd
+			if w.Ending != c.ending || w.Forecast != c.forecast || w.Learned != c.learned || w.Hold != c.hold || obs.Snapshot.Pool.WindowEnding != c.ending {
+				t.Errorf("window end %+v (snapshot %v), want ending %v forecast %s learned %v hold %s", w, obs.Snapshot.Pool.WindowEnding, c.ending, c.forecast, c.learned, c.hold)
+			}
+			if w.Ending && w.Left != 10*time.Minute {
+				t.Errorf("left %s, want 10m", w.Left)
+			}
+		})
+	}
+}
+
+// A garbled record is a Warning naming the key; the forecast falls back.
+func TestWindowEndGarbledRecord(t *testing.T) {
+	spec := alwaysOpen()
+	spec.MaintenanceWindows[0].Start, spec.MaintenanceWindows[0].End = "08:00", "12:10"
+	spec.Surge.StartCutoff = "0s"
+	obs := observeNow(t, nodePool(poolAnnotations(v1alpha1.AnnotationRecentRotations, "5m,soon,6m,7m")), rotationPolicy("api", spec))
+	if !obs.WindowEnd.Ending || obs.WindowEnd.Learned {
+		t.Errorf("window end %+v: want the policy's 15m, ending", obs.WindowEnd)
+	}
+	found := false
+	for _, b := range obs.BadAnnotations {
+		found = found || b.Key == v1alpha1.AnnotationRecentRotations && b.Object == "NodePool/general" && strings.Contains(b.Error(), "soon")
+	}
+	if !found {
+		t.Errorf("bad annotations %+v", obs.BadAnnotations)
+	}
+}
+
+// The pool is woken when the gate closes: 15m before the 12:10 close.
+func TestNextInstantAtTheStartHold(t *testing.T) {
+	spec := alwaysOpen()
+	spec.MaintenanceWindows[0].Start, spec.MaintenanceWindows[0].End = "08:00", "12:10"
+	spec.Surge.StartCutoff = "0s"
+	obs := observeAt(t, now.Add(-10*time.Minute), nodePool(), rotationPolicy("api", spec))
+	if want := now.Add(-5 * time.Minute); !obs.NextInstant.Equal(want) {
+		t.Errorf("next instant %s, want %s", obs.NextInstant, want)
+	}
+}
