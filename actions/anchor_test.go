@@ -302,7 +302,7 @@ func TestAnchorReleaseRecordsTheRotationTime(t *testing.T) {
 			keyRecent, "9m0s"), "9m0s,10m0s"},
 		{"surge-less: nothing learned", ann(keyAnchor, claimA, keyMirror, "draining", keyDraining, drainingAt, keySurgeWait, "4m0s",
 			keyMode, "forceful-fallback", keyRecent, "9m0s"), "9m0s"},
-		{"an expiry: nothing learned", ann(keyAnchor, claimA, keyRecent, "9m0s"), "9m0s"},
+		{"an expiry: nothing learned", ann(keyAnchor, claimA, keyDraining, drainingAt, keySurgeWait, "4m0s", keyRecent, "9m0s"), "9m0s"},
 		{"a garbled surge-wait: nothing learned", ann(keyAnchor, claimA, keyMirror, "draining", keyDraining, drainingAt, keySurgeWait, "a while"), ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -38,6 +38,7 @@ const (
 	DrainBlocked         Announcement = "DrainBlocked"
 	SurgeUnservable      Announcement = "SurgeUnservable"
 	WindowEnding         Announcement = "WindowEnding"
+	ClusterCap           Announcement = "ClusterCap"
 )
 
 // Announcements is every announcement, in the catalog's order.
@@ -46,7 +47,7 @@ var Announcements = []Announcement{
 	PolicyConflict, PolicyInvalid, Infeasible, PlaceholderCreated, SurgeWaiting,
 	SurgeReady, DrainStarted, RotationFailed, RotationExpired, RotationCompleted,
 	GovernanceLost, WindowMissed, DrainStuck, AnchorRestored, StrandedRepaired, OrphanedAnchor,
-	DrainBlocked, SurgeUnservable, WindowEnding,
+	DrainBlocked, SurgeUnservable, WindowEnding, ClusterCap,
 }
 
 var announceAction = action{

@@ -41,14 +41,17 @@ type PoolObservation struct {
 	WindowOpen bool   `json:"windowOpen"`
 	// WindowEnding: too little of the open occurrence is left to start a
 	// rotation (docs/design.md#window-end).
-	WindowEnding   bool   `json:"windowEnding,omitempty"`
-	Anchor         string `json:"anchor,omitempty"`         // noderotation.io/active-rotation
-	RotationState  string `json:"rotationState,omitempty"`  // noderotation.io/active-rotation-state
-	RotationMode   string `json:"rotationMode,omitempty"`   // noderotation.io/rotation-mode
-	Freeze         string `json:"freeze,omitempty"`         // noderotation.io/freeze
-	LastRotationAt string `json:"lastRotationAt,omitempty"` // noderotation.io/last-rotation-at
-	LastFailureAt  string `json:"lastFailureAt,omitempty"`  // noderotation.io/last-failure-at
-	WindowOpenedAt string `json:"windowOpenedAt,omitempty"` // noderotation.io/window-opened-at
+	WindowEnding bool `json:"windowEnding,omitempty"`
+	// ClusterCapReached: -max-concurrent-rotations rotations are in flight
+	// in the cluster's other pools (docs/design.md#cluster-cap).
+	ClusterCapReached bool   `json:"clusterCapReached,omitempty"`
+	Anchor            string `json:"anchor,omitempty"`         // noderotation.io/active-rotation
+	RotationState     string `json:"rotationState,omitempty"`  // noderotation.io/active-rotation-state
+	RotationMode      string `json:"rotationMode,omitempty"`   // noderotation.io/rotation-mode
+	Freeze            string `json:"freeze,omitempty"`         // noderotation.io/freeze
+	LastRotationAt    string `json:"lastRotationAt,omitempty"` // noderotation.io/last-rotation-at
+	LastFailureAt     string `json:"lastFailureAt,omitempty"`  // noderotation.io/last-failure-at
+	WindowOpenedAt    string `json:"windowOpenedAt,omitempty"` // noderotation.io/window-opened-at
 }
 
 // PolicyObservation carries the resolved policy's durations.
@@ -104,6 +107,7 @@ var inputs = []input{
 	{"pool.feasible", cel.BoolType, func(s *Snapshot) any { return s.Pool.Feasible }, ""},
 	{"pool.windowOpen", cel.BoolType, func(s *Snapshot) any { return s.Pool.WindowOpen }, ""},
 	{"pool.windowEnding", cel.BoolType, func(s *Snapshot) any { return s.Pool.WindowEnding }, ""},
+	{"pool.clusterCapReached", cel.BoolType, func(s *Snapshot) any { return s.Pool.ClusterCapReached }, ""},
 	{"pool.anchor", cel.StringType, func(s *Snapshot) any { return s.Pool.Anchor }, "noderotation.io/active-rotation"},
 	{"pool.rotationState", cel.StringType, func(s *Snapshot) any { return s.Pool.RotationState }, "noderotation.io/active-rotation-state"},
 	{"pool.rotationMode", cel.StringType, func(s *Snapshot) any { return s.Pool.RotationMode }, "noderotation.io/rotation-mode"},

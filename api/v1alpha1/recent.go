@@ -34,7 +34,7 @@ func AppendRecentRotation(raw string, d time.Duration) string {
 	if err != nil {
 		prev = nil
 	}
-	all := append(prev, d.Round(time.Second))
+	all := append(prev, max(d.Round(time.Second), time.Second))
 	if n := len(all) - RecentRotationsKept; n > 0 {
 		all = all[n:]
 	}

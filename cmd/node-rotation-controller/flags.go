@@ -25,6 +25,7 @@ type options struct {
 	verbosity        int
 	kubeconfig       string
 	workers          int
+	maxConcurrent    int
 	apiQPS           float64
 	apiBurst         int
 	pprofAddr        string
@@ -47,6 +48,7 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&o.verbosity, "v", 0, "log verbosity; 1 adds the per-pass findings and a heartbeat")
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig path (default: in-cluster, or $KUBECONFIG)")
 	fs.IntVar(&o.workers, "workers", 10, "NodePools reconciled at once (each pool stays serial)")
+	fs.IntVar(&o.maxConcurrent, "max-concurrent-rotations", 0, "rotations in flight across the cluster at once (each holds a surge node); 0 is no cap: one per NodePool")
 	fs.Float64Var(&o.apiQPS, "kube-api-qps", 50, "requests per second to the API server, shared by every worker")
 	fs.IntVar(&o.apiBurst, "kube-api-burst", 100, "burst above -kube-api-qps, shared by every worker")
 	fs.StringVar(&o.pprofAddr, "pprof-bind-address", "", `Go profiling endpoint (net/http/pprof) address, for diagnosing CPU and memory; "" or "0" disables it`)
@@ -73,6 +75,8 @@ func parseFlags(args []string) (options, error) {
 		return o, errors.New("-placeholder-priority-class must not be empty")
 	case o.workers < 1:
 		return o, fmt.Errorf("-workers %d: must be at least 1", o.workers)
+	case o.maxConcurrent < 0:
+		return o, fmt.Errorf("-max-concurrent-rotations %d: must not be negative (0 is no cap)", o.maxConcurrent)
 	case o.apiQPS <= 0 || o.apiBurst < 1:
 		return o, fmt.Errorf("-kube-api-qps %g, -kube-api-burst %d: must be positive", o.apiQPS, o.apiBurst)
 	}

@@ -12,7 +12,7 @@ import (
 func TestFlags(t *testing.T) {
 	o, err := parseFlags(nil)
 	if err != nil || o.namespace != "node-rotation-system" || !o.leaderElect || !o.metricsSecure || o.logFormat != "json" || o.metricsAddr != ":8443" ||
-		o.workers != 10 || o.apiQPS != 50 || o.apiBurst != 100 {
+		o.workers != 10 || o.apiQPS != 50 || o.apiBurst != 100 || o.maxConcurrent != 0 {
 		t.Fatalf("defaults = %+v, %v", o, err)
 	}
 	for args, want := range map[string]string{
@@ -24,6 +24,7 @@ func TestFlags(t *testing.T) {
 		"extra":                        `unexpected argument "extra"`,
 		"-leader-elect=maybe":          "invalid boolean value",
 		"-workers=0":                   "-workers 0: must be at least 1",
+		"-max-concurrent-rotations=-1": "-max-concurrent-rotations -1: must not be negative (0 is no cap)",
 		"-kube-api-qps=0":              "must be positive",
 		"-kube-api-burst=0":            "must be positive",
 	} {

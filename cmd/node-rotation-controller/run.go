@@ -60,11 +60,12 @@ func run(o options) error {
 	if err := addProbes(mgr); err != nil {
 		return err
 	}
-	rcfg := controller.Config{Namespace: o.namespace, PlaceholderPriorityClass: o.priorityClass, PlaceholderImage: o.placeholderImage, Workers: o.workers}
+	rcfg := controller.Config{Namespace: o.namespace, PlaceholderPriorityClass: o.priorityClass, PlaceholderImage: o.placeholderImage, Workers: o.workers,
+		MaxConcurrentRotations: o.maxConcurrent}
 	if _, err := controller.Setup(mgr, rcfg, log.WithName("rotation")); err != nil {
 		return err
 	}
-	log.Info("starting manager", "namespace", o.namespace, "leaderElection", o.leaderElect, "workers", o.workers)
+	log.Info("starting manager", "namespace", o.namespace, "leaderElection", o.leaderElect, "workers", o.workers, "maxConcurrentRotations", o.maxConcurrent)
 	return mgr.Start(ctrl.SetupSignalHandler())
 }
 

@@ -24,6 +24,9 @@ import (
 // --kubeconfig, else $KUBECONFIG, else ~/.kube/config, and its context.
 type kubeFlags struct {
 	kubeconfig, context, namespace string
+	// maxConcurrent is the controller's -max-concurrent-rotations, so the
+	// clusterCap gate is judged as the controller judges it.
+	maxConcurrent int
 }
 
 func (k *kubeFlags) add(cmd *cobra.Command) {
@@ -31,6 +34,7 @@ func (k *kubeFlags) add(cmd *cobra.Command) {
 	fl.StringVar(&k.kubeconfig, "kubeconfig", "", "path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)")
 	fl.StringVar(&k.context, "context", "", "the kubeconfig context to use")
 	fl.StringVarP(&k.namespace, "controller-namespace", "n", "node-rotation-system", "the controller's namespace, where its placeholder Pods run")
+	fl.IntVar(&k.maxConcurrent, "max-concurrent-rotations", 0, "the controller's -max-concurrent-rotations (its chart value maxConcurrentRotations), for the clusterCap gate; 0 is no cap")
 }
 
 func (k *kubeFlags) restConfig() (*rest.Config, error) {

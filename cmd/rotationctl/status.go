@@ -136,5 +136,5 @@ func newInspector(ctx context.Context, k kubeFlags) (*inspect.Inspector, *cluste
 	if err != nil {
 		return nil, nil, err
 	}
-	return &inspect.Inspector{Reader: v.cache, API: v.api, Engine: eng, Namespace: k.namespace, Clock: time.Now}, v, nil
+	return &inspect.Inspector{Reader: v.cache, API: v.api, Engine: eng, Namespace: k.namespace, Clock: time.Now, MaxConcurrentRotations: k.maxConcurrent}, v, nil
 }

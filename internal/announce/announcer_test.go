@@ -743,3 +743,21 @@ func TestWindowEndingSaidOncePerOccurrence(t *testing.T) {
 		t.Errorf("%d lines: the next occurrence's hold is said again", len(*h.lines))
 	}
 }
+
+// The pass that fails fast says Karpenter's message even when the
+// placeholder's condition was said first; and only once itself.
+func TestSurgeUnschedulableCarriesKarpenterWordOnFailFast(t *testing.T) {
+	h := newHarness(t)
+	obs := observation(t)
+	obs.Placeholder = &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "nrc-surge-general-a", CreationTimestamp: metav1.NewTime(obs.Now.Add(-2 * time.Minute))}}
+	obs.Placeholder.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: "Unschedulable", Message: "0/3 nodes are available"}}
+	obs.InducedClaim = nil
+	h.announce(t, actions.SurgeWaiting, obs)
+	h.a.EndPass("general")
+	karpenterRefused(obs)
+	h.announce(t, actions.SurgeUnservable, obs)
+	h.announce(t, actions.SurgeUnservable, obs)
+	if len(h.rec.events) != 2 || !strings.Contains(h.rec.events[1].message, "Failed to schedule pod") {
+		t.Errorf("events %+v: want the condition's, then Karpenter's", h.rec.events)
+	}
+}

@@ -41,6 +41,7 @@ var handlers = map[a.Announcement]func(*Announcer, step){
 	a.DrainBlocked:         (*Announcer).drainBlocked,
 	a.SurgeUnservable:      (*Announcer).surgeUnservable,
 	a.WindowEnding:         (*Announcer).windowEnding,
+	a.ClusterCap:           (*Announcer).clusterCap,
 }
 
 // rotationStarted announces RotationStarted, or ForcefulFallback when the
@@ -145,7 +146,7 @@ func (an *Announcer) surgeWaiting(s step) {
 	}
 	for _, c := range ph.Status.Conditions {
 		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
-			an.unschedulable(s, c.Reason, c.Message)
+			an.unschedulable(s, c.Reason, c.Reason, c.Message)
 			return
 		}
 	}
@@ -153,11 +154,12 @@ func (an *Announcer) surgeWaiting(s step) {
 
 // unschedulable says SurgeUnschedulable while the condition holds: keyed
 // by the reason alone, as the scheduler's message carries node counts that
-// change from pass to pass. Karpenter's word is reason Unschedulable, the
-// scheduler's usual reason, so the two paths say it once between them.
-func (an *Announcer) unschedulable(s step, reason, detail string) {
+// change from pass to pass. The fail-fast passes fingerprint "karpenter",
+// so Karpenter's message is said by the pass that rolls back even when the
+// placeholder's condition was said before Karpenter spoke.
+func (an *Announcer) unschedulable(s step, fingerprint, reason, detail string) {
 	ph := s.obs.Placeholder
-	if ph == nil || !an.seen.enter(s.pool(), "SurgeUnschedulable", reason) {
+	if ph == nil || !an.seen.enter(s.pool(), "SurgeUnschedulable", fingerprint) {
 		return
 	}
 	s.log.Info("surge placeholder is not schedulable", "placeholder", ph.Name, "reason", reason, "detail", detail)
@@ -174,7 +176,7 @@ func (an *Announcer) surgeUnservable(s step) {
 		return
 	}
 	if u.Reason == surge.ReasonUnschedulable {
-		an.unschedulable(s, u.Reason, u.Message)
+		an.unschedulable(s, "karpenter", u.Reason, u.Message)
 		return
 	}
 	s.log.Info("surge NodeClaim failed to launch", "surgeClaim", u.Object, "detail", u.Message)
@@ -313,6 +315,19 @@ func (an *Announcer) windowEnding(s step) {
 		kv = append(kv, "candidate", c.Claim.Name)
 	}
 	s.log.Info("not starting: too little of the window is left for the rotation's forecast", kv...)
+}
+
+// clusterCap says once, while the cap holds the pool, that its candidate
+// waits for other pools' rotations (docs/design.md#cluster-cap).
+func (an *Announcer) clusterCap(s step) {
+	if !an.seen.enter(s.pool(), string(a.ClusterCap), "") {
+		return
+	}
+	kv := []any{"inFlight", s.obs.ClusterInFlight, "maxConcurrentRotations", s.obs.ClusterCap}
+	if c := s.obs.Candidate(); c != nil {
+		kv = append(kv, "candidate", c.Claim.Name)
+	}
+	s.log.Info("not starting: the cluster's cap on rotations in flight is reached", kv...)
 }
 
 func mode(m string) string {

@@ -10,8 +10,10 @@ import (
 	"github.com/go-logr/logr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/reconcile"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/noderotation/node-rotation-controller/actions"
+	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
 	"github.com/noderotation/node-rotation-controller/engine"
 	"github.com/noderotation/node-rotation-controller/internal/announce"
 	"github.com/noderotation/node-rotation-controller/internal/metrics"
@@ -61,6 +63,12 @@ func (r *NodePoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	if r.Sweep != nil {
 		r.sweepOnce.Do(func() { r.Sweep(ctx) })
 	}
+	capped := r.Observer.Cap.Max() > 0
+	locked := capped && r.mayStart(ctx, req.Name)
+	if locked {
+		r.Observer.Cap.Lock()
+		defer r.Observer.Cap.Unlock()
+	}
 	obs, err := r.Observer.Observe(ctx, req.Name)
 	var bad *observe.BadStateError
 	switch {
@@ -74,7 +82,15 @@ func (r *NodePoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		metrics.Forget(req.Name)
 		return ctrl.Result{}, nil
 	}
+	if capped && !locked && obs.Pool.Annotations[v1alpha1.AnnotationActiveRotation] == "" {
+		// the anchor was cleared since the peek: decide again under the
+		// cap's lock, so two starts never judge the count at once
+		return ctrl.Result{RequeueAfter: immediately}, nil
+	}
 	defer r.Announcer.EndPass(req.Name)
+	for _, e := range obs.ReadErrors {
+		r.Log.Error(e, "a read failed; the pass goes on without it", "nodepool", req.Name)
+	}
 	if r.OnObservation != nil {
 		r.OnObservation(obs)
 	}
@@ -109,6 +125,7 @@ func (r *NodePoolReconciler) act(ctx context.Context, obs *observe.Observation, 
 			return r.Announcer.Announce(what, obs, results)
 		},
 	}
+	defer r.recordStart(obs, pass)
 	requeue := Backstop
 	if !obs.NextInstant.IsZero() {
 		requeue = min(requeue, obs.NextInstant.Sub(obs.Now))
@@ -157,4 +174,28 @@ func did(rs []actions.Result) []string {
 		out[i] = r.Did
 	}
 	return out
+}
+
+// mayStart peeks at the cached NodePool: only a pool without an anchor can
+// start a rotation, so only its pass takes the cluster cap's lock.
+func (r *NodePoolReconciler) mayStart(ctx context.Context, pool string) bool {
+	np := &karpv1.NodePool{}
+	if err := r.Observer.Cache.Get(ctx, client.ObjectKey{Name: pool}, np); err != nil {
+		return true // the pass will find out; taking the lock is the safe side
+	}
+	return np.Annotations[v1alpha1.AnnotationActiveRotation] == ""
+}
+
+// recordStart tells the cluster cap about an anchor this pass wrote, so
+// the next pool's pass counts it before the cache shows it
+// (docs/design.md#cluster-cap).
+func (r *NodePoolReconciler) recordStart(obs *observe.Observation, pass *actions.Pass) {
+	if r.Observer.Cap.Max() <= 0 {
+		return
+	}
+	for _, res := range pass.Results {
+		if res.Action == "anchor-write" && res.Outcome == actions.Claimed {
+			r.Observer.Cap.Started(obs.Pool.Name, obs.Pool.ResourceVersion)
+		}
+	}
 }

@@ -28,6 +28,9 @@ type Config struct {
 	// Workers is how many NodePools are reconciled at once (default 1); a
 	// pool is never reconciled by two workers at once, so each stays serial.
 	Workers int
+	// MaxConcurrentRotations caps the rotations in flight across the
+	// cluster; 0 is no cap (docs/design.md#cluster-cap).
+	MaxConcurrentRotations int
 }
 
 // Setup loads and proves the rules table and registers the NodePool
@@ -68,7 +71,8 @@ func Setup(mgr ctrl.Manager, cfg Config, log logr.Logger) (*NodePoolReconciler, 
 func NewNodePoolReconciler(c client.Client, fresh client.Reader, eng *engine.Engine, cfg Config, log logr.Logger, rec record.EventRecorder) *NodePoolReconciler {
 	return &NodePoolReconciler{
 		Client: c, Fresh: fresh, Engine: eng, Log: log,
-		Observer:    &observe.Observer{Cache: c, API: fresh, Namespace: cfg.Namespace, Clock: cfg.Clock},
+		Observer: &observe.Observer{Cache: c, API: fresh, Namespace: cfg.Namespace, Clock: cfg.Clock,
+			Cap: observe.NewClusterCap(cfg.MaxConcurrentRotations)},
 		Announcer:   announce.New(log, rec),
 		Placeholder: PlaceholderConfig{Namespace: cfg.Namespace, PriorityClass: cfg.PlaceholderPriorityClass, Image: cfg.PlaceholderImage},
 	}

@@ -29,6 +29,9 @@ type Inspector struct {
 	// Namespace is the controller's namespace, where its placeholders run.
 	Namespace string
 	Clock     func() time.Time
+	// MaxConcurrentRotations is the controller's cluster cap, 0 for none
+	// (docs/design.md#cluster-cap).
+	MaxConcurrentRotations int
 }
 
 // look is one read-only pass over the pool: its observation and the
@@ -39,7 +42,8 @@ func (in *Inspector) look(ctx context.Context, pool string) (obs *observe.Observ
 	if api == nil {
 		api = in.Reader
 	}
-	o := &observe.Observer{Cache: in.Reader, API: api, Namespace: in.Namespace, Clock: in.Clock}
+	o := &observe.Observer{Cache: in.Reader, API: api, Namespace: in.Namespace, Clock: in.Clock,
+		Cap: observe.NewClusterCap(in.MaxConcurrentRotations)}
 	obs, err = o.Observe(ctx, pool)
 	var bad *observe.BadStateError
 	switch {

@@ -150,6 +150,8 @@ func gateCell(p *PoolStatus) string {
 	switch {
 	case p.Gate == "":
 		return "-"
+	case p.Gate == "windowEnding" && p.WindowLeft != "":
+		return p.Gate + " (" + p.WindowLeft + ")"
 	case p.Gate == "open" || p.GateUntil.IsZero():
 		return p.Gate
 	}
@@ -242,12 +244,17 @@ func RenderPool(w io.Writer, ex *PoolExplanation, format string) error {
 		{"Policy", policyCell(st) + " (" + st.Governance + ")"},
 		{"Window", windowCell(st, true)},
 		{"Start gate", gateCell(st)},
+	}
+	if st.GateWhy != "" {
+		rows = append(rows, [2]string{"", st.GateWhy})
+	}
+	rows = append(rows, [][2]string{
 		{"In flight", inFlightCell(st)},
 		{"Claims", fmt.Sprintf("%d: %d candidates, %d in backoff, %d in flight, %d not due, %d opted out, %d not ready, %d deleting, %d expired, %d without deadline",
 			c.Total, c.Candidates, c.InBackoff, c.InFlight, c.NotDue, c.OptedOut, c.NotReady, c.Deleting, c.Expired, c.NoDeadline)},
 		{"Next", nextCell(st)},
 		{"Forecast", forecastCell(st)},
-	}
+	}...)
 	if st.Problem != "" {
 		rows = append(rows, [2]string{"Problem", st.Problem})
 	}

@@ -37,10 +37,13 @@ type PoolStatus struct {
 	GateUntil time.Time `json:"gateUntil,omitzero"`
 	// GateWhy says what holds a windowEnding pool: the time left in the
 	// occurrence against the forecast (docs/design.md#window-end).
-	GateWhy  string        `json:"gateWhy,omitempty"`
-	InFlight *InFlight     `json:"inFlight,omitempty"`
-	Census   census.Census `json:"census"`
-	Next     *Next         `json:"next,omitempty"`
+	GateWhy string `json:"gateWhy,omitempty"`
+	// WindowLeft is the short form for the GATE column: "9m left,
+	// forecast 14m".
+	WindowLeft string        `json:"-"`
+	InFlight   *InFlight     `json:"inFlight,omitempty"`
+	Census     census.Census `json:"census"`
+	Next       *Next         `json:"next,omitempty"`
 	// Forecast places the outstanding rotations (candidates and claims in
 	// backoff) on the calendar at t_rot_est each; none when Blocked says
 	// why the pool starts no rotation at all (infeasible, static pool).
@@ -244,6 +247,7 @@ func (st *PoolStatus) describeGate(eng *engine.Engine, obs *observe.Observation)
 	}
 	if w := obs.WindowEnd; st.Gate == "windowEnding" {
 		st.GateWhy = WindowEndingWhy(w)
+		st.WindowLeft = schedule.FormatDuration(w.Left.Round(time.Second)) + " left, forecast " + schedule.FormatDuration(w.Forecast.Round(time.Second))
 	}
 }
 

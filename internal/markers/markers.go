@@ -67,5 +67,8 @@ func RecordFailure(c client.Object, now time.Time) {
 	a[v1alpha1.AnnotationRetryCount] = v1alpha1.NextRetryCount(a[v1alpha1.AnnotationRetryCount])
 	delete(a, v1alpha1.AnnotationStartedAt)
 	delete(a, v1alpha1.AnnotationSurgeClaim)
+	// the recorded reason was an earlier attempt's; this failure's is the
+	// sweep's or the repair's, said in its log line
+	delete(a, v1alpha1.AnnotationFailureReason)
 	c.SetAnnotations(a)
 }

@@ -27,6 +27,11 @@ type Observation struct {
 	WindowOpen bool
 	// WindowEnd is the window-end gate's judgement (docs/design.md#window-end).
 	WindowEnd WindowEnd
+	// ClusterInFlight counts the rotations in flight in the cluster's other
+	// pools for the cap (docs/design.md#cluster-cap); -1 when there is none.
+	ClusterInFlight int
+	// ClusterCap is the cap's Max, 0 when there is none.
+	ClusterCap int
 
 	Claims []karpv1.NodeClaim // the pool's claims
 	// Census is the classification of Claims (only Total when the pool is
@@ -68,6 +73,9 @@ type Observation struct {
 	Stranded     Stranded
 	AnchorPaired bool
 
+	// ReadErrors are reads that failed without failing the pass (a
+	// placeholder's Events): the reconciler logs each.
+	ReadErrors []error
 	// BadAnnotations are malformed values found outside the engine's facts
 	// (e.g. on a claim considered for candidacy); each becomes a Warning.
 	BadAnnotations []census.BadAnnotation

@@ -25,6 +25,9 @@ type Observer struct {
 	API       client.Reader
 	Namespace string
 	Clock     func() time.Time
+	// Cap, when set with a Max, bounds the rotations in flight across the
+	// cluster (docs/design.md#cluster-cap).
+	Cap *ClusterCap
 }
 
 // Observe builds the observation of the NodePool named pool; nil when the
@@ -49,10 +52,16 @@ func (o *Observer) Observe(ctx context.Context, pool string) (*Observation, erro
 	if err := o.census(ctx, obs); err != nil {
 		return nil, err
 	}
+	if obs.Governed() && obs.PolicyErr == nil {
+		obs.WindowEnd = windowEnd(obs)
+	}
 	if err := o.stranded(ctx, obs); err != nil {
 		return nil, err
 	}
 	if err := o.subject(ctx, obs); err != nil {
+		return nil, err
+	}
+	if err := o.clusterInFlight(ctx, obs); err != nil {
 		return nil, err
 	}
 	obs.Snapshot = snapshot(obs)
@@ -76,7 +85,6 @@ func (o *Observer) governance(ctx context.Context, obs *Observation) error {
 	}
 	obs.inputs, obs.Derivation = obs.Settings.Derive(obs.Pool, obs.Now)
 	obs.WindowOpen = obs.Settings.Calendar.IsOpen(obs.Now)
-	obs.WindowEnd = windowEnd(obs)
 	return nil
 }
 

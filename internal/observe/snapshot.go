@@ -19,7 +19,8 @@ func snapshot(obs *Observation) engine.Snapshot {
 		Pool: engine.PoolObservation{
 			Governance: obs.GovernanceState(), Static: obs.Pool.Spec.Replicas != nil,
 			Feasible: !schedule.HasFatal(obs.Findings), WindowOpen: obs.WindowOpen, WindowEnding: obs.WindowEnd.Ending,
-			Anchor: a[v1alpha1.AnnotationActiveRotation], RotationState: a[v1alpha1.AnnotationActiveRotationState], RotationMode: a[v1alpha1.AnnotationRotationMode],
+			ClusterCapReached: obs.ClusterInFlight >= 0 && obs.ClusterInFlight >= obs.ClusterCap,
+			Anchor:            a[v1alpha1.AnnotationActiveRotation], RotationState: a[v1alpha1.AnnotationActiveRotationState], RotationMode: a[v1alpha1.AnnotationRotationMode],
 			Freeze: a[v1alpha1.AnnotationFreeze], LastRotationAt: a[v1alpha1.AnnotationLastRotationAt],
 			LastFailureAt: a[v1alpha1.AnnotationLastFailureAt], WindowOpenedAt: a[v1alpha1.AnnotationWindowOpenedAt],
 		},

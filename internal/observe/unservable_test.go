@@ -2,6 +2,8 @@ package observe
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -74,6 +76,9 @@ func TestUnservable(t *testing.T) {
 			p.Finalizers = []string{"test"}
 		}), karpenter}, "", false},
 		{"a draining claim's leftover placeholder", []client.Object{subject(v1alpha1.StateDraining), waitingFor(2 * time.Minute), karpenter}, "", false},
+		{"past readyTimeout the readyTimeout row decides: nothing is read", []client.Object{
+			nodeClaim("general-a", 40*time.Minute, "node-a", inState(v1alpha1.StatePending), startedAt(now.Add(-16*time.Minute))),
+			waitingFor(16 * time.Minute), karpenter}, "", false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -112,5 +117,26 @@ func TestNextInstantAfterGrace(t *testing.T) {
 	obs := observeNow(t, nodePool(anchored("general-a")), governing(), node("node-a"), claim, ph)
 	if want := now.Add(40 * time.Second); !obs.NextInstant.Equal(want) {
 		t.Errorf("next instant %s, want %s", obs.NextInstant, want)
+	}
+}
+
+// A failed Events list is no failed pass: Karpenter is taken to have said
+// nothing, and the error is kept for the reconciler to log.
+func TestUnservableReadErrorIsNotFatal(t *testing.T) {
+	ph := placeholderPod("general-a", "")
+	ph.CreationTimestamp = metav1.NewTime(now.Add(-2 * time.Minute))
+	funcs := &interceptor.Funcs{List: func(ctx context.Context, cl client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+		if _, ok := list.(*corev1.EventList); ok {
+			return errors.New("events is forbidden")
+		}
+		return cl.List(ctx, list, opts...)
+	}}
+	claim := nodeClaim("general-a", 40*time.Minute, "node-a", inState(v1alpha1.StatePending), startedAt(now.Add(-3*time.Minute)))
+	obs, err := observerOn(newClient(t, funcs, nodePool(anchored("general-a")), governing(), node("node-a"), claim, ph), now).Observe(context.Background(), "general")
+	if err != nil {
+		t.Fatalf("the pass failed: %v", err)
+	}
+	if obs.Unservable != nil || len(obs.ReadErrors) != 1 || !strings.Contains(obs.ReadErrors[0].Error(), "forbidden") {
+		t.Errorf("unservable %+v, read errors %v", obs.Unservable, obs.ReadErrors)
 	}
 }

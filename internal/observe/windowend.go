@@ -26,14 +26,21 @@ type WindowEnd struct {
 	// Zero outside an occurrence and in one open around the clock.
 	Close time.Time
 	Left  time.Duration
-	// Ending: too little of the occurrence is left to start (Left < Hold).
+	// Ending: too little of the occurrence is left to start (Left ≤
+	// Hold), in an occurrence longer than the hold, and the candidate's
+	// deadline leaves it the next occurrence.
 	Ending bool
+	// Urgent: the hold would apply, but the candidate's deadline comes
+	// before the next occurrence could rotate it: it starts now.
+	Urgent bool
 }
 
 // windowEnd judges whether the open occurrence has room to start a
-// rotation. The learned forecast takes the longest recent rotation, not
-// the median: a start it lets through must fit, and a slow outlier leaves
-// the record after RecentRotationsKept more rotations.
+// rotation; it reads the census's candidate, so it runs after it. The learned forecast takes the longest recent rotation, not
+// the median: a start it lets through should fit, and a slow outlier
+// leaves the record after RecentRotationsKept more rotations. A hold as
+// long as the occurrence holds nothing, so an outlier longer than the
+// windows can never stop a pool from rotating.
 func windowEnd(obs *Observation) WindowEnd {
 	s := obs.Settings
 	w := WindowEnd{Forecast: obs.Derivation.TRotEst}
@@ -51,9 +58,27 @@ func windowEnd(obs *Observation) WindowEnd {
 	if !obs.WindowOpen || obs.Derivation.Cycle.AlwaysOpen {
 		return w
 	}
-	if close, ok := s.Calendar.NextClose(obs.Now); ok {
+	o, open := s.Calendar.OccurrenceAt(obs.Now)
+	if close, ok := s.Calendar.NextClose(obs.Now); ok && open {
 		w.Close, w.Left = close, close.Sub(obs.Now)
-		w.Ending = w.Left < w.Hold
+		// a hold as long as the occurrence would hold all of it: no moment
+		// of it is better than another, so it holds nothing
+		w.Ending = w.Left <= w.Hold && w.Hold < close.Sub(o.Start)
+	}
+	if w.Ending && urgent(obs, w) {
+		w.Ending, w.Urgent = false, true
 	}
 	return w
+}
+
+// urgent: waiting for the next occurrence would leave the candidate to
+// Karpenter's expiry — its deadline comes before that occurrence opens
+// plus the forecast — so overrunning this one is the better outcome.
+func urgent(obs *Observation, w WindowEnd) bool {
+	c := obs.Candidate()
+	if c == nil || c.Deadline.IsZero() {
+		return false
+	}
+	next, ok := obs.Settings.Calendar.NextOpen(w.Close)
+	return !ok || c.Deadline.Before(next.Add(w.Forecast))
 }

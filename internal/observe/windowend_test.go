@@ -32,6 +32,8 @@ func TestWindowEnd(t *testing.T) {
 		{"learned from three rotations: the longest, 9m, fits", closing("0s"), "7m0s,9m0s,8m0s", false, 9 * time.Minute, true, 9 * time.Minute},
 		{"learned: a slow one, 12m, does not", closing("0s"), "7m0s,12m0s,8m0s", true, 12 * time.Minute, true, 12 * time.Minute},
 		{"two rotations are not enough to learn from", closing("0s"), "7m0s,8m0s", true, 15 * time.Minute, false, 15 * time.Minute},
+		{"exactly the hold left: held", closing("5m"), "", true, 15 * time.Minute, false, 10 * time.Minute},
+		{"a forecast as long as the occurrence holds nothing", closing("0s"), "7m0s,4h10m0s,8m0s", false, 250 * time.Minute, true, 250 * time.Minute},
 		{"open around the clock: never", rotationPolicy("api", func() v1alpha1.RotationPolicySpec {
 			s := alwaysOpen()
 			s.Surge.StartCutoff = "0s"
@@ -82,5 +84,29 @@ func TestNextInstantAtTheStartHold(t *testing.T) {
 	obs := observeAt(t, now.Add(-10*time.Minute), nodePool(), rotationPolicy("api", spec))
 	if want := now.Add(-5 * time.Minute); !obs.NextInstant.Equal(want) {
 		t.Errorf("next instant %s, want %s", obs.NextInstant, want)
+	}
+}
+
+// A due candidate whose deadline comes before the next occurrence could
+// rotate it is not held: overrunning this occurrence beats Karpenter's
+// expiry. One the next occurrence can still rotate is held.
+func TestWindowEndYieldsToTheDeadline(t *testing.T) {
+	spec := alwaysOpen()
+	spec.MaintenanceWindows[0].Start, spec.MaintenanceWindows[0].End = "08:00", "12:10"
+	spec.Surge.StartCutoff = "0s"
+	for _, c := range []struct {
+		left           time.Duration
+		ending, urgent bool
+	}{
+		{20 * time.Hour, false, true}, // deadline 08:00 tomorrow: before it opens + 15m
+		{44 * time.Hour, true, false}, // tomorrow's occurrence still rotates it
+	} {
+		obs := observeNow(t, nodePool(), rotationPolicy("api", spec), nodeClaim("general-a", c.left, "node-a"), node("node-a"))
+		if obs.Candidate() == nil {
+			t.Fatalf("deadline in %s: no candidate", c.left)
+		}
+		if w := obs.WindowEnd; w.Ending != c.ending || w.Urgent != c.urgent {
+			t.Errorf("deadline in %s: ending %v urgent %v, want %v %v", c.left, w.Ending, w.Urgent, c.ending, c.urgent)
+		}
 	}
 }

@@ -63,8 +63,8 @@ func servesKarpenterV1(cfg *rest.Config) error {
 // so a missing grant would show first as a stuck pool, long after start.
 // The placeholder's Events are listed in the controller's namespace only
 // when Karpenter has not served it for a minute (docs/design.md#fail-fast):
-// without the grant every pass of that attempt would fail until
-// readyTimeout.
+// without the grant no attempt could fail fast (a failed list counts as
+// Karpenter saying nothing, and is logged on every such pass).
 var reads = []struct {
 	group, version, resource string
 	verbs                    []string

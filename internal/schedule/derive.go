@@ -89,7 +89,10 @@ func Derive(in Inputs, cy Cycle) Derivation {
 	if cy.HasOccurrence {
 		m := max(in.MaxUnavailable, 1)
 		service := max(d.TRotEst+in.CooldownAfter, Tick)
-		starts := max(cy.D-d.StartHold, 0) // the span a start may fall in
+		starts := cy.D // the span a start may fall in
+		if d.StartHold < cy.D {
+			starts -= d.StartHold // a hold as long as the occurrence holds nothing
+		}
 		d.C = m * int((starts+service-1)/service)
 	}
 	if d.NoDeadline {

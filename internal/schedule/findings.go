@@ -65,8 +65,8 @@ func layer1(in Inputs, d Derivation) []Finding {
 	fd := FormatDuration
 	add(!d.Cycle.HasOccurrence, Fatal, "NoWindows", "the maintenance windows never open",
 		"add at least one maintenanceWindows entry with one or more days")
-	add(d.Cycle.HasOccurrence && d.StartHold > 0 && d.StartHold >= d.Cycle.D, Fatal, "StartCutoffLeavesNoStart",
-		fmt.Sprintf("startCutoff holds every start for the last %s of an occurrence, and the occurrences last %s: no rotation can start", fd(d.StartHold), fd(d.Cycle.D)),
+	add(d.Cycle.HasOccurrence && d.StartHold > 0 && d.StartHold >= d.Cycle.D, Warning, "StartHoldCoversWindow",
+		fmt.Sprintf("startCutoff would hold the last %s of every occurrence, and the shortest lasts %s: in occurrences that short nothing is held and rotations run past the close", fd(d.StartHold), fd(d.Cycle.D)),
 		"raise surge.startCutoff, lengthen the windows, or lower the estimates")
 	add(k < 1, Fatal, "MinRotationChancesBelowOne", fmt.Sprintf("minRotationChances is %d; the floor is 1", k),
 		"set minRotationChances to 2 or more")

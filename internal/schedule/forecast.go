@@ -42,8 +42,8 @@ func (c Calendar) ForecastRotations(from time.Time, n int, t Timing, tRotEst tim
 		// the clock comes back clipped to each scan, its pieces touching
 		for _, o := range c.Occurrences(scan, scan.Add(2*week)) {
 			last := o.End // starts fall before the close less the start hold
-			if o.Duration() < week {
-				last = o.End.Add(-hold)
+			if o.Duration() < week && hold < o.Duration() {
+				last = o.End.Add(-hold) // a hold as long as the occurrence holds nothing
 			}
 			for at := later(o.Start, next); at.Before(last) && len(f.Starts) < n; at = at.Add(service) {
 				for range min(m, n-len(f.Starts)) {

@@ -22,7 +22,8 @@ func TestStartHold(t *testing.T) {
 }
 
 // C counts the starts that fit before the close less the hold; a hold as
-// long as the occurrence is fatal; an always-open window has no close.
+// long as the occurrence holds nothing, with a warning; an always-open
+// window has no close.
 func TestDeriveWithStartCutoff(t *testing.T) {
 	zero := time.Duration(0)
 	prov, drain := 10*time.Minute, 10*time.Minute
@@ -47,22 +48,27 @@ func TestDeriveWithStartCutoff(t *testing.T) {
 	if d := Derive(in, baseCycle()); d.StartHold != long+drain || d.C != 1 {
 		t.Errorf("hold %s C %d, want 3h50m and 1", d.StartHold, d.C)
 	}
-	longer := 4 * time.Hour
-	in.ProvisioningEstimate = &longer // t_rot_est 4h10m ≥ D: no start can be made
-	d := Derive(in, baseCycle())
-	if d.C != 0 {
-		t.Errorf("C %d, want 0", d.C)
+	warned := func(in Inputs) bool {
+		e := 14 * day
+		in.ExpireAfter = &e
+		for _, f := range Findings(in, Derive(in, baseCycle()), Population{Nodes: 1, Burst: 1}) {
+			if f.Reason == "StartHoldCoversWindow" {
+				return f.Severity == Warning
+			}
+		}
+		return false
 	}
-	e := 14 * day
-	in.ExpireAfter = &e
-	found := false
-	for _, f := range Findings(in, Derive(in, baseCycle()), Population{Nodes: 1, Burst: 1}) {
-		found = found || f.Reason == "StartCutoffLeavesNoStart" && f.Severity == Fatal
+	if warned(in) {
+		t.Error("a hold of 3h50m in 4h occurrences is warned")
 	}
-	if !found {
-		t.Error("a hold as long as the occurrence is not fatal")
+	exact := 3*time.Hour + 50*time.Minute
+	in.ProvisioningEstimate = &exact // t_rot_est 4h = D: the hold would cover it all, so it holds nothing
+	if d := Derive(in, baseCycle()); d.C != 1 || !warned(in) {
+		t.Errorf("hold = D: C %d (want 1, nothing held), warned %v", d.C, warned(in))
 	}
 	always := Cycle{HasOccurrence: true, AlwaysOpen: true, P: Tick, D: week}
+	longer := 4 * time.Hour
+	in.ProvisioningEstimate = &longer
 	if d := Derive(in, always); d.StartHold != 0 || d.C == 0 {
 		t.Errorf("always open: hold %s C %d", d.StartHold, d.C)
 	}

@@ -46,24 +46,25 @@ const karpenterComponent = "karpenter"
 // "0/N nodes are available…".
 const failedToSchedule = "Failed to schedule pod, "
 
-// KarpenterUnschedulable is Karpenter's latest FailedScheduling Event on the
-// placeholder, nil when it has recorded none. kube-scheduler records the
-// same reason on every placeholder until its node is Ready, so only an
-// Event Karpenter recorded counts: it says no NodePool, instance type or
-// limit lets Karpenter launch a node for the Pod.
+// KarpenterUnschedulable is Karpenter's FailedScheduling Event on the
+// placeholder when that is Karpenter's latest word on it, nil otherwise: a
+// later Nominated (Karpenter found capacity after all) or none at all.
+// kube-scheduler records the same reason on every placeholder until its
+// node is Ready, so only an Event Karpenter recorded counts: it says no
+// NodePool, instance type or limit lets Karpenter launch a node for the Pod.
 func KarpenterUnschedulable(events []corev1.Event, placeholder *corev1.Pod) *Unservable {
 	var latest *corev1.Event
 	var at time.Time
 	for i := range events {
 		e := &events[i]
-		if e.Reason != "FailedScheduling" || e.InvolvedObject.UID != placeholder.UID || !fromKarpenter(e) {
+		if e.Reason != "FailedScheduling" && e.Reason != "Nominated" || e.InvolvedObject.UID != placeholder.UID || !fromKarpenter(e) {
 			continue
 		}
-		if t := eventTime(e); latest == nil || t.After(at) {
+		if t := eventTime(e); latest == nil || !t.Before(at) {
 			latest, at = e, t
 		}
 	}
-	if latest == nil {
+	if latest == nil || latest.Reason != "FailedScheduling" {
 		return nil
 	}
 	return &Unservable{Reason: ReasonUnschedulable, Object: "Pod/" + placeholder.Name, Message: latest.Message}
@@ -71,7 +72,7 @@ func KarpenterUnschedulable(events []corev1.Event, placeholder *corev1.Pod) *Uns
 
 func fromKarpenter(e *corev1.Event) bool {
 	return e.Source.Component == karpenterComponent || e.ReportingController == karpenterComponent ||
-		strings.HasPrefix(e.Message, failedToSchedule)
+		e.Reason == "FailedScheduling" && strings.HasPrefix(e.Message, failedToSchedule)
 }
 
 func eventTime(e *corev1.Event) time.Time {

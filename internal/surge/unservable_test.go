@@ -30,6 +30,10 @@ func TestKarpenterUnschedulable(t *testing.T) {
 		{"by source component", []corev1.Event{ev("FailedScheduling", "karpenter", "", "Failed to schedule pod, a", t0)}, "Failed to schedule pod, a"},
 		{"by reporting controller", []corev1.Event{ev("FailedScheduling", "", "karpenter", "b", t0)}, "b"},
 		{"by Karpenter's message alone", []corev1.Event{ev("FailedScheduling", "", "", "Failed to schedule pod, c", t0)}, "Failed to schedule pod, c"},
+		{"a later Nominated: Karpenter found capacity after all", []corev1.Event{
+			ev("FailedScheduling", "karpenter", "", "Failed to schedule pod, early", t0),
+			ev("Nominated", "karpenter", "", "Pod should schedule on: nodeclaim/x", t0.Add(time.Minute)),
+		}, ""},
 		{"the latest of Karpenter's", []corev1.Event{
 			ev("FailedScheduling", "karpenter", "", "Failed to schedule pod, new", t0.Add(time.Minute)),
 			ev("FailedScheduling", "karpenter", "", "Failed to schedule pod, old", t0),
@@ -62,7 +66,7 @@ func TestLaunchFailure(t *testing.T) {
 	if u := LaunchFailure(claim(metav1.ConditionUnknown, "LaunchFailed", false)); u == nil || u.Reason != ReasonLaunchFailed || u.Message != "LaunchFailed: m" || u.Object != "NodeClaim/s" {
 		t.Errorf("LaunchFailed: %+v", u)
 	}
-	if u := LaunchFailure(claim(metav1.ConditionFalse, "InsufficientCapacity", false)); u == nil {
+	if u := LaunchFailure(claim(metav1.ConditionFalse, "NodeClassNotFound", false)); u == nil {
 		t.Error("a CreateError reason is a launch failure")
 	}
 	for _, c := range []*karpv1.NodeClaim{

@@ -216,7 +216,7 @@ var podKnobs = []string{
 	"podLabels.team=platform", "podAnnotations.example\\.com/owner=platform",
 	"podSecurityContext.runAsUser=null", "podSecurityContext.fsGroup=65532", "securityContext.readOnlyRootFilesystem=false",
 	"resources.limits.cpu=1", "placeholderImage=mirror.example/pause:3.10", "logFormat=text", "logVerbosity=1",
-	"podDisruptionBudget.maxUnavailable=50%",
+	"podDisruptionBudget.maxUnavailable=50%", "maxConcurrentRotations=3",
 }
 
 func TestPodKnobs(t *testing.T) {
@@ -245,6 +245,7 @@ func TestPodKnobs(t *testing.T) {
 		{"resources merged", ctr.Resources.Limits.Cpu().String() == "1" && ctr.Resources.Limits.Memory().String() == "256Mi"},
 		{"placeholderImage", hasArg(ctr, "-placeholder-image=mirror.example/pause:3.10")},
 		{"logFormat, logVerbosity", hasArg(ctr, "-log-format=text") && hasArg(ctr, "-v=1")},
+		{"maxConcurrentRotations", hasArg(ctr, "-max-concurrent-rotations=3")},
 	}
 	for _, ch := range checks {
 		if !ch.ok {

@@ -28,6 +28,8 @@ func TestSchemaRefusesBadValues(t *testing.T) {
 		{"logFormat=xml", "/logFormat"},
 		{"logVerbosity=loud", "/logVerbosity"},
 		{"logVerbosity=-1", "/logVerbosity"},
+		{"maxConcurrentRotations=-1", "/maxConcurrentRotations"},
+		{"maxConcurrentRotations=some", "/maxConcurrentRotations"},
 		{"placeholderPriorityClass.value=1000", "/placeholderPriorityClass/value"},
 		{"placeholderPriorityClass.value=0", "/placeholderPriorityClass/value"},
 		{"placeholderPriorityClass.value=-1.5", "/placeholderPriorityClass/value"},

@@ -113,6 +113,12 @@ func Scripted() []client.Object {
 		// deadline: a fatal finding
 		policyFor("strict", "strict", func(s *v1alpha1.RotationPolicySpec) { s.AgeThreshold = "335h30m" }),
 		policyFor("tie-a", "tie"), policyFor("tie-b", "tie"),
+		// a window closing at 12:09, a 14m forecast and startCutoff 0s: the
+		// window-end gate holds the pool (docs/design.md#window-end)
+		policyFor("closing", "closing", func(s *v1alpha1.RotationPolicySpec) {
+			s.MaintenanceWindows = []v1alpha1.MaintenanceWindow{{Timezone: "UTC", Days: everyDay, Start: "08:00", End: "12:09"}}
+			s.Surge.StartCutoff, s.Surge.ProvisioningEstimate, s.Surge.DrainEstimate = "0s", "4m", "10m"
+		}),
 		// admission cannot know the zones: a policy naming one that does not
 		// exist is accepted, and does not resolve
 		policyFor("broken", "broken", func(s *v1alpha1.RotationPolicySpec) { s.MaintenanceWindows[0].Timezone = "Mars/Olympus_Mons" }),
@@ -165,6 +171,8 @@ func Scripted() []client.Object {
 		scheduledOn(placeholder("busy-a", "busy"), "node-busy-surge"),
 		// window closed until 22:00 Berlin: a due claim, one in backoff, one
 		// opted out, one not Ready
+		pool("closing", "closing"),
+		claim("closing-a", "closing", 44*time.Hour), // due (the lead is 2d47m), and tomorrow's window still rotates it
 		pool("night", "nightly"),
 		claim("night-a", "night", 3*time.Hour),
 		claim("night-b", "night", 2*time.Hour, v1alpha1.AnnotationState, v1alpha1.StateFailed,
@@ -277,6 +285,6 @@ func placeholder(claim, pool string) *corev1.Pod {
 // ExplainedClaims are the claims the explain golden file explains, in its
 // order; ExplainedPools the pools.
 var (
-	ExplainedClaims = []string{"ready-e", "ready-a", "ready-b", "ready-c", "ready-d", "cooling-a", "static-a", "starting-a", "starting-b", "lost-a", "busy-a", "busy-b", "night-a", "night-b", "night-c", "night-d", "guarded-a", "guarded-b", "tied-a", "plain-a"}
-	ExplainedPools  = []string{"ready", "busy", "night", "frozen-night", "guarded", "garbled"}
+	ExplainedClaims = []string{"ready-e", "ready-a", "ready-b", "ready-c", "ready-d", "cooling-a", "static-a", "starting-a", "starting-b", "lost-a", "busy-a", "busy-b", "night-a", "night-b", "night-c", "night-d", "closing-a", "guarded-a", "guarded-b", "tied-a", "plain-a"}
+	ExplainedPools  = []string{"ready", "busy", "night", "frozen-night", "closing", "guarded", "garbled"}
 )

@@ -24,6 +24,7 @@ import (
 	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
 	"github.com/noderotation/node-rotation-controller/engine"
 	"github.com/noderotation/node-rotation-controller/internal/controller"
+	"github.com/noderotation/node-rotation-controller/internal/observe"
 	"github.com/noderotation/node-rotation-controller/test/fakekarpenter"
 	"github.com/noderotation/node-rotation-controller/test/testenv"
 )
@@ -154,7 +155,10 @@ func (w *world) createWarmupPool() {
 
 // instanceSet is controller instances started together.
 type instanceSet struct {
-	names  []string
+	names []string
+	// caps are the instances' cluster caps (-max-concurrent-rotations),
+	// none by default; a spec sets and restores them.
+	caps   []*observe.ClusterCap
 	cancel context.CancelFunc
 	done   sync.WaitGroup
 }
@@ -198,6 +202,7 @@ func startInstances(e *testenv.Env, prefix string, n int, leaderElection bool, m
 		Expect(err).NotTo(HaveOccurred())
 		r.OnDecision = func(pool string, d engine.Decision) { coverage.record(name, pool, d) }
 		set.names = append(set.names, name)
+		set.caps = append(set.caps, r.Observer.Cap)
 		set.done.Add(1)
 		go func() {
 			defer GinkgoRecover()
