@@ -22,7 +22,7 @@ var ClaimStates = []string{"none", "pending", "draining", "failed", "expired"}
 var (
 	claimStateAction = action{
 		spec: engine.ActionSpec{Name: "claim-state", Reports: true,
-			Description: "write the old NodeClaim's noderotation.io/state (to none removes it), accepting only the listed pre-states (from absent: unconditional) and, with notDeleting, only a claim whose delete was not issued; with failureReason, records why the attempt failed (timeout: Timeout; unservable: the Unschedulable or LaunchFailed Karpenter said); reports claimed, raced or gone",
+			Description: "write the old NodeClaim's noderotation.io/state (to none removes it), accepting only the listed pre-states (from absent: unconditional) and, with notDeleting, only a claim whose delete was not issued; with failureReason, records why the attempt failed (timeout: Timeout; unservable: the Unschedulable or LaunchFailed Karpenter said) and drops an operator's rotate-next, as the attempt it asked for has ended; reports claimed, raced or gone",
 			Args: map[string]engine.ArgSpec{
 				"from": list(ClaimStates...), "to": required(str(ClaimStates...)),
 				"stampStartedAtOnce": flag, "stampFailedAt": flag, "incrementRetry": flag,
@@ -79,6 +79,9 @@ func claimState(ctx context.Context, p *Pass, args map[string]any) (Result, erro
 		}
 		if r := failureReason(p, args); r != "" {
 			conditional.SetAnnotation(c, v1alpha1.AnnotationFailureReason, r)
+			// the attempt an operator's rotate-next asked for has ended
+			// (docs/design.md#manual-controls)
+			conditional.DeleteAnnotations(c, v1alpha1.AnnotationRotateNext)
 		}
 		if args["incrementRetry"] == true {
 			conditional.SetAnnotation(c, v1alpha1.AnnotationRetryCount, v1alpha1.NextRetryCount(c.Annotations[v1alpha1.AnnotationRetryCount]))

@@ -69,6 +69,11 @@ func TestClaimState(t *testing.T) {
 			out:  Claimed, want: ann(keyRetry, "1", keyReason, "Timeout"),
 		},
 		{
+			name: "a failure ends the attempt an operator's rotate-next asked for", claim: ann(keyState, "pending", keyRotateNext, "true"),
+			args: map[string]any{"from": []any{"pending"}, "to": "failed", "incrementRetry": true, "failureReason": "timeout"},
+			out:  Claimed, want: ann(keyRotateNext, "", keyReason, "Timeout"),
+		},
+		{
 			name: "a fail-fast records Karpenter's word over an earlier reason", claim: ann(keyState, "pending", keyReason, "Timeout"),
 			args:       map[string]any{"from": []any{"pending"}, "to": "failed", "incrementRetry": true, "failureReason": "unservable"},
 			unservable: "LaunchFailed",

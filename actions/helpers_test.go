@@ -366,25 +366,26 @@ func (e *env) targets() Targets {
 }
 
 const (
-	keyAnchor    = v1alpha1.AnnotationActiveRotation
-	keyMirror    = v1alpha1.AnnotationActiveRotationState
-	keyDraining  = v1alpha1.AnnotationDrainingAt
-	keySurgeWait = v1alpha1.AnnotationSurgeWait
-	keyMode      = v1alpha1.AnnotationRotationMode
-	keyState     = v1alpha1.AnnotationState
-	keyStarted   = v1alpha1.AnnotationStartedAt
-	keyFailed    = v1alpha1.AnnotationFailedAt
-	keyRetry     = v1alpha1.AnnotationRetryCount
-	keySurge     = v1alpha1.AnnotationSurgeClaim
-	keyReason    = v1alpha1.AnnotationFailureReason
-	keyRecent    = v1alpha1.AnnotationRecentRotations
-	keyDND       = v1alpha1.KarpenterDoNotDisrupt
-	keyOwned     = v1alpha1.AnnotationDoNotDisruptOwned
-	keyCordoned  = v1alpha1.AnnotationCordoned
-	labelPair    = v1alpha1.LabelSurgeFor
-	keyWindow    = v1alpha1.AnnotationWindowOpenedAt
-	keyLastFail  = v1alpha1.AnnotationLastFailureAt
-	keyLastRot   = v1alpha1.AnnotationLastRotationAt
+	keyAnchor     = v1alpha1.AnnotationActiveRotation
+	keyMirror     = v1alpha1.AnnotationActiveRotationState
+	keyDraining   = v1alpha1.AnnotationDrainingAt
+	keySurgeWait  = v1alpha1.AnnotationSurgeWait
+	keyMode       = v1alpha1.AnnotationRotationMode
+	keyState      = v1alpha1.AnnotationState
+	keyStarted    = v1alpha1.AnnotationStartedAt
+	keyFailed     = v1alpha1.AnnotationFailedAt
+	keyRetry      = v1alpha1.AnnotationRetryCount
+	keySurge      = v1alpha1.AnnotationSurgeClaim
+	keyReason     = v1alpha1.AnnotationFailureReason
+	keyRecent     = v1alpha1.AnnotationRecentRotations
+	keyRotateNext = v1alpha1.AnnotationRotateNext
+	keyDND        = v1alpha1.KarpenterDoNotDisrupt
+	keyOwned      = v1alpha1.AnnotationDoNotDisruptOwned
+	keyCordoned   = v1alpha1.AnnotationCordoned
+	labelPair     = v1alpha1.LabelSurgeFor
+	keyWindow     = v1alpha1.AnnotationWindowOpenedAt
+	keyLastFail   = v1alpha1.AnnotationLastFailureAt
+	keyLastRot    = v1alpha1.AnnotationLastRotationAt
 )
 
 // wantAnn checks the annotations named in want ("" means absent).

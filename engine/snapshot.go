@@ -44,14 +44,19 @@ type PoolObservation struct {
 	WindowEnding bool `json:"windowEnding,omitempty"`
 	// ClusterCapReached: -max-concurrent-rotations rotations are in flight
 	// in the cluster's other pools (docs/design.md#cluster-cap).
-	ClusterCapReached bool   `json:"clusterCapReached,omitempty"`
-	Anchor            string `json:"anchor,omitempty"`         // noderotation.io/active-rotation
-	RotationState     string `json:"rotationState,omitempty"`  // noderotation.io/active-rotation-state
-	RotationMode      string `json:"rotationMode,omitempty"`   // noderotation.io/rotation-mode
-	Freeze            string `json:"freeze,omitempty"`         // noderotation.io/freeze
-	LastRotationAt    string `json:"lastRotationAt,omitempty"` // noderotation.io/last-rotation-at
-	LastFailureAt     string `json:"lastFailureAt,omitempty"`  // noderotation.io/last-failure-at
-	WindowOpenedAt    string `json:"windowOpenedAt,omitempty"` // noderotation.io/window-opened-at
+	ClusterCapReached bool `json:"clusterCapReached,omitempty"`
+	// Blackout: one of the policy's blackouts is in force now;
+	// BlackoutSinceStamp: one overlapped the occurrence stamped in
+	// window-opened-at (docs/design.md#manual-controls).
+	Blackout           bool   `json:"blackout,omitempty"`
+	BlackoutSinceStamp bool   `json:"blackoutSinceStamp,omitempty"`
+	Anchor             string `json:"anchor,omitempty"`         // noderotation.io/active-rotation
+	RotationState      string `json:"rotationState,omitempty"`  // noderotation.io/active-rotation-state
+	RotationMode       string `json:"rotationMode,omitempty"`   // noderotation.io/rotation-mode
+	Freeze             string `json:"freeze,omitempty"`         // noderotation.io/freeze
+	LastRotationAt     string `json:"lastRotationAt,omitempty"` // noderotation.io/last-rotation-at
+	LastFailureAt      string `json:"lastFailureAt,omitempty"`  // noderotation.io/last-failure-at
+	WindowOpenedAt     string `json:"windowOpenedAt,omitempty"` // noderotation.io/window-opened-at
 }
 
 // PolicyObservation carries the resolved policy's durations.
@@ -108,6 +113,8 @@ var inputs = []input{
 	{"pool.windowOpen", cel.BoolType, func(s *Snapshot) any { return s.Pool.WindowOpen }, ""},
 	{"pool.windowEnding", cel.BoolType, func(s *Snapshot) any { return s.Pool.WindowEnding }, ""},
 	{"pool.clusterCapReached", cel.BoolType, func(s *Snapshot) any { return s.Pool.ClusterCapReached }, ""},
+	{"pool.blackout", cel.BoolType, func(s *Snapshot) any { return s.Pool.Blackout }, ""},
+	{"pool.blackoutSinceStamp", cel.BoolType, func(s *Snapshot) any { return s.Pool.BlackoutSinceStamp }, ""},
 	{"pool.anchor", cel.StringType, func(s *Snapshot) any { return s.Pool.Anchor }, "noderotation.io/active-rotation"},
 	{"pool.rotationState", cel.StringType, func(s *Snapshot) any { return s.Pool.RotationState }, "noderotation.io/active-rotation-state"},
 	{"pool.rotationMode", cel.StringType, func(s *Snapshot) any { return s.Pool.RotationMode }, "noderotation.io/rotation-mode"},

@@ -34,6 +34,12 @@ const (
 	// AnnotationFailureReason is why the last attempt failed: Timeout,
 	// Unschedulable or LaunchFailed (docs/design.md#fail-fast).
 	AnnotationFailureReason = Prefix + "failure-reason"
+	// Operator requests on a NodeClaim (docs/design.md#manual-controls):
+	// rotate-next "true" makes it the next candidate even before its age
+	// threshold, until its rotation ends; skip-until (RFC3339) keeps it
+	// from being a candidate before then.
+	AnnotationRotateNext = Prefix + "rotate-next"
+	AnnotationSkipUntil  = Prefix + "skip-until"
 
 	// Node markers. SurgeFor is a label (on nodes and the placeholder Pod) so
 	// the rotation's objects can be listed by selector.

@@ -65,6 +65,15 @@ type RotationPolicySpec struct {
 	// +required
 	MaintenanceWindows []MaintenanceWindow `json:"maintenanceWindows"`
 
+	// blackouts are intervals (holidays, launches) in which no rotation
+	// starts, whatever the windows say; a rotation in flight finishes. A
+	// window occurrence a blackout overlaps is not counted as missed (see
+	// docs/design.md#manual-controls).
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	// +optional
+	Blackouts []Blackout `json:"blackouts,omitempty"`
+
 	// surge configures the make-before-break replacement.
 	// +kubebuilder:default={}
 	// +optional
@@ -78,6 +87,23 @@ type RotationPolicySpec struct {
 // Weekday is a day of the week in a maintenance window.
 // +kubebuilder:validation:Enum=Mon;Tue;Wed;Thu;Fri;Sat;Sun
 type Weekday string
+
+// Blackout is one interval, [start, end), in which no rotation starts.
+// +kubebuilder:validation:XValidation:rule="self.end > self.start",message="a blackout's end must be after its start"
+type Blackout struct {
+	// start is an RFC3339 time, e.g. 2026-12-24T00:00:00Z.
+	// +kubebuilder:validation:Format=date-time
+	// +required
+	Start string `json:"start"`
+	// end is an RFC3339 time after start.
+	// +kubebuilder:validation:Format=date-time
+	// +required
+	End string `json:"end"`
+	// reason is free text for the people reading the policy.
+	// +kubebuilder:validation:MaxLength=256
+	// +optional
+	Reason string `json:"reason,omitempty"`
+}
 
 // MaintenanceWindow is one recurring window: on each listed day, from start
 // to end in timezone. An entry whose end is not after its start crosses

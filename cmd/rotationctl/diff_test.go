@@ -57,14 +57,14 @@ func TestRulesDiffOfTheShippedTableWithItselfIsEmpty(t *testing.T) {
 // settled to missed.
 func TestRulesDiffOneGuardChanged(t *testing.T) {
 	head := writeTable(t,
-		"guard: windowStamped && !attemptInFlight && outstanding && !windowSettled && !frozen\n", "guard: windowStamped && !attemptInFlight && outstanding && !windowSettled\n",
-		"guard: windowStamped && !attemptInFlight && !(outstanding && !windowSettled && !frozen)\n", "guard: windowStamped && !attemptInFlight && !(outstanding && !windowSettled)\n")
+		"guard: windowStamped && !attemptInFlight && outstanding && !windowSettled && !frozen && !blackedOut\n", "guard: windowStamped && !attemptInFlight && outstanding && !windowSettled && !blackedOut\n",
+		"guard: windowStamped && !attemptInFlight && !(outstanding && !windowSettled && !frozen && !blackedOut)\n", "guard: windowStamped && !attemptInFlight && !(outstanding && !windowSettled && !blackedOut)\n")
 	d := diffJSON(t, "../../rules/rotation.yaml", head)
 	if len(d) != 1 {
 		t.Fatalf("%d differences, want 1: %+v", len(d), d)
 	}
 	x := d[0]
-	want := map[string]any{"windowStamped": true, "attemptInFlight": false, "outstanding": true, "windowSettled": false, "frozen": true}
+	want := map[string]any{"windowStamped": true, "attemptInFlight": false, "outstanding": true, "windowSettled": false, "frozen": true, "blackedOut": false}
 	got := map[string]any{}
 	for _, f := range x.Facts {
 		got[f.Name] = f.Value

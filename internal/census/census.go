@@ -24,6 +24,8 @@ type Census struct {
 	// DrainBlocked counts the candidates passed over because Pods on their
 	// node would block the drain (counted among Candidates too).
 	DrainBlocked int `json:"drainBlocked"`
+	// Skipped counts the claims an operator's skip-until keeps out.
+	Skipped int `json:"skipped"`
 }
 
 // Outstanding is candidates + in_backoff (less the deferred): the work the window-missed
@@ -41,6 +43,8 @@ func (c Census) NoCandidateReason() string {
 		return "every eligible claim's node has Pods that would block the drain, and no deadline forces one yet"
 	case c.InBackoff > 0:
 		return "every due claim is inside its retryBackoff"
+	case c.Skipped > 0 && c.NotDue+c.NoDeadline+c.Skipped == c.Total:
+		return "no claim is past its age threshold but those an operator's skip-until keeps out"
 	case c.NotDue+c.NoDeadline == c.Total:
 		return "no claim is past its age threshold"
 	}
@@ -65,6 +69,10 @@ type Figures struct {
 	Trigger   time.Time // when it becomes due by age
 	RetryAt   time.Time // end of its escalated, window-clamped backoff
 	ShortLead bool
+	// RotateNext and SkipUntil are the operator's requests
+	// (docs/design.md#manual-controls).
+	RotateNext bool
+	SkipUntil  time.Time
 }
 
 // Due reports whether the claim is past its age trigger at now.
@@ -74,6 +82,9 @@ func (f Figures) Due(now time.Time) bool { return !f.Trigger.IsZero() && now.Aft
 // Warning naming the object and key, never acted on.
 type BadAnnotation struct {
 	Object, Key, Value, Problem string
+	// Effect is what the controller does about it; empty: the claim is
+	// skipped.
+	Effect string
 }
 
 // Error says what is wrong in the words the Warnings use.

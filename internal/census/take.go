@@ -56,6 +56,7 @@ func Take(in Input) Result {
 			r.Bad = append(r.Bad, *bad)
 			continue
 		}
+		r.Bad = append(r.Bad, requests(&f)...)
 		r.Figures[c.Name] = f
 		if !f.Deadline.IsZero() {
 			deadlines = append(deadlines, f.Deadline)
@@ -104,10 +105,13 @@ func Kind(in Input, f Figures) string {
 	return "surge"
 }
 
-// Ahead orders eligible claims: short-lead claims first (best-effort), then
-// the earliest deadline, the oldest, the name. The candidate is the first.
+// Ahead orders eligible claims: an operator's rotate-next first, then
+// short-lead claims (best-effort), the earliest deadline, the oldest, the
+// name. The candidate is the first.
 func Ahead(a, b Figures) bool {
 	switch {
+	case a.RotateNext != b.RotateNext:
+		return a.RotateNext // an operator's request first
 	case a.ShortLead != b.ShortLead:
 		return a.ShortLead
 	case !a.Deadline.Equal(b.Deadline):
@@ -155,6 +159,7 @@ const (
 	ClassInBackoff  = "inBackoff"
 	ClassBadState   = "badState" // a state annotation no version wrote
 	ClassCandidate  = "candidate"
+	ClassSkipped    = "skipped" // an operator's skip-until lies ahead
 	// ClassDrainBlocked is a candidate passed over because Pods on its
 	// node would block the drain (Result.Blocked); Class never returns it,
 	// as it depends on the candidate order.
@@ -196,9 +201,11 @@ func Class(in Input, f Figures) string {
 		return ClassExpired
 	case state == v1alpha1.StatePending || state == v1alpha1.StateDraining:
 		return ClassInFlight
-	case f.Deadline.IsZero():
+	case in.Now.Before(f.SkipUntil):
+		return ClassSkipped
+	case f.Deadline.IsZero() && !f.RotateNext:
 		return ClassNoDeadline
-	case !in.Now.After(f.Trigger):
+	case !in.Now.After(f.Trigger) && !f.RotateNext:
 		return ClassNotDue
 	case !claimReady(c):
 		return ClassNotReady
@@ -229,6 +236,8 @@ func counter(cen *Census, class string) *int {
 		return &cen.NotReady
 	case ClassOptedOut:
 		return &cen.OptedOut
+	case ClassSkipped:
+		return &cen.Skipped
 	}
 	return &cen.InBackoff
 }
@@ -258,11 +267,15 @@ func burst(deadlines []time.Time, p time.Duration) int {
 }
 
 // Instants are the future moments a claim's class can change: each age
-// trigger and backoff end, and the instant a blocked claim becomes urgent.
+// trigger, backoff end and skip-until, and the instant a blocked claim
+// becomes urgent.
 func (r Result) Instants() []time.Time {
 	out := make([]time.Time, 0, 2*len(r.Figures))
 	for _, f := range r.Figures {
 		out = append(out, f.Trigger, f.RetryAt)
+		if !f.SkipUntil.IsZero() {
+			out = append(out, f.SkipUntil)
+		}
 	}
 	for _, b := range r.Blocked {
 		if !b.UrgentFrom.IsZero() {

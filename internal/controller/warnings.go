@@ -3,10 +3,12 @@ package controller
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
+	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
 	"github.com/noderotation/node-rotation-controller/engine"
 	"github.com/noderotation/node-rotation-controller/internal/observe"
 	"github.com/noderotation/node-rotation-controller/internal/schedule"
@@ -51,10 +53,19 @@ func (r *NodePoolReconciler) warnFindings(obs *observe.Observation) {
 					fmt.Sprintf("expireAfter %s is not longer than K·P + t_rot = %s: the schedule cannot guarantee %d chances; rotated best-effort first",
 						schedule.FormatDuration(*e), schedule.FormatDuration(obs.Derivation.Lead), obs.Settings.MinRotationChances))
 			}
+			if f := obs.Census.Figures[c.Name]; f.SkipsPastDeadline() {
+				r.Announcer.WarnKeyed(pool, "SkipPastDeadline/"+c.Name, c, "SkipPastDeadline",
+					fmt.Sprintf("%s %s is not before its deadline %s: it is never rotated gracefully, and Karpenter's expiry will replace it forcefully",
+						v1alpha1.AnnotationSkipUntil, f.SkipUntil.UTC().Format(time.RFC3339), f.Deadline.UTC().Format(time.RFC3339)))
+			}
 		}
 	}
 	for _, b := range obs.BadAnnotations {
+		effect := b.Effect
+		if effect == "" {
+			effect = "the claim is skipped"
+		}
 		r.Announcer.WarnKeyed(pool, "InvalidAnnotation/"+b.Object+"/"+b.Key, obs.Pool, "InvalidAnnotation",
-			fmt.Sprintf("%s: annotation %s=%q is %s; the claim is skipped", b.Object, b.Key, b.Value, b.Problem))
+			fmt.Sprintf("%s: annotation %s=%q is %s; %s", b.Object, b.Key, b.Value, b.Problem, effect))
 	}
 }

@@ -49,7 +49,10 @@ type ClaimExplanation struct {
 	// FailureReason is why its last attempt was rolled back: Timeout,
 	// Unschedulable or LaunchFailed (docs/design.md#fail-fast).
 	FailureReason string `json:"failureReason,omitempty"`
-	ShortLead     bool   `json:"shortLead,omitempty"`
+	// RotateNext: an operator asked for it next
+	// (docs/design.md#manual-controls).
+	RotateNext bool `json:"rotateNext,omitempty"`
+	ShortLead  bool `json:"shortLead,omitempty"`
 	// Place is the claim's place among the eligible claims (1: the next).
 	Place int `json:"place,omitempty"`
 	// ExpectedStart is when the forecast starts its rotation, at t_rot_est
@@ -128,6 +131,7 @@ func classify(ex *ClaimExplanation, obs *observe.Observation) {
 		return
 	}
 	ex.Deadline, ex.DueFrom, ex.RetryAt, ex.ShortLead = f.Deadline.UTC(), f.Trigger.UTC(), f.RetryAt.UTC(), f.ShortLead
+	ex.RotateNext = f.RotateNext
 	ex.Class = census.Class(obs.CensusInput, f)
 	if ex.Class == census.ClassCandidate && obs.Pool.Annotations[v1alpha1.AnnotationActiveRotation] == ex.NodeClaim {
 		ex.Class = census.ClassInFlight // anchored; its state is written next
@@ -200,6 +204,12 @@ func reason(ex *ClaimExplanation, obs *observe.Observation, f census.Figures) st
 			return "it carries state " + state + " but the pool lost its anchor: the next pass writes the anchor back for it (AnchorRestored) and the rotation goes on"
 		}
 		return "it carries state " + state + " but the pool's anchor names another claim: stranded, the repair fails it back to the census (StrandedRepaired)"
+	case census.ClassSkipped:
+		why := "an operator's " + v1alpha1.AnnotationSkipUntil + " keeps it out until " + stamp(f.SkipUntil)
+		if f.SkipsPastDeadline() {
+			why += ", past its deadline: Karpenter's expiry will replace it forcefully"
+		}
+		return why
 	case census.ClassNoDeadline:
 		return "its expireAfter is Never: with no deadline it never becomes due by age"
 	case census.ClassNotDue:
@@ -229,9 +239,12 @@ func reason(ex *ClaimExplanation, obs *observe.Observation, f census.Figures) st
 func candidateReason(ex *ClaimExplanation) string {
 	st := ex.Pool
 	var b strings.Builder
-	if ex.Place == 1 {
+	switch {
+	case ex.RotateNext && ex.Place == 1:
+		b.WriteString("the next candidate: an operator's " + v1alpha1.AnnotationRotateNext + " asks for it")
+	case ex.Place == 1:
 		b.WriteString("the next candidate (short-lead claims first, then the earliest deadline)")
-	} else {
+	default:
 		fmt.Fprintf(&b, "a candidate, %d in line (short-lead claims first, then the earliest deadline)", ex.Place)
 	}
 	switch {

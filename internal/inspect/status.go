@@ -280,6 +280,7 @@ func gatesOpen(obs *observe.Observation) time.Time {
 	if w := obs.WindowEnd; w.Ending && t.Before(w.Close) {
 		t = w.Close // the window-end gate holds until this occurrence is over
 	}
+	t = obs.Settings.AfterBlackouts(t)
 	cal := obs.Settings.Calendar
 	if cal.IsOpen(t) {
 		return t.UTC()
@@ -288,7 +289,7 @@ func gatesOpen(obs *observe.Observation) time.Time {
 	if !ok {
 		return time.Time{}
 	}
-	return next.UTC()
+	return obs.Settings.AfterBlackouts(next).UTC()
 }
 
 func window(obs *observe.Observation) *Window {

@@ -70,5 +70,6 @@ func RecordFailure(c client.Object, now time.Time) {
 	// the recorded reason was an earlier attempt's; this failure's is the
 	// sweep's or the repair's, said in its log line
 	delete(a, v1alpha1.AnnotationFailureReason)
+	delete(a, v1alpha1.AnnotationRotateNext) // the attempt it asked for has ended
 	c.SetAnnotations(a)
 }

@@ -20,7 +20,8 @@ func snapshot(obs *Observation) engine.Snapshot {
 			Governance: obs.GovernanceState(), Static: obs.Pool.Spec.Replicas != nil,
 			Feasible: !schedule.HasFatal(obs.Findings), WindowOpen: obs.WindowOpen, WindowEnding: obs.WindowEnd.Ending,
 			ClusterCapReached: obs.ClusterInFlight >= 0 && obs.ClusterInFlight >= obs.ClusterCap,
-			Anchor:            a[v1alpha1.AnnotationActiveRotation], RotationState: a[v1alpha1.AnnotationActiveRotationState], RotationMode: a[v1alpha1.AnnotationRotationMode],
+			Blackout:          blackoutNow(obs), BlackoutSinceStamp: blackoutSinceStamp(obs),
+			Anchor: a[v1alpha1.AnnotationActiveRotation], RotationState: a[v1alpha1.AnnotationActiveRotationState], RotationMode: a[v1alpha1.AnnotationRotationMode],
 			Freeze: a[v1alpha1.AnnotationFreeze], LastRotationAt: a[v1alpha1.AnnotationLastRotationAt],
 			LastFailureAt: a[v1alpha1.AnnotationLastFailureAt], WindowOpenedAt: a[v1alpha1.AnnotationWindowOpenedAt],
 		},
@@ -92,6 +93,10 @@ func nextInstant(obs *Observation) time.Time {
 			consider(t)
 		}
 	}
+	for _, b := range obs.Settings.Blackouts {
+		consider(b.Start)
+		consider(b.End)
+	}
 	if t, err := time.Parse(time.RFC3339, a[v1alpha1.AnnotationLastRotationAt]); err == nil {
 		consider(t.Add(obs.Settings.CooldownAfter))
 	}
@@ -111,4 +116,25 @@ func nextInstant(obs *Observation) time.Time {
 		consider(t)
 	}
 	return next
+}
+
+// blackoutNow: one of the policy's blackouts is in force.
+func blackoutNow(obs *Observation) bool {
+	_, in := obs.Settings.BlackoutAt(obs.Now)
+	return in
+}
+
+// blackoutSinceStamp: a blackout overlapped the stamped occurrence, from
+// window-opened-at to now — its outstanding work was declined, not missed.
+func blackoutSinceStamp(obs *Observation) bool {
+	opened, err := time.Parse(time.RFC3339, obs.Pool.Annotations[v1alpha1.AnnotationWindowOpenedAt])
+	if err != nil {
+		return false
+	}
+	for _, b := range obs.Settings.Blackouts {
+		if b.Start.Before(obs.Now) && b.End.After(opened) {
+			return true
+		}
+	}
+	return false
 }

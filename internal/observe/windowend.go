@@ -49,7 +49,7 @@ func windowEnd(obs *Observation) WindowEnd {
 	if err != nil {
 		obs.BadAnnotations = append(obs.BadAnnotations, census.BadAnnotation{
 			Object: "NodePool/" + obs.Pool.Name, Key: v1alpha1.AnnotationRecentRotations, Value: raw,
-			Problem: "not a list of positive Go durations (" + err.Error() + "); the forecast falls back to the policy's estimates"})
+			Problem: "not a list of positive Go durations (" + err.Error() + ")", Effect: "the forecast falls back to the policy's estimates"})
 	}
 	if len(recent) >= LearnedAfter {
 		w.Forecast, w.Learned = slices.Max(recent), true

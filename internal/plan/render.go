@@ -69,6 +69,17 @@ func renderTable(w io.Writer, r Report) error {
 	for _, o := range r.NextOccurrences {
 		fmt.Fprintf(tw, "  %s\n", schedule.FormatOccurrence(o.Start, o.End, o.Start.Location()))
 	}
+	if len(r.Blackouts) > 0 {
+		fmt.Fprintln(tw)
+		fmt.Fprintln(tw, "Blackouts (no rotation starts):")
+		for _, b := range r.Blackouts {
+			line := "  " + b.Start + " – " + b.End
+			if b.Reason != "" {
+				line += "  " + b.Reason
+			}
+			fmt.Fprintln(tw, line)
+		}
+	}
 	fmt.Fprintln(tw)
 	fmt.Fprintln(tw, "Findings:")
 	if len(r.Findings) == 0 {

@@ -208,3 +208,21 @@ func TestRenderStartHold(t *testing.T) {
 		t.Errorf("table:\n%s", out)
 	}
 }
+
+// The blackouts not yet over are listed; past ones are not.
+func TestRenderBlackouts(t *testing.T) {
+	in := workedInput(t)
+	in.NodePool = ""
+	in.Policy.Spec.Blackouts = []v1alpha1.Blackout{
+		{Start: "2026-01-01T00:00:00Z", End: "2026-01-02T00:00:00Z", Reason: "past"},
+		{Start: "2026-12-24T00:00:00Z", End: "2026-12-27T00:00:00Z", Reason: "holidays"},
+	}
+	r, err := Build(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := render(t, r, "table")
+	if !strings.Contains(out, "Blackouts (no rotation starts):\n  2026-12-24T00:00:00Z – 2026-12-27T00:00:00Z  holidays\n") || strings.Contains(out, "past") {
+		t.Errorf("table:\n%s", out)
+	}
+}

@@ -22,14 +22,17 @@ type Report struct {
 	TRotEst                string `json:"tRotEst"`
 	// StartHold is the end of each occurrence no rotation starts in
 	// (t_rot_est − startCutoff); empty when surge.startCutoff is unset.
-	StartHold       string             `json:"startHold,omitempty"`
-	A               string             `json:"A"`
-	AgeThreshold    string             `json:"ageThreshold"` // auto or override
-	G               int                `json:"G"`
-	C               int                `json:"C"`
-	NextOccurrences []Occurrence       `json:"nextOccurrences"`
-	Findings        []schedule.Finding `json:"findings"`
-	Fatal           bool               `json:"fatal"`
+	StartHold       string       `json:"startHold,omitempty"`
+	A               string       `json:"A"`
+	AgeThreshold    string       `json:"ageThreshold"` // auto or override
+	G               int          `json:"G"`
+	C               int          `json:"C"`
+	NextOccurrences []Occurrence `json:"nextOccurrences"`
+	// Blackouts are the policy's blackouts not yet over: no start in them
+	// (docs/design.md#manual-controls).
+	Blackouts []v1alpha1.Blackout `json:"blackouts,omitempty"`
+	Findings  []schedule.Finding  `json:"findings"`
+	Fatal     bool                `json:"fatal"`
 }
 
 // Occurrence is one upcoming window occurrence in its own time zone.
@@ -64,6 +67,11 @@ func Build(in Input) (Report, error) {
 		ExpireAfter: "Never", TerminationGracePeriod: "unset",
 		AlwaysOpen: cycle.AlwaysOpen, P: fd(cycle.P), D: fd(cycle.D), Gap: fd(cycle.Gap),
 		TRot: fd(d.TRot), TRotEst: fd(d.TRotEst), A: fd(d.A), AgeThreshold: "auto", G: d.G, C: d.C,
+	}
+	for i, b := range s.Blackouts {
+		if b.End.After(in.Now) {
+			r.Blackouts = append(r.Blackouts, in.Policy.Spec.Blackouts[i])
+		}
 	}
 	if s.StartCutoff != nil && !cycle.AlwaysOpen {
 		r.StartHold = fd(d.StartHold)

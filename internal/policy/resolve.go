@@ -83,6 +83,8 @@ func Resolve(spec v1alpha1.RotationPolicySpec) (Settings, error) {
 	errs = append(errs, err)
 	s.StartCutoff, err = optional("spec.surge.startCutoff", surge.StartCutoff)
 	errs = append(errs, err)
+	s.Blackouts, err = blackouts(spec.Blackouts)
+	errs = append(errs, err)
 
 	var entries []schedule.Entry
 	for i, w := range spec.MaintenanceWindows {
@@ -171,4 +173,24 @@ func (s Settings) Findings() []schedule.Finding {
 		Message: "surge.matchNodeRequirements.required omits topology.kubernetes.io/zone: the surge node may land in another zone than the old node",
 		Remedy:  "keep topology.kubernetes.io/zone in surge.matchNodeRequirements.required",
 	}}
+}
+
+// blackouts parses spec.blackouts; admission checks the same, so an error
+// here is a policy stored before the check existed.
+func blackouts(in []v1alpha1.Blackout) ([]schedule.Interval, error) {
+	var out []schedule.Interval
+	var errs []error
+	for i, b := range in {
+		start, err1 := time.Parse(time.RFC3339, b.Start)
+		end, err2 := time.Parse(time.RFC3339, b.End)
+		switch {
+		case err1 != nil || err2 != nil:
+			errs = append(errs, fmt.Errorf("spec.blackouts[%d]: start %q and end %q must be RFC3339 times", i, b.Start, b.End))
+		case !end.After(start):
+			errs = append(errs, fmt.Errorf("spec.blackouts[%d]: end %s is not after start %s", i, b.End, b.Start))
+		default:
+			out = append(out, schedule.Interval{Start: start, End: end, Location: time.UTC})
+		}
+	}
+	return out, errors.Join(errs...)
 }

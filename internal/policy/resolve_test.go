@@ -55,7 +55,12 @@ func TestResolveErrorsNameTheField(t *testing.T) {
 			{Timezone: "UTC", Days: []v1alpha1.Weekday{"Mon"}, Start: "02:00", End: "03:00"},
 			{Timezone: "Mars/Olympus_Mons", Days: []v1alpha1.Weekday{"Mon"}, Start: "02:00", End: "03:00"},
 		},
-		Surge: v1alpha1.SurgeSpec{MaxUnavailable: 2, ReadyTimeout: "0s", RetryBackoff: "-5m", CooldownAfter: "1x", DrainEstimate: "ten minutes"},
+		Surge: v1alpha1.SurgeSpec{MaxUnavailable: 2, ReadyTimeout: "0s", RetryBackoff: "-5m", CooldownAfter: "1x", DrainEstimate: "ten minutes", StartCutoff: "-1m"},
+		Blackouts: []v1alpha1.Blackout{
+			{Start: "2026-12-24T00:00:00Z", End: "2026-12-27T00:00:00Z"},
+			{Start: "Christmas", End: "2026-12-27T00:00:00Z"},
+			{Start: "2026-12-27T00:00:00Z", End: "2026-12-24T00:00:00Z"},
+		},
 	}
 	_, err := Resolve(spec)
 	if err == nil {
@@ -70,12 +75,32 @@ func TestResolveErrorsNameTheField(t *testing.T) {
 		`spec.surge.retryBackoff: "-5m" must be greater than 0`,
 		`spec.surge.cooldownAfter: "1x" is not a Go duration`,
 		`spec.surge.drainEstimate: "ten minutes" is not a Go duration`,
+		`spec.surge.startCutoff: "-1m"`,
+		`spec.blackouts[1]: start "Christmas" and end "2026-12-27T00:00:00Z" must be RFC3339 times`,
+		`spec.blackouts[2]: end 2026-12-24T00:00:00Z is not after start 2026-12-27T00:00:00Z`,
 	} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q:\n%v", want, err)
 		}
 	}
-	if strings.Contains(err.Error(), "maintenanceWindows[0]") {
-		t.Errorf("the valid window was reported: %v", err)
+	if strings.Contains(err.Error(), "maintenanceWindows[0]") || strings.Contains(err.Error(), "blackouts[0]") {
+		t.Errorf("a valid entry was reported: %v", err)
+	}
+}
+
+// Valid blackouts and a startCutoff resolve into the timing.
+func TestResolveBlackoutsAndStartCutoff(t *testing.T) {
+	spec := v1alpha1.RotationPolicySpec{
+		MaintenanceWindows: []v1alpha1.MaintenanceWindow{{Timezone: "UTC", Days: []v1alpha1.Weekday{"Mon"}, Start: "02:00", End: "03:00"}},
+		Surge:              v1alpha1.SurgeSpec{StartCutoff: "5m"},
+		Blackouts:          []v1alpha1.Blackout{{Start: "2026-12-24T00:00:00+01:00", End: "2026-12-27T00:00:00Z", Reason: "holidays"}},
+	}
+	s, err := Resolve(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.StartCutoff == nil || *s.StartCutoff != 5*time.Minute || len(s.Blackouts) != 1 ||
+		!s.Blackouts[0].Start.Equal(time.Date(2026, 12, 23, 23, 0, 0, 0, time.UTC)) {
+		t.Errorf("settings %+v %+v", s.StartCutoff, s.Blackouts)
 	}
 }

@@ -29,6 +29,32 @@ type Timing struct {
 	// forecast to end and still start (docs/design.md#window-end); nil is
 	// the default, the forecast itself, which holds no start.
 	StartCutoff *time.Duration
+	// Blackouts are intervals in which no rotation starts
+	// (docs/design.md#manual-controls). The forecast skips them; the
+	// figures do not count them (they are one-off, not the cycle).
+	Blackouts []Interval
+}
+
+// BlackoutAt is the blackout in force at t, if any.
+func (t Timing) BlackoutAt(at time.Time) (Interval, bool) {
+	for _, b := range t.Blackouts {
+		if b.Contains(at) {
+			return b, true
+		}
+	}
+	return Interval{}, false
+}
+
+// AfterBlackouts is the first instant at or after at outside every
+// blackout (blackouts that touch or overlap are crossed in turn).
+func (t Timing) AfterBlackouts(at time.Time) time.Time {
+	for {
+		b, in := t.BlackoutAt(at)
+		if !in {
+			return at
+		}
+		at = b.End
+	}
 }
 
 // StartHold is how long before an occurrence's close no rotation starts:

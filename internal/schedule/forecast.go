@@ -45,7 +45,7 @@ func (c Calendar) ForecastRotations(from time.Time, n int, t Timing, tRotEst tim
 			if o.Duration() < week && hold < o.Duration() {
 				last = o.End.Add(-hold) // a hold as long as the occurrence holds nothing
 			}
-			for at := later(o.Start, next); at.Before(last) && len(f.Starts) < n; at = at.Add(service) {
+			for at := t.AfterBlackouts(later(o.Start, next)); at.Before(last) && len(f.Starts) < n; at = t.AfterBlackouts(at.Add(service)) {
 				for range min(m, n-len(f.Starts)) {
 					f.Starts = append(f.Starts, at)
 				}

@@ -24,8 +24,9 @@ type Write struct {
 	// Keys are the rotation keys a PATCH of a node, NodeClaim or NodePool
 	// sets ("+key") or removes ("-key"), sorted: see Classify.
 	Keys []string
-	// Type is the write type: verb, resource[/subresource] and Keys. Two
-	// writes of one type change the same things in the same direction.
+	// Type is the write type: verb, resource[/subresource] and Keys but
+	// the incidental ones. Two writes of one type change the same things
+	// in the same direction.
 	Type string
 	// Background writes (leases, events, access reviews, server-side dry
 	// runs) are counted and recorded but never killed after or faulted:
@@ -104,6 +105,29 @@ var keyed = map[string]bool{"nodepools": true, "nodeclaims": true, "nodes": true
 var valued = map[string]bool{v1alpha1.AnnotationState: true, v1alpha1.AnnotationActiveRotationState: true}
 
 // ours reports whether a label or annotation key is one a rotation writes.
+// incidental keys ride along with a write that the other keys identify,
+// and appear in it only when their value changes, which depends on earlier
+// rotations: the failure write records failure-reason (unchanged when the
+// claim failed for the same reason before) and drops an operator's
+// rotate-next; the success write appends to recent-rotations (unchanged
+// when the record is full of the same figure). A crash campaign that
+// recorded a write on one claim must find it again on the next.
+var incidental = map[string]bool{
+	v1alpha1.AnnotationFailureReason: true, v1alpha1.AnnotationRecentRotations: true, v1alpha1.AnnotationRotateNext: true,
+}
+
+// identifying are the keys that name a write's type.
+func identifying(keys []string) []string {
+	var out []string
+	for _, k := range keys {
+		name, _, _ := strings.Cut(k[1:], "=")
+		if !incidental[name] {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
 func ours(key string) bool {
 	return strings.HasPrefix(key, v1alpha1.Prefix) || key == v1alpha1.KarpenterDoNotDisrupt
 }
@@ -122,8 +146,8 @@ func Classify(method string, u *url.URL, contentType string, body []byte) Write 
 	if w.Subresource != "" {
 		w.Type += "/" + w.Subresource
 	}
-	if len(w.Keys) > 0 {
-		w.Type += " " + strings.Join(w.Keys, " ")
+	if keys := identifying(w.Keys); len(keys) > 0 {
+		w.Type += " " + strings.Join(keys, " ")
 	}
 	if w.DryRun {
 		w.Type += " (dry run)"

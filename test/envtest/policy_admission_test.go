@@ -184,6 +184,12 @@ var _ = Describe("RotationPolicy admission", func() {
 		Entry("preferred key not a label key", `surge: {matchNodeRequirements: {preferred: ["-leading-dash"]}}`, `spec.surge.matchNodeRequirements.preferred: Invalid value: preferred entries must be label keys such as topology.kubernetes.io/zone`),
 		Entry("prePull enabled", `prePull: {enabled: true}`, `spec.prePull.enabled: Invalid value: true: prePull is not available in v1alpha1`),
 		Entry("window without a start", `maintenanceWindows: [{timezone: UTC, days: [Mon], end: "02:00"}]`, `spec.maintenanceWindows[0].start: Required value`),
+		Entry("startCutoff not a duration", `surge: {startCutoff: 5 minutes}`, `spec.surge.startCutoff: Invalid value: "5 minutes": startCutoff must be a Go duration such as 90m`),
+		Entry("blackout end before its start", `blackouts: [{start: "2026-12-24T00:00:00Z", end: "2026-12-23T00:00:00Z"}]`, `spec.blackouts[0]: Invalid value: a blackout's end must be after its start`),
+		// compared as times, not as strings: 00:30+01:00 is before 00:00Z
+		Entry("blackout end before its start in another zone", `blackouts: [{start: "2026-12-24T00:00:00Z", end: "2026-12-24T00:30:00+01:00"}]`, `spec.blackouts[0]: Invalid value: a blackout's end must be after its start`),
+		Entry("blackout start not RFC3339", `blackouts: [{start: "Christmas", end: "2026-12-27T00:00:00Z"}]`, `spec.blackouts[0].start: Invalid value: "Christmas": spec.blackouts[0].start in body must be of type date-time`),
+		Entry("blackout without an end", `blackouts: [{start: "2026-12-24T00:00:00Z"}]`, `spec.blackouts[0].end: Required value`),
 	)
 })
 

@@ -171,6 +171,11 @@ func Scripted() []client.Object {
 		scheduledOn(placeholder("busy-a", "busy"), "node-busy-surge"),
 		// window closed until 22:00 Berlin: a due claim, one in backoff, one
 		// opted out, one not Ready
+		// an operator's requests (docs/design.md#manual-controls): a claim
+		// days from due asked next, a due one skipped past its deadline
+		pool("asked", "open"),
+		claim("asked-a", "asked", 10*24*time.Hour, v1alpha1.AnnotationRotateNext, "true"),
+		claim("asked-b", "asked", 20*time.Minute, v1alpha1.AnnotationSkipUntil, stamp3339(Now.Add(3*time.Hour))),
 		pool("closing", "closing"),
 		claim("closing-a", "closing", 44*time.Hour), // due (the lead is 2d47m), and tomorrow's window still rotates it
 		pool("night", "nightly"),
@@ -285,6 +290,6 @@ func placeholder(claim, pool string) *corev1.Pod {
 // ExplainedClaims are the claims the explain golden file explains, in its
 // order; ExplainedPools the pools.
 var (
-	ExplainedClaims = []string{"ready-e", "ready-a", "ready-b", "ready-c", "ready-d", "cooling-a", "static-a", "starting-a", "starting-b", "lost-a", "busy-a", "busy-b", "night-a", "night-b", "night-c", "night-d", "closing-a", "guarded-a", "guarded-b", "tied-a", "plain-a"}
-	ExplainedPools  = []string{"ready", "busy", "night", "frozen-night", "closing", "guarded", "garbled"}
+	ExplainedClaims = []string{"ready-e", "ready-a", "ready-b", "ready-c", "ready-d", "cooling-a", "static-a", "starting-a", "starting-b", "lost-a", "busy-a", "busy-b", "night-a", "night-b", "night-c", "night-d", "asked-a", "asked-b", "closing-a", "guarded-a", "guarded-b", "tied-a", "plain-a"}
+	ExplainedPools  = []string{"ready", "busy", "night", "frozen-night", "closing", "asked", "guarded", "garbled"}
 )

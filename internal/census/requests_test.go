@@ -1,0 +1,85 @@
+package census
+
+import (
+	"testing"
+	"time"
+
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
+)
+
+// rotate-next makes a claim not yet due the candidate, ahead of a due one
+// with an earlier deadline (docs/design.md#manual-controls).
+func TestRotateNextGoesFirst(t *testing.T) {
+	r := Take(input(t, alwaysOpen(),
+		claim("due", 20*time.Minute),
+		claim("young", 10*24*time.Hour, annotate(v1alpha1.AnnotationRotateNext, "true")),
+		claim("declined", 9*24*time.Hour, annotate(v1alpha1.AnnotationRotateNext, "false")),
+	))
+	if r.Candidate == nil || r.Candidate.Claim.Name != "young" {
+		t.Fatalf("candidate %+v, want young", r.Candidate)
+	}
+	if r.Census.Candidates != 2 || r.Census.NotDue != 1 || len(r.Bad) != 0 {
+		t.Errorf("census %+v, bad %v", r.Census, r.Bad)
+	}
+}
+
+// A claim that never expires is rotated on request too.
+func TestRotateNextWithoutADeadline(t *testing.T) {
+	never := claim("never", 0, annotate(v1alpha1.AnnotationRotateNext, "true"))
+	never.Spec.ExpireAfter = karpv1.NillableDuration{}
+	if r := Take(input(t, alwaysOpen(), never)); r.Candidate == nil || r.Census.NoDeadline != 0 {
+		t.Errorf("candidate %+v, census %+v", r.Candidate, r.Census)
+	}
+}
+
+// skip-until keeps a due claim out until then; the instant wakes the pool;
+// one that reaches past the deadline is flagged.
+func TestSkipUntil(t *testing.T) {
+	until := now.Add(2 * time.Hour)
+	in := input(t, alwaysOpen(),
+		claim("skipped", 20*time.Minute, annotate(v1alpha1.AnnotationSkipUntil, until.Format(time.RFC3339))),
+		claim("over", 30*time.Minute, annotate(v1alpha1.AnnotationSkipUntil, now.Add(-time.Minute).Format(time.RFC3339))),
+	)
+	r := Take(in)
+	if r.Candidate == nil || r.Candidate.Claim.Name != "over" || r.Census.Skipped != 1 || r.Census.Candidates != 1 {
+		t.Fatalf("candidate %+v, census %+v", r.Candidate, r.Census)
+	}
+	if got := Class(in, r.Figures["skipped"]); got != ClassSkipped {
+		t.Errorf("class %s", got)
+	}
+	found := false
+	for _, i := range r.Instants() {
+		found = found || i.Equal(until)
+	}
+	if !found {
+		t.Error("the skip's end is no instant")
+	}
+	if !r.Figures["skipped"].SkipsPastDeadline() || r.Figures["over"].SkipsPastDeadline() {
+		t.Error("SkipsPastDeadline: the 2h skip passes the 20m deadline, the past one does not")
+	}
+	if r.Census.Outstanding() != 1 {
+		t.Errorf("outstanding %d: a skipped claim is declined, not missed", r.Census.Outstanding())
+	}
+}
+
+// A malformed request is reported and ignored: the claim counts as it
+// would without it.
+func TestMalformedRequestsAreIgnored(t *testing.T) {
+	r := Take(input(t, alwaysOpen(),
+		claim("a", 20*time.Minute, annotate(v1alpha1.AnnotationRotateNext, "yes", v1alpha1.AnnotationSkipUntil, "after lunch")),
+		claim("b", 10*24*time.Hour, annotate(v1alpha1.AnnotationRotateNext, "TRUE")),
+	))
+	if r.Candidate == nil || r.Candidate.Claim.Name != "a" || r.Census.NotDue != 1 {
+		t.Fatalf("candidate %+v, census %+v", r.Candidate, r.Census)
+	}
+	if len(r.Bad) != 3 {
+		t.Fatalf("bad %+v, want 3", r.Bad)
+	}
+	for _, b := range r.Bad {
+		if b.Effect != "the request is ignored" || b.Object == "" || b.Key == "" {
+			t.Errorf("bad %+v", b)
+		}
+	}
+}
