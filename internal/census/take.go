@@ -42,9 +42,10 @@ type Result struct {
 	Blocked map[string]Blocked
 }
 
-// Take classifies every claim and selects the candidate: short-lead claims
-// first (best-effort), then the earliest deadline, the oldest, the name
-// (docs/design.md#age-threshold).
+// Take classifies every claim and selects the candidate: an operator's
+// rotate-next first, then short-lead claims (best-effort), the earliest
+// deadline, the oldest, the name (docs/design.md#age-threshold,
+// docs/design.md#manual-controls).
 func Take(in Input) Result {
 	r := Result{Census: Census{Total: len(in.Claims)}, Figures: make(map[string]Figures, len(in.Claims))}
 	var eligible []Figures

@@ -250,8 +250,8 @@ func RenderPool(w io.Writer, ex *PoolExplanation, format string) error {
 	}
 	rows = append(rows, [][2]string{
 		{"In flight", inFlightCell(st)},
-		{"Claims", fmt.Sprintf("%d: %d candidates, %d in backoff, %d in flight, %d not due, %d opted out, %d not ready, %d deleting, %d expired, %d without deadline",
-			c.Total, c.Candidates, c.InBackoff, c.InFlight, c.NotDue, c.OptedOut, c.NotReady, c.Deleting, c.Expired, c.NoDeadline)},
+		{"Claims", fmt.Sprintf("%d: %d candidates, %d in backoff, %d in flight, %d not due, %d skipped, %d opted out, %d not ready, %d deleting, %d expired, %d without deadline",
+			c.Total, c.Candidates, c.InBackoff, c.InFlight, c.NotDue, c.Skipped, c.OptedOut, c.NotReady, c.Deleting, c.Expired, c.NoDeadline)},
 		{"Next", nextCell(st)},
 		{"Forecast", forecastCell(st)},
 	}...)

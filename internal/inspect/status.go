@@ -2,6 +2,7 @@ package inspect
 
 import (
 	"context"
+	"fmt"
 	"sort"
 	"time"
 
@@ -242,7 +243,12 @@ func (st *PoolStatus) describeGate(eng *engine.Engine, obs *observe.Observation)
 		return
 	}
 	st.Gate = v.(string)
-	if st.Gate != "open" {
+	switch st.Gate {
+	case "open":
+	case "clusterCap":
+		// it opens when another pool's rotation ends: no instant to show
+		st.GateWhy = fmt.Sprintf("%d rotations in flight in other pools, the cap is %d", obs.ClusterInFlight, obs.ClusterCap)
+	default:
 		st.GateUntil = gatesOpen(obs)
 	}
 	if w := obs.WindowEnd; st.Gate == "windowEnding" {

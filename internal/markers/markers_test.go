@@ -64,7 +64,8 @@ func TestInFlightAndRecordFailure(t *testing.T) {
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	for raw, want := range map[string]string{"": "1", "2": "3", "garbage": "1", "-4": "1"} {
 		c := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{
-			v1alpha1.AnnotationState: "pending", v1alpha1.AnnotationStartedAt: "x", v1alpha1.AnnotationSurgeClaim: "s", v1alpha1.AnnotationRetryCount: raw}}}
+			v1alpha1.AnnotationState: "pending", v1alpha1.AnnotationStartedAt: "x", v1alpha1.AnnotationSurgeClaim: "s", v1alpha1.AnnotationRetryCount: raw,
+			v1alpha1.AnnotationFailureReason: "Unschedulable", v1alpha1.AnnotationRotateNext: "true"}}}
 		RecordFailure(c, now)
 		a := c.Annotations
 		if a[v1alpha1.AnnotationState] != "failed" || a[v1alpha1.AnnotationFailedAt] != "2026-11-30T12:00:00Z" || a[v1alpha1.AnnotationRetryCount] != want {
@@ -75,6 +76,12 @@ func TestInFlightAndRecordFailure(t *testing.T) {
 		}
 		if _, ok := a[v1alpha1.AnnotationSurgeClaim]; ok {
 			t.Errorf("surge-claim kept: %v", a)
+		}
+		if _, ok := a[v1alpha1.AnnotationFailureReason]; ok {
+			t.Errorf("an earlier attempt's failure-reason kept: %v", a)
+		}
+		if _, ok := a[v1alpha1.AnnotationRotateNext]; ok {
+			t.Errorf("rotate-next kept after the attempt it asked for: %v", a)
 		}
 	}
 	bare := &karpv1.NodeClaim{}

@@ -40,3 +40,23 @@ func TestBlackoutSnapshot(t *testing.T) {
 		})
 	}
 }
+
+// Judged at a late pass after the close, a blackout that began after the
+// stamped occurrence closed does not excuse it; one inside it does.
+func TestBlackoutAfterTheCloseIsNoExcuse(t *testing.T) {
+	for _, c := range []struct {
+		start time.Time
+		since bool
+	}{
+		{now.Add(-30 * time.Minute), false}, // 11:30, after the 11:00 close
+		{now.Add(-90 * time.Minute), true},  // 10:30, inside 08:00–11:00
+	} {
+		spec := alwaysOpen()
+		spec.MaintenanceWindows[0].Start, spec.MaintenanceWindows[0].End = "08:00", "11:00"
+		spec.Blackouts = []v1alpha1.Blackout{{Start: stamp(c.start), End: stamp(now.Add(time.Hour))}}
+		obs := observeNow(t, nodePool(poolAnnotations(v1alpha1.AnnotationWindowOpenedAt, stamp(now.Add(-4*time.Hour)))), rotationPolicy("api", spec))
+		if obs.Snapshot.Pool.BlackoutSinceStamp != c.since {
+			t.Errorf("blackout from %s: since stamp %v, want %v", c.start, obs.Snapshot.Pool.BlackoutSinceStamp, c.since)
+		}
+	}
+}

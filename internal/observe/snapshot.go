@@ -125,14 +125,20 @@ func blackoutNow(obs *Observation) bool {
 }
 
 // blackoutSinceStamp: a blackout overlapped the stamped occurrence, from
-// window-opened-at to now — its outstanding work was declined, not missed.
+// window-opened-at to its close (or now, while it is open) — its
+// outstanding work was declined, not missed. A blackout that begins at or
+// after the close does not excuse it, however late the evaluating pass.
 func blackoutSinceStamp(obs *Observation) bool {
 	opened, err := time.Parse(time.RFC3339, obs.Pool.Annotations[v1alpha1.AnnotationWindowOpenedAt])
 	if err != nil {
 		return false
 	}
+	end := obs.Now
+	if o, ok := obs.Settings.Calendar.OccurrenceAt(opened); ok && o.End.Before(end) {
+		end = o.End
+	}
 	for _, b := range obs.Settings.Blackouts {
-		if b.Start.Before(obs.Now) && b.End.After(opened) {
+		if b.Start.Before(end) && b.End.After(opened) {
 			return true
 		}
 	}
