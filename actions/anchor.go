@@ -30,8 +30,8 @@ var (
 	}
 	anchorClearAction = action{
 		spec: engine.ActionSpec{Name: "anchor-clear", Role: engine.RoleAnchorEnd, Reports: true,
-			Description: "clear the rotation-scoped set (active-rotation, active-rotation-state, draining-at, surge-wait, rotation-mode) only while the anchor names this rotation; optionally stamp last-failure-at (now, or max with the claim's failed-at)",
-			Args:        map[string]engine.ArgSpec{"lastFailureAt": str("now", "max"), "ifNoMirror": flag}},
+			Description: "clear the rotation-scoped set (active-rotation, active-rotation-state, draining-at, surge-wait, rotation-mode) only while the anchor names this rotation; optionally stamp last-failure-at (now, or max with the claim's failed-at); with ifClaimFailed, only while a fresh read shows the claim still failed",
+			Args:        map[string]engine.ArgSpec{"lastFailureAt": str("now", "max"), "ifNoMirror": flag, "ifClaimFailed": flag}},
 		run: anchorClear,
 	}
 	poolMirrorAction = action{
@@ -133,6 +133,22 @@ func surgeRotationTook(a map[string]string, now time.Time) (time.Duration, bool)
 // the pool's and the claim's failed-at: a crash-recovery release must not
 // shorten the pause).
 func anchorClear(ctx context.Context, p *Pass, args map[string]any) (Result, error) {
+	if args["ifClaimFailed"] == true {
+		// A release decided on a cache that has not seen this claim's
+		// retry (failed → pending, written by the pass before) would strand
+		// the retry: the claim is read fresh, and the pass stops as stale
+		// unless it is still failed.
+		fresh := &karpv1.NodeClaim{}
+		err := p.Fresh.Get(ctx, client.ObjectKey{Name: p.Targets.Claim}, fresh)
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			return Result{}, fmt.Errorf("reading NodeClaim %s before releasing its anchor: %w", p.Targets.Claim, err)
+		case fresh.Annotations[v1alpha1.AnnotationState] != v1alpha1.StateFailed:
+			p.stale = true
+			return Result{Outcome: Stale, Did: "clear anchor " + p.Targets.Claim + ": the claim is no longer failed (stale)"}, nil
+		}
+	}
 	np := p.pool()
 	out, err := p.write(ctx, np, func() (bool, error) {
 		if np.Annotations[v1alpha1.AnnotationActiveRotation] != p.Targets.Claim {
