@@ -6,8 +6,6 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
-
 	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
 	fk "github.com/noderotation/node-rotation-controller/test/fakekarpenter"
 )
@@ -28,17 +26,7 @@ var _ = Describe("the cluster cap", func() {
 		})
 		const first, firstOld, second, secondOld = "capped-a", "capped-a-old", "capped-b", "capped-b-old"
 		// the cap counts every pool's anchor: no other spec's pool may be left
-		Eventually(func() []string {
-			pools := &karpv1.NodePoolList{}
-			Expect(env.Client.List(ctx, pools)).To(Succeed())
-			var names []string
-			for _, p := range pools.Items {
-				if p.Name != warmupPool {
-					names = append(names, p.Name)
-				}
-			}
-			return names
-		}, timeout).Should(BeEmpty(), "another spec's pool is left for the cap to count")
+		Eventually(poolsLeft, timeout).Should(BeEmpty(), "another spec's pool is left for the cap to count")
 		startPending(first, firstOld)
 		// both instances' caches show the first anchor before the second
 		// pool exists (a watch event takes milliseconds)

@@ -262,17 +262,7 @@ func deleteAll() []string {
 		names = append(names, pools.Items[i].Name)
 		Expect(client.IgnoreNotFound(env.Client.Delete(ctx, &pools.Items[i]))).To(Succeed())
 	}
-	Eventually(func() []string {
-		l := &karpv1.NodePoolList{}
-		Expect(env.Client.List(ctx, l)).To(Succeed())
-		var left []string
-		for _, p := range l.Items {
-			if p.Name != warmupPool {
-				left = append(left, p.Name)
-			}
-		}
-		return left
-	}, timeout).Should(BeEmpty(), "only the warm-up pool (if the world has one) is left")
+	Eventually(poolsLeft, timeout).Should(BeEmpty(), "only the warm-up pool (if the world has one) is left")
 	policies := &v1alpha1.RotationPolicyList{}
 	Expect(env.Client.List(ctx, policies)).To(Succeed())
 	for i := range policies.Items {
@@ -320,4 +310,17 @@ func release(o client.Object) {
 		Expect(client.IgnoreNotFound(env.Client.Patch(ctx, o, client.MergeFrom(orig)))).To(Succeed())
 	}
 	Expect(client.IgnoreNotFound(env.Client.Delete(ctx, o, client.GracePeriodSeconds(0)))).To(Succeed())
+}
+
+// poolsLeft names the NodePools other than the warm-up pool.
+func poolsLeft() []string {
+	l := &karpv1.NodePoolList{}
+	Expect(env.Client.List(ctx, l)).To(Succeed())
+	var left []string
+	for _, p := range l.Items {
+		if p.Name != warmupPool {
+			left = append(left, p.Name)
+		}
+	}
+	return left
 }
