@@ -39,6 +39,8 @@ const (
 	SurgeUnservable      Announcement = "SurgeUnservable"
 	WindowEnding         Announcement = "WindowEnding"
 	ClusterCap           Announcement = "ClusterCap"
+	RotationRequested    Announcement = "RotationRequested"
+	SkipHeld             Announcement = "SkipHeld"
 )
 
 // Announcements is every announcement, in the catalog's order.
@@ -47,7 +49,7 @@ var Announcements = []Announcement{
 	PolicyConflict, PolicyInvalid, Infeasible, PlaceholderCreated, SurgeWaiting,
 	SurgeReady, DrainStarted, RotationFailed, RotationExpired, RotationCompleted,
 	GovernanceLost, WindowMissed, DrainStuck, AnchorRestored, StrandedRepaired, OrphanedAnchor,
-	DrainBlocked, SurgeUnservable, WindowEnding, ClusterCap,
+	DrainBlocked, SurgeUnservable, WindowEnding, ClusterCap, RotationRequested, SkipHeld,
 }
 
 var announceAction = action{

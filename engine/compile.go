@@ -124,7 +124,8 @@ func compileFacts(defs []FactDef, observers map[string]FactFunc) ([]*fact, error
 // compileGuard type-checks a guard against the facts only: a guard that
 // reads a snapshot input directly does not compile.
 func compileGuard(env *cel.Env, tr *Transition, facts map[string]*fact) (*row, error) {
-	prg, refs, err := compile(env, tr.Guard, cel.BoolType)
+	// the proof evaluates guards with the facts not yet assigned unknown
+	prg, refs, err := compile(env, tr.Guard, cel.BoolType, cel.OptPartialEval)
 	if err != nil {
 		return nil, fmt.Errorf("rules: line %d: transition %q guard: %w", tr.line, tr.ID, err)
 	}
@@ -137,7 +138,7 @@ func compileGuard(env *cel.Env, tr *Transition, facts map[string]*fact) (*row, e
 	return &row{t: tr, guard: prg, facts: refs}, nil
 }
 
-func compile(env *cel.Env, expr string, want *cel.Type) (cel.Program, []string, error) {
+func compile(env *cel.Env, expr string, want *cel.Type, opts ...cel.EvalOption) (cel.Program, []string, error) {
 	ast, iss := env.Compile(expr)
 	if iss.Err() != nil {
 		return nil, nil, errors.New(strings.ReplaceAll(iss.Err().Error(), "\n", " "))
@@ -152,7 +153,7 @@ func compile(env *cel.Env, expr string, want *cel.Type) (cel.Program, []string, 
 	if est.Max > costLimit {
 		return nil, nil, fmt.Errorf("%q may cost %d, over the limit of %d", expr, est.Max, costLimit)
 	}
-	prg, err := env.Program(ast, cel.EvalOptions(cel.OptOptimize))
+	prg, err := env.Program(ast, cel.EvalOptions(append(opts, cel.OptOptimize)...))
 	if err != nil {
 		return nil, nil, err
 	}

@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 )
 
@@ -26,6 +27,48 @@ func (e *Engine) Expand(w io.Writer) error {
 					return err
 				}
 			}
+		}
+	}
+	return nil
+}
+
+// ExpandCompact writes the fact space as Expand does, with every block of
+// combinations that share their first facts and take the same transition
+// whatever the others are written as one line, the others as `*`. It
+// holds what Expand holds in the lines a reviewer can read: the golden
+// copy of the shipped table's fact space is this form.
+func (e *Engine) ExpandCompact(w io.Writer) error {
+	for _, m := range e.machines {
+		for _, s := range m.state.def.Values {
+			idx := m.states[s]
+			if _, err := fmt.Fprintf(w, "# %s %s: %d combinations of [%s]; * is any value\n", m.def.Name, s, len(idx.lookup), strings.Join(idx.factNames(), " ")); err != nil {
+				return err
+			}
+			if err := idx.compact(w, m.def.Name+" "+s, 0, 0, len(idx.lookup), nil); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// compact writes the block of size combinations from base whose first
+// depth facts are parts: one line when it takes one transition, else a
+// block per value of the next fact.
+func (idx *stateIndex) compact(w io.Writer, lead string, depth, base, size int, parts []string) error {
+	block := idx.lookup[base : base+size]
+	if !slices.ContainsFunc(block, func(r int) bool { return r != block[0] }) {
+		line := slices.Clone(parts)
+		for _, f := range idx.facts[depth:] {
+			line = append(line, f.def.Name+"=*")
+		}
+		_, err := fmt.Fprintf(w, "%s %s -> %s\n", lead, strings.Join(line, " "), idx.rows[block[0]].t.ID)
+		return err
+	}
+	f, stride := idx.facts[depth], idx.strides[depth]
+	for i, v := range f.domain() {
+		if err := idx.compact(w, lead, depth+1, base+i*stride, stride, append(slices.Clip(parts), fmt.Sprintf("%s=%v", f.def.Name, v))); err != nil {
+			return err
 		}
 	}
 	return nil

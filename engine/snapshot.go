@@ -23,6 +23,12 @@ type Snapshot struct {
 	// CandidateDrainBlocked: Pods on the candidate's node would block its
 	// drain; it was taken because its deadline leaves no other choice.
 	CandidateDrainBlocked bool `json:"candidateDrainBlocked,omitempty"`
+	// CandidateRequested: the candidate is first because an operator's
+	// noderotation.io/rotate-next asks for it (docs/design.md#manual-controls).
+	CandidateRequested bool `json:"candidateRequested,omitempty"`
+	// SkipHeld: an operator's noderotation.io/skip-until keeps out a claim
+	// that is otherwise due (docs/design.md#manual-controls).
+	SkipHeld bool `json:"skipHeld,omitempty"`
 	// Stranded is none, claim or artefacts: rotation artefacts of the pool
 	// its anchor does not name (empty reads as none).
 	Stranded string           `json:"stranded,omitempty"`
@@ -136,6 +142,8 @@ var inputs = []input{
 	{"claim.retryAt", cel.TimestampType, func(s *Snapshot) any { return s.Claim.RetryAt }, ""},
 	{"candidate", cel.StringType, func(s *Snapshot) any { return s.Candidate }, ""},
 	{"candidateDrainBlocked", cel.BoolType, func(s *Snapshot) any { return s.CandidateDrainBlocked }, ""},
+	{"candidateRequested", cel.BoolType, func(s *Snapshot) any { return s.CandidateRequested }, ""},
+	{"skipHeld", cel.BoolType, func(s *Snapshot) any { return s.SkipHeld }, ""},
 	{"stranded", cel.StringType, func(s *Snapshot) any { return s.Stranded }, ""},
 	{"surge.placeholderExists", cel.BoolType, func(s *Snapshot) any { return s.Surge.PlaceholderExists }, ""},
 	{"surge.pairedNodes", cel.BoolType, func(s *Snapshot) any { return s.Surge.PairedNodes }, ""},

@@ -59,19 +59,31 @@ func rulesCommand() *cobra.Command {
 			},
 		},
 		render,
-		&cobra.Command{
-			Use:   "expand [file]",
-			Short: "List the whole enumerated fact space: every combination and the transition it takes",
-			Args:  cobra.MaximumNArgs(1),
-			RunE: func(cmd *cobra.Command, args []string) error {
-				e, _, err := loadRules(args)
-				if err != nil {
-					return err
-				}
-				return e.Expand(cmd.OutOrStdout())
-			},
-		},
+		expandCommand(),
 	)
+	return cmd
+}
+
+// expandCommand lists the fact space, every combination or, with
+// --compact, a line per block that takes one transition.
+func expandCommand() *cobra.Command {
+	var compact bool
+	cmd := &cobra.Command{
+		Use:   "expand [file]",
+		Short: "List the whole enumerated fact space: every combination and the transition it takes",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			e, _, err := loadRules(args)
+			if err != nil {
+				return err
+			}
+			if compact {
+				return e.ExpandCompact(cmd.OutOrStdout())
+			}
+			return e.Expand(cmd.OutOrStdout())
+		},
+	}
+	cmd.Flags().BoolVar(&compact, "compact", false, "one line per block of combinations that takes one transition whatever its later facts (written *) are")
 	return cmd
 }
 

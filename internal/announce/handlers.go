@@ -42,6 +42,8 @@ var handlers = map[a.Announcement]func(*Announcer, step){
 	a.SurgeUnservable:      (*Announcer).surgeUnservable,
 	a.WindowEnding:         (*Announcer).windowEnding,
 	a.ClusterCap:           (*Announcer).clusterCap,
+	a.RotationRequested:    (*Announcer).rotationRequested,
+	a.SkipHeld:             (*Announcer).skipHeld,
 }
 
 // rotationStarted announces RotationStarted, or ForcefulFallback when the
@@ -328,6 +330,38 @@ func (an *Announcer) clusterCap(s step) {
 		kv = append(kv, "candidate", c.Claim.Name)
 	}
 	s.log.Info("not starting: the cluster's cap on rotations in flight is reached", kv...)
+}
+
+// rotationRequested: the rotation that started serves an operator's
+// rotate-next (docs/design.md#manual-controls); said once, by the pass
+// whose anchor write started it.
+func (an *Announcer) rotationRequested(s step) {
+	c := s.obs.Candidate()
+	if c == nil || !c.Requested {
+		return
+	}
+	s.log.Info("rotation started at an operator's request", "nodeclaim", c.Claim.Name, "annotation", v1alpha1.AnnotationRotateNext)
+	an.event(c.Claim, corev1.EventTypeNormal, string(a.RotationRequested), fmt.Sprintf(
+		"rotating it first, as %s asks; the request is removed when the rotation ends", v1alpha1.AnnotationRotateNext))
+}
+
+// skipHeld says once per set of held claims and their skip-until why a
+// pool with due claims starts nothing (docs/design.md#manual-controls).
+func (an *Announcer) skipHeld(s step) {
+	held := s.obs.Census.SkipHeld
+	if len(held) == 0 {
+		return
+	}
+	claims := make([]string, len(held))
+	for i, f := range held {
+		claims[i] = f.Claim.Name + " until " + f.SkipUntil.UTC().Format(time.RFC3339)
+	}
+	if !an.seen.enter(s.pool(), string(a.SkipHeld), strings.Join(claims, ", ")) {
+		return
+	}
+	s.log.Info("not starting: an operator's skip-until keeps the due claims out", "claims", claims)
+	an.event(s.obs.Pool, corev1.EventTypeNormal, string(a.SkipHeld), fmt.Sprintf(
+		"no rotation starts: %s keeps out %s", v1alpha1.AnnotationSkipUntil, strings.Join(claims, ", ")))
 }
 
 func mode(m string) string {

@@ -60,6 +60,8 @@ type Candidate struct {
 	// Blockers are the Pods that will hold its drain: set only when its
 	// deadline left no other choice (docs/design.md#drain-blockers).
 	Blockers []Blocker
+	// Requested: it carries an operator's rotate-next, which put it first.
+	Requested bool
 }
 
 // Figures are one claim's deadline arithmetic.
@@ -73,6 +75,10 @@ type Figures struct {
 	// (docs/design.md#manual-controls).
 	RotateNext bool
 	SkipUntil  time.Time
+	// LastStart is, for a claim with a deadline and a skip-until, the last
+	// moment a rotation of it may start and end by the deadline, windows
+	// and blackouts counted.
+	LastStart time.Time
 }
 
 // Due reports whether the claim is past its age trigger at now.

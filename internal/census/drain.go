@@ -35,31 +35,49 @@ type Blocked struct {
 // choice, the earlier of two: one more rotation ahead of it (t_rot_est +
 // cooldownAfter) and its own worst case (t_rot: the surge wait, then a
 // drain that runs to the terminationGracePeriod, which is what a blocked
-// drain does) would end past the deadline; or the last window occurrence
-// that can still start it (opening by deadline − t_rot) has begun — it is
-// taken in that occurrence, not left to a closed window. ok is false when
-// the pool's terminationGracePeriod is unset: Karpenter then never deletes
-// the Pod, the drain never ends, and a rotation would hold the pool's gate
-// for good, so the claim is left to Karpenter's expiry.
+// drain does) would end past its last usable start; or, with windows, the
+// last stretch of a window that can still start it has begun — it is
+// taken there, not left to a closed window. The last usable start is
+// deadline − t_rot, or earlier when windows or blackouts leave no start
+// allowed at that moment (docs/design.md#manual-controls). ok is false
+// when the pool's terminationGracePeriod is unset: Karpenter then never
+// deletes the Pod, the drain never ends, and a rotation would hold the
+// pool's gate for good, so the claim is left to Karpenter's expiry.
 func urgentFrom(in Input, f Figures) (time.Time, bool) {
 	d := in.Derivation
 	if d.TGPUnset {
 		return time.Time{}, false
 	}
-	t := f.Deadline.Add(-(d.TRot + d.TRotEst + in.Settings.CooldownAfter))
+	ahead := d.TRotEst + in.Settings.CooldownAfter
 	latest := f.Deadline.Add(-d.TRot)
-	if cal := in.Settings.Calendar; latest.After(in.Now) && !cal.AlwaysOpen(in.Now) {
-		var last time.Time
-		for _, o := range cal.Occurrences(in.Now, latest) {
-			if !o.Start.After(latest) {
-				last = o.Start
-			}
-		}
-		if !last.IsZero() && last.Before(t) {
-			t = last
-		}
+	t := latest.Add(-ahead)
+	if !latest.After(in.Now) {
+		return t, true
+	}
+	cal := in.Settings.Calendar
+	s, ok := cal.LastStretch(in.Now, latest, in.Settings.Timing)
+	if !ok {
+		return t, true // no start is allowed before it: nothing to plan for
+	}
+	if end := s.End.Add(-ahead); end.Before(t) {
+		t = end
+	}
+	if !cal.AlwaysOpen(in.Now) && s.Start.Before(t) {
+		t = s.Start
 	}
 	return t, true
+}
+
+// lastStart is the last instant a rotation of the claim may start and
+// still end by its deadline: deadline − t_rot, or the end of the last
+// stretch of windows and blackouts before it; deadline − t_rot when they
+// leave none from now on.
+func lastStart(in Input, f Figures) time.Time {
+	latest := f.Deadline.Add(-in.Derivation.TRot)
+	if s, ok := in.Settings.Calendar.LastStretch(in.Now, latest, in.Settings.Timing); ok && s.End.Before(latest) {
+		return s.End
+	}
+	return latest
 }
 
 // blockers are the claim's drain blockers; none when the census is not

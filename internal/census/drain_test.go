@@ -152,3 +152,34 @@ func TestDrainBlockedClaimIsNeverTakenWithoutATerminationGracePeriod(t *testing.
 		t.Errorf("%d census instants, want only each claim's trigger and backoff end: no urgency to wake for", n)
 	}
 }
+
+// Blackouts count as closed windows: with Wednesday's window blacked out,
+// a blocked claim due Wednesday 14:00 is urgent in Tuesday's window; open
+// around the clock, a blackout over deadline − t_rot makes it urgent one
+// rotation ahead of the blackout's start.
+func TestDrainBlockedUrgencyCountsBlackouts(t *testing.T) {
+	tuesday3am := now.Add(15 * time.Hour)
+	b := &blockedBy{pods: map[string][]string{"tomorrow": {"apps/job"}}}
+	spec := nightly()
+	wed := time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC)
+	spec.Blackouts = []v1alpha1.Blackout{{Start: wed.Format(time.RFC3339), End: wed.Add(12 * time.Hour).Format(time.RFC3339)}}
+	in := input(t, spec, claim("tomorrow", 50*time.Hour), claim("free", 60*time.Hour))
+	in.Now, in.DrainBlockers = tuesday3am, b.fn
+	if r := Take(in); r.Candidate == nil || r.Candidate.Claim.Name != "tomorrow" {
+		t.Fatalf("candidate %+v, blocked %+v: want tomorrow, its last usable window is today's", r.Candidate, r.Blocked)
+	}
+
+	spec = alwaysOpen()
+	in = input(t, spec)
+	latest := now.Add(10 * time.Hour).Add(-in.Derivation.TRot)
+	start := latest.Add(-time.Hour)
+	spec.Blackouts = []v1alpha1.Blackout{{Start: start.Format(time.RFC3339), End: latest.Add(time.Hour).Format(time.RFC3339)}}
+	// rotate-next makes it eligible hours before its age threshold
+	in = input(t, spec, claim("late", 10*time.Hour, annotate(v1alpha1.AnnotationRotateNext, "true")))
+	in.DrainBlockers = (&blockedBy{pods: map[string][]string{"late": {"apps/job"}}}).fn
+	r := Take(in)
+	want := start.Add(-(in.Derivation.TRotEst + in.Settings.CooldownAfter))
+	if got := r.Blocked["late"].UrgentFrom; !got.Equal(want) {
+		t.Errorf("urgent from %s, want %s: one rotation ahead of the blackout over its last start", got, want)
+	}
+}

@@ -37,9 +37,10 @@ func requests(f *Figures) []BadAnnotation {
 	return bad
 }
 
-// SkipsPastDeadline reports whether the claim's skip-until keeps it out
-// until after Karpenter's forced expiry of it: the skip will cost the node
-// a forceful replacement.
-func (f Figures) SkipsPastDeadline() bool {
-	return !f.Deadline.IsZero() && !f.SkipUntil.IsZero() && !f.SkipUntil.Before(f.Deadline)
+// SkipsPastLastStart reports whether the claim's skip-until, in force
+// now, keeps it out until after the last moment a rotation of it may start
+// and end by its deadline (LastStart): the skip will cost the node a
+// forceful replacement by Karpenter's expiry.
+func (f Figures) SkipsPastLastStart(now time.Time) bool {
+	return !f.LastStart.IsZero() && now.Before(f.SkipUntil) && !f.SkipUntil.Before(f.LastStart)
 }

@@ -56,8 +56,11 @@ func TestSkipUntil(t *testing.T) {
 	if !found {
 		t.Error("the skip's end is no instant")
 	}
-	if !r.Figures["skipped"].SkipsPastDeadline() || r.Figures["over"].SkipsPastDeadline() {
-		t.Error("SkipsPastDeadline: the 2h skip passes the 20m deadline, the past one does not")
+	if !r.Figures["skipped"].SkipsPastLastStart(now) || r.Figures["over"].SkipsPastLastStart(now) {
+		t.Error("SkipsPastLastStart: the 2h skip passes the 20m deadline, the past one does not")
+	}
+	if len(r.SkipHeld) != 1 || r.SkipHeld[0].Claim.Name != "skipped" {
+		t.Errorf("skip-held %+v, want the due claim skipped", r.SkipHeld)
 	}
 	if r.Census.Outstanding() != 1 {
 		t.Errorf("outstanding %d: a skipped claim is declined, not missed", r.Census.Outstanding())
@@ -81,5 +84,30 @@ func TestMalformedRequestsAreIgnored(t *testing.T) {
 		if b.Effect != "the request is ignored" || b.Object == "" || b.Key == "" {
 			t.Errorf("bad %+v", b)
 		}
+	}
+}
+
+// A skip is judged against the last moment a rotation may start and end by
+// the deadline: with nightly windows (02:00–06:00) and a deadline at
+// Wednesday 14:00, Wednesday 06:00; a blackout over Wednesday's window
+// moves it to Tuesday 06:00.
+func TestSkipPastTheLastUsableStart(t *testing.T) {
+	wed := func(h int) time.Time { return time.Date(2026, 12, 2, h, 0, 0, 0, time.UTC) }
+	skip := func(at time.Time) func(*karpv1.NodeClaim) {
+		return annotate(v1alpha1.AnnotationSkipUntil, at.Format(time.RFC3339))
+	}
+	spec := nightly()
+	in := input(t, spec, claim("before", 50*time.Hour, skip(wed(5))), claim("after", 50*time.Hour, skip(wed(7))))
+	r := Take(in)
+	if f := r.Figures["before"]; !f.LastStart.Equal(wed(6)) || f.SkipsPastLastStart(now) {
+		t.Errorf("before: last start %s, flagged %v; want Wed 06:00, not flagged", f.LastStart, f.SkipsPastLastStart(now))
+	}
+	if f := r.Figures["after"]; !f.SkipsPastLastStart(now) {
+		t.Errorf("after: a skip to Wed 07:00 is before the deadline but after the last window; last start %s", f.LastStart)
+	}
+	spec.Blackouts = []v1alpha1.Blackout{{Start: wed(0).Format(time.RFC3339), End: wed(12).Format(time.RFC3339)}}
+	r = Take(input(t, spec, claim("before", 50*time.Hour, skip(wed(5)))))
+	if f := r.Figures["before"]; !f.LastStart.Equal(wed(6).Add(-24*time.Hour)) || !f.SkipsPastLastStart(now) {
+		t.Errorf("blacked out: last start %s, flagged %v; want Tue 06:00, flagged", f.LastStart, f.SkipsPastLastStart(now))
 	}
 }

@@ -40,6 +40,10 @@ type Result struct {
 	// Blocked are the eligible claims passed over, ahead of the candidate
 	// in the order, because Pods on their node would block the drain.
 	Blocked map[string]Blocked
+	// SkipHeld are the claims an operator's skip-until keeps out that are
+	// otherwise due — past their age threshold or asked for with
+	// rotate-next — in the order of the claims read (docs/design.md#manual-controls).
+	SkipHeld []Figures
 }
 
 // Take classifies every claim and selects the candidate: an operator's
@@ -58,6 +62,9 @@ func Take(in Input) Result {
 			continue
 		}
 		r.Bad = append(r.Bad, requests(&f)...)
+		if !f.SkipUntil.IsZero() && !f.Deadline.IsZero() {
+			f.LastStart = lastStart(in, f)
+		}
 		r.Figures[c.Name] = f
 		if !f.Deadline.IsZero() {
 			deadlines = append(deadlines, f.Deadline)
@@ -91,7 +98,7 @@ func (r *Result) pick(in Input, eligible []Figures) *Candidate {
 			r.Census.DrainBlocked++
 			continue
 		}
-		return &Candidate{Claim: f.Claim, Kind: Kind(in, f), Deadline: f.Deadline, Age: in.Now.Sub(f.Claim.CreationTimestamp.Time), Blockers: b}
+		return &Candidate{Claim: f.Claim, Kind: Kind(in, f), Deadline: f.Deadline, Age: in.Now.Sub(f.Claim.CreationTimestamp.Time), Blockers: b, Requested: f.RotateNext}
 	}
 	return nil
 }
@@ -181,6 +188,11 @@ func (r *Result) classify(in Input, f Figures) bool {
 	case ClassCandidate:
 		cen.Candidates++
 		return true
+	case ClassSkipped:
+		cen.Skipped++
+		if f.Due(in.Now) || f.RotateNext {
+			r.SkipHeld = append(r.SkipHeld, f)
+		}
 	case ClassBadState:
 		r.Bad = append(r.Bad, BadAnnotation{Object: "NodeClaim/" + c.Name, Key: v1alpha1.AnnotationState, Value: c.Annotations[v1alpha1.AnnotationState], Problem: "not a known state"})
 	default:
@@ -237,8 +249,6 @@ func counter(cen *Census, class string) *int {
 		return &cen.NotReady
 	case ClassOptedOut:
 		return &cen.OptedOut
-	case ClassSkipped:
-		return &cen.Skipped
 	}
 	return &cen.InBackoff
 }

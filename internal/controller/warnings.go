@@ -53,10 +53,10 @@ func (r *NodePoolReconciler) warnFindings(obs *observe.Observation) {
 					fmt.Sprintf("expireAfter %s is not longer than K·P + t_rot = %s: the schedule cannot guarantee %d chances; rotated best-effort first",
 						schedule.FormatDuration(*e), schedule.FormatDuration(obs.Derivation.Lead), obs.Settings.MinRotationChances))
 			}
-			if f := obs.Census.Figures[c.Name]; f.SkipsPastDeadline() {
+			if f := obs.Census.Figures[c.Name]; f.SkipsPastLastStart(obs.Now) {
 				r.Announcer.WarnKeyed(pool, "SkipPastDeadline/"+c.Name, c, "SkipPastDeadline",
-					fmt.Sprintf("%s %s is not before its deadline %s: it is never rotated gracefully, and Karpenter's expiry will replace it forcefully",
-						v1alpha1.AnnotationSkipUntil, f.SkipUntil.UTC().Format(time.RFC3339), f.Deadline.UTC().Format(time.RFC3339)))
+					fmt.Sprintf("%s %s is not before its last usable start %s (deadline %s, less t_rot, the windows and the blackouts): it is never rotated gracefully, and Karpenter's expiry will replace it forcefully",
+						v1alpha1.AnnotationSkipUntil, f.SkipUntil.UTC().Format(time.RFC3339), f.LastStart.UTC().Format(time.RFC3339), f.Deadline.UTC().Format(time.RFC3339)))
 			}
 		}
 	}

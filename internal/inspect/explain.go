@@ -206,8 +206,8 @@ func reason(ex *ClaimExplanation, obs *observe.Observation, f census.Figures) st
 		return "it carries state " + state + " but the pool's anchor names another claim: stranded, the repair fails it back to the census (StrandedRepaired)"
 	case census.ClassSkipped:
 		why := "an operator's " + v1alpha1.AnnotationSkipUntil + " keeps it out until " + stamp(f.SkipUntil)
-		if f.SkipsPastDeadline() {
-			why += ", past its deadline: Karpenter's expiry will replace it forcefully"
+		if f.SkipsPastLastStart(obs.Now) {
+			why += ", past its last usable start " + stamp(f.LastStart) + ": Karpenter's expiry will replace it forcefully"
 		}
 		return why
 	case census.ClassNoDeadline:

@@ -160,7 +160,7 @@ func TestExplainClaims(t *testing.T) {
 		{"night-c", census.ClassOptedOut, "node-night-c carries karpenter.sh/do-not-disrupt=true", 0},
 		{"night-d", census.ClassNotReady, "Ready condition is not True", 0},
 		{"asked-a", census.ClassCandidate, "the next candidate: an operator's noderotation.io/rotate-next asks for it", 1},
-		{"asked-b", census.ClassSkipped, "skip-until keeps it out until 2026-12-01T15:00:00Z, past its deadline", 0},
+		{"asked-b", census.ClassSkipped, "skip-until keeps it out until 2026-12-01T15:00:00Z, past its last usable start 2026-12-01T11:33:00Z", 0},
 		{"closing-a", census.ClassCandidate, "the windowEnding gate holds the pool (not starting: 9m left in the window, forecast 14m), every gate open at 2026-12-02T08:00:00Z", 1},
 		{"guarded-a", census.ClassDrainBlocked, "Pods on its Node node-guarded-a would block Karpenter's drain (" + inspecttest.Namespace + "/batch-job: do-not-disrupt): passed over", 0},
 		{"guarded-b", census.ClassCandidate, "the next candidate", 1},

@@ -36,8 +36,9 @@ func snapshot(obs *Observation) engine.Snapshot {
 		Outstanding: obs.Census.Census.Outstanding(),
 	}
 	if c := obs.Candidate(); c != nil {
-		s.Candidate, s.CandidateDrainBlocked = c.Kind, len(c.Blockers) > 0
+		s.Candidate, s.CandidateDrainBlocked, s.CandidateRequested = c.Kind, len(c.Blockers) > 0, c.Requested
 	}
+	s.SkipHeld = len(obs.Census.SkipHeld) > 0
 	if anchored := s.Pool.Anchor != ""; anchored && obs.Subject != nil {
 		c := obs.Subject
 		s.Claim = engine.ClaimObservation{

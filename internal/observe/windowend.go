@@ -72,13 +72,14 @@ func windowEnd(obs *Observation) WindowEnd {
 }
 
 // urgent: waiting for the next occurrence would leave the candidate to
-// Karpenter's expiry — its deadline comes before that occurrence opens
-// plus the forecast — so overrunning this one is the better outcome.
+// Karpenter's expiry — its deadline comes before the next moment a start
+// is allowed (an opening, or the end of a blackout over it) plus the
+// forecast — so overrunning this one is the better outcome.
 func urgent(obs *Observation, w WindowEnd) bool {
 	c := obs.Candidate()
 	if c == nil || c.Deadline.IsZero() {
 		return false
 	}
-	next, ok := obs.Settings.Calendar.NextOpen(w.Close)
+	next, ok := obs.Settings.Calendar.NextUsable(w.Close, obs.Settings.Timing)
 	return !ok || c.Deadline.Before(next.Add(w.Forecast))
 }

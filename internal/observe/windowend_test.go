@@ -100,7 +100,15 @@ func TestWindowEndYieldsToTheDeadline(t *testing.T) {
 	}{
 		{20 * time.Hour, false, true}, // deadline 08:00 tomorrow: before it opens + 15m
 		{44 * time.Hour, true, false}, // tomorrow's occurrence still rotates it
+		// the same, but a blackout takes tomorrow's occurrence: the next
+		// start allowed is the day after's, past the deadline
+		{44 * time.Hour, false, true},
 	} {
+		spec := spec
+		if c.urgent && c.left == 44*time.Hour {
+			tomorrow := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+			spec.Blackouts = []v1alpha1.Blackout{{Start: tomorrow.Format(time.RFC3339), End: tomorrow.Add(24 * time.Hour).Format(time.RFC3339), Reason: "launch"}}
+		}
 		obs := observeNow(t, nodePool(), rotationPolicy("api", spec), nodeClaim("general-a", c.left, "node-a"), node("node-a"))
 		if obs.Candidate() == nil {
 			t.Fatalf("deadline in %s: no candidate", c.left)

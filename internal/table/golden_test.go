@@ -112,14 +112,16 @@ func TestGoldenCases(t *testing.T) {
 	}
 }
 
-// TestGoldenFactSpace pins the whole enumerated fact space.
+// TestGoldenFactSpace pins the whole enumerated fact space, in the compact
+// form (a block that takes one transition whatever its later facts are is
+// one line).
 func TestGoldenFactSpace(t *testing.T) {
 	e, err := Load()
 	if err != nil {
 		t.Fatal(err)
 	}
 	var b bytes.Buffer
-	if err := e.Expand(&b); err != nil {
+	if err := e.ExpandCompact(&b); err != nil {
 		t.Fatal(err)
 	}
 	golden.Check(t, rulesDir+"/testdata/fact-space.golden.txt", b.Bytes())
@@ -131,4 +133,85 @@ func factMap(fs []engine.FactValue) map[string]any {
 		m[f.Name] = f.Value
 	}
 	return m
+}
+
+// The compact fact space holds exactly the full one: every combination
+// Expand lists matches one compact line, which names its transition, and
+// the compact lines cover no more combinations than Expand lists.
+func TestCompactFactSpaceHoldsEveryCombination(t *testing.T) {
+	e, err := Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var full, compact bytes.Buffer
+	if err := e.Expand(&full); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.ExpandCompact(&compact); err != nil {
+		t.Fatal(err)
+	}
+	type line struct {
+		lead  string            // machine and state
+		facts map[string]string // fact → value, or * for any
+		id    string
+	}
+	parse := func(b *bytes.Buffer) []line {
+		var out []line
+		for _, l := range strings.Split(b.String(), "\n") {
+			if l == "" || strings.HasPrefix(l, "#") {
+				continue
+			}
+			lhs, id, _ := strings.Cut(l, " -> ")
+			f := strings.Fields(lhs)
+			x := line{lead: f[0] + " " + f[1], facts: map[string]string{}, id: id}
+			for _, kv := range f[2:] {
+				k, v, _ := strings.Cut(kv, "=")
+				x.facts[k] = v
+			}
+			out = append(out, x)
+		}
+		return out
+	}
+	fulls, compacts := parse(&full), parse(&compact)
+	domains := map[string]map[string]bool{} // lead/fact → values seen
+	for _, f := range fulls {
+		for k, v := range f.facts {
+			key := f.lead + "/" + k
+			if domains[key] == nil {
+				domains[key] = map[string]bool{}
+			}
+			domains[key][v] = true
+		}
+	}
+	covered := 0
+	for _, c := range compacts {
+		n := 1
+		for k, v := range c.facts {
+			if v == "*" {
+				n *= len(domains[c.lead+"/"+k])
+			}
+		}
+		covered += n
+	}
+	if covered != len(fulls) {
+		t.Fatalf("compact lines cover %d combinations, Expand lists %d", covered, len(fulls))
+	}
+	for _, f := range fulls {
+		var hits []string
+		for _, c := range compacts {
+			if c.lead != f.lead {
+				continue
+			}
+			match := true
+			for k, v := range c.facts {
+				match = match && (v == "*" || f.facts[k] == v)
+			}
+			if match {
+				hits = append(hits, c.id)
+			}
+		}
+		if len(hits) != 1 || hits[0] != f.id {
+			t.Fatalf("%s %v -> %s: compact lines %v", f.lead, f.facts, f.id, hits)
+		}
+	}
 }

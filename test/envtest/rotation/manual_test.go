@@ -32,7 +32,9 @@ var _ = Describe("an operator's manual controls", func() {
 			p.Spec.AgeThreshold = "700h" // nothing is due by age
 		}})
 		Eventually(poolAnnotations(pool), timeout).Should(HaveKeyWithValue(v1alpha1.AnnotationActiveRotation, asked))
-		assertsTransition(pool, "idle.start")
+		assertsTransition(pool, "idle.start-requested")
+		// said by the pass whose anchor write started it: once, whichever instance
+		Eventually(func() []string { return eventMessages(asked, "RotationRequested") }, timeout).Should(ConsistOf(ContainSubstring(v1alpha1.AnnotationRotateNext)))
 		Expect(placeholder(plain)).To(BeNil())
 	})
 
@@ -41,7 +43,9 @@ var _ = Describe("an operator's manual controls", func() {
 		createClaim(fk.Claim{Pool: pool, Name: claim, Zone: "zone-a", Annotations: map[string]string{
 			v1alpha1.AnnotationSkipUntil: time.Now().Add(time.Hour).UTC().Format(time.RFC3339)}})
 		createPool(pool, v1alpha1.SurgeSpec{ReadyTimeout: "1h"}, nil)
-		assertsTransition(pool, "idle.no-candidate")
+		assertsTransition(pool, "idle.skip-held")
+		// one per instance: the suite runs two, each says it once
+		Eventually(func() []string { return eventMessages(pool, "SkipHeld") }, timeout).Should(And(Not(BeEmpty()), HaveEach(ContainSubstring("keeps out "+claim+" until "))))
 		Consistently(poolAnnotations(pool), 3*time.Second).ShouldNot(HaveKey(v1alpha1.AnnotationActiveRotation))
 		removeClaimAnnotation(claim, v1alpha1.AnnotationSkipUntil)
 		Eventually(poolAnnotations(pool), timeout).Should(HaveKeyWithValue(v1alpha1.AnnotationActiveRotation, claim))

@@ -1,0 +1,56 @@
+package schedule
+
+import "time"
+
+// Stretches are the parts of [from, to) in which a rotation may start, in
+// order: inside an open occurrence and outside every blackout
+// (docs/design.md#manual-controls). A calendar open around the clock is
+// one occurrence, clipped to the range like every other.
+func (c Calendar) Stretches(from, to time.Time, t Timing) []Interval {
+	var out []Interval
+	if !from.Before(to) {
+		return nil
+	}
+	for _, o := range c.Occurrences(from, to) {
+		start, end := later(o.Start, from), earlier(o.End, to)
+		for at := t.AfterBlackouts(start); at.Before(end); at = t.AfterBlackouts(at) {
+			stop := end
+			for _, b := range t.Blackouts {
+				if b.Start.After(at) && b.Start.Before(stop) {
+					stop = b.Start
+				}
+			}
+			out = append(out, Interval{Start: at, End: stop, Location: o.Location})
+			at = stop
+		}
+	}
+	return out
+}
+
+// LastStretch is the last stretch of [from, by] in which a rotation may
+// start; ok is false when the windows and blackouts leave none.
+func (c Calendar) LastStretch(from, by time.Time, t Timing) (Interval, bool) {
+	s := c.Stretches(from, by.Add(time.Nanosecond), t)
+	if len(s) == 0 {
+		return Interval{}, false
+	}
+	return s[len(s)-1], true
+}
+
+// NextUsable is the first instant at or after at in which a rotation may
+// start; ok is false when none comes within the lookahead (every
+// occurrence in it blacked out, or no windows).
+func (c Calendar) NextUsable(at time.Time, t Timing) (time.Time, bool) {
+	s := c.Stretches(at, at.Add(lookahead), t)
+	if len(s) == 0 {
+		return time.Time{}, false
+	}
+	return s[0].Start, true
+}
+
+func earlier(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}
