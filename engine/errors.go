@@ -27,8 +27,11 @@ func (e *FactError) Unwrap() error { return e.Err }
 type ProofError struct {
 	Machine, State string
 	Kind           string // hole, overlap or dead
-	Assignment     map[string]any
-	Rows           []string
+	// Assignment is the first block of combinations, in the lookup's
+	// order, with the fault: the facts it fixes; a fact it leaves out is
+	// any value (the guards are decided without it).
+	Assignment map[string]any
+	Rows       []string
 }
 
 func (e *ProofError) Error() string {

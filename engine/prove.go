@@ -11,10 +11,12 @@ import (
 
 type celEnv = *cel.Env
 
-// prove enumerates, for every state of every machine, each combination of
-// the finite domains of the facts that state's guards read, and checks that
-// exactly one transition matches each (complete and deterministic) and that
-// every transition matches some combination (no dead row).
+// prove covers, for every state of every machine, each combination of the
+// finite domains of the facts that state's guards read — walking them as
+// a tree, so a block of combinations its first facts already decide is
+// checked once (prover) — and checks that exactly one transition matches
+// each (complete and deterministic) and that every transition matches some
+// combination (no dead row).
 func (e *Engine) prove() error {
 	var errs []error
 	for _, m := range e.machines {

@@ -342,7 +342,7 @@ func (an *Announcer) rotationRequested(s step) {
 	}
 	s.log.Info("rotation started at an operator's request", "nodeclaim", c.Claim.Name, "annotation", v1alpha1.AnnotationRotateNext)
 	an.event(c.Claim, corev1.EventTypeNormal, string(a.RotationRequested), fmt.Sprintf(
-		"rotating it first, as %s asks; the request is removed when the rotation ends", v1alpha1.AnnotationRotateNext))
+		"rotating it first, as %s asks; the request is removed when this attempt succeeds or fails", v1alpha1.AnnotationRotateNext))
 }
 
 // skipHeld says once per set of held claims and their skip-until why a

@@ -70,11 +70,11 @@ func urgentFrom(in Input, f Figures) (time.Time, bool) {
 
 // lastStart is the last instant a rotation of the claim may start and
 // still end by its deadline: deadline − t_rot, or the end of the last
-// stretch of windows and blackouts before it; deadline − t_rot when they
-// leave none from now on.
+// stretch of windows and blackouts before it, looked for over the claim's
+// whole life (it may be past); deadline − t_rot when they leave none.
 func lastStart(in Input, f Figures) time.Time {
 	latest := f.Deadline.Add(-in.Derivation.TRot)
-	if s, ok := in.Settings.Calendar.LastStretch(in.Now, latest, in.Settings.Timing); ok && s.End.Before(latest) {
+	if s, ok := in.Settings.Calendar.LastStretch(f.Claim.CreationTimestamp.Time, latest, in.Settings.Timing); ok && s.End.Before(latest) {
 		return s.End
 	}
 	return latest

@@ -1,6 +1,7 @@
 package census
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -109,5 +110,35 @@ func TestSkipPastTheLastUsableStart(t *testing.T) {
 	r = Take(input(t, spec, claim("before", 50*time.Hour, skip(wed(5)))))
 	if f := r.Figures["before"]; !f.LastStart.Equal(wed(6).Add(-24*time.Hour)) || !f.SkipsPastLastStart(now) {
 		t.Errorf("blacked out: last start %s, flagged %v; want Tue 06:00, flagged", f.LastStart, f.SkipsPastLastStart(now))
+	}
+}
+
+// The last usable start is looked for over the claim's life: once the last
+// window before the deadline is over, a skip still in force is past it.
+func TestSkipPastALastStartAlreadyGone(t *testing.T) {
+	wed := func(h, m int) time.Time { return time.Date(2026, 12, 2, h, m, 0, 0, time.UTC) }
+	in := input(t, nightly(), claim("late", 50*time.Hour, annotate(v1alpha1.AnnotationSkipUntil, wed(7, 0).Format(time.RFC3339))))
+	in.Now = wed(6, 30)
+	f := Take(in).Figures["late"]
+	if !f.LastStart.Equal(wed(6, 0)) || !f.SkipsPastLastStart(in.Now) {
+		t.Errorf("last start %s, flagged %v; want Wed 06:00, flagged", f.LastStart, f.SkipsPastLastStart(in.Now))
+	}
+}
+
+// A skip holds back a claim that is otherwise due: past its age threshold,
+// or asked for with rotate-next; a skipped claim not yet due is not held
+// by the skip.
+func TestSkipHeldNamesTheClaimsOtherwiseDue(t *testing.T) {
+	until := annotate(v1alpha1.AnnotationSkipUntil, now.Add(time.Hour).Format(time.RFC3339))
+	r := Take(input(t, alwaysOpen(),
+		claim("due", 20*time.Minute, until),
+		claim("asked", 10*24*time.Hour, until, annotate(v1alpha1.AnnotationRotateNext, "true")),
+		claim("young", 10*24*time.Hour, until)))
+	var held []string
+	for _, f := range r.SkipHeld {
+		held = append(held, f.Claim.Name)
+	}
+	if r.Candidate != nil || r.Census.Skipped != 3 || strings.Join(held, ",") != "due,asked" {
+		t.Errorf("candidate %+v, skipped %d, held %v; want none, 3, [due asked]", r.Candidate, r.Census.Skipped, held)
 	}
 }

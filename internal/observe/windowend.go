@@ -80,6 +80,9 @@ func urgent(obs *Observation, w WindowEnd) bool {
 	if c == nil || c.Deadline.IsZero() {
 		return false
 	}
-	next, ok := obs.Settings.Calendar.NextUsable(w.Close, obs.Settings.Timing)
-	return !ok || c.Deadline.Before(next.Add(w.Forecast))
+	// only a start by deadline − forecast counts, however long a blackout
+	// after the close lasts
+	by := c.Deadline.Add(-w.Forecast)
+	next, ok := obs.Settings.Calendar.NextUsable(w.Close, by.Add(time.Nanosecond), obs.Settings.Timing)
+	return !ok || by.Before(next)
 }

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
 	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
 )
 
@@ -110,6 +112,33 @@ func TestWindowEndYieldsToTheDeadline(t *testing.T) {
 			spec.Blackouts = []v1alpha1.Blackout{{Start: tomorrow.Format(time.RFC3339), End: tomorrow.Add(24 * time.Hour).Format(time.RFC3339), Reason: "launch"}}
 		}
 		obs := observeNow(t, nodePool(), rotationPolicy("api", spec), nodeClaim("general-a", c.left, "node-a"), node("node-a"))
+		if obs.Candidate() == nil {
+			t.Fatalf("deadline in %s: no candidate", c.left)
+		}
+		if w := obs.WindowEnd; w.Ending != c.ending || w.Urgent != c.urgent {
+			t.Errorf("deadline in %s: ending %v urgent %v, want %v %v", c.left, w.Ending, w.Urgent, c.ending, c.urgent)
+		}
+	}
+}
+
+// A blackout longer than the calendar's two-week lookahead after the close
+// does not make every candidate urgent: one whose deadline leaves room
+// after the blackout is still held.
+func TestWindowEndHoldsAcrossALongBlackout(t *testing.T) {
+	spec := alwaysOpen()
+	spec.MaintenanceWindows[0].Start, spec.MaintenanceWindows[0].End = "08:00", "12:10"
+	spec.Surge.StartCutoff = "0s"
+	tomorrow := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	spec.Blackouts = []v1alpha1.Blackout{{Start: tomorrow.Format(time.RFC3339), End: tomorrow.Add(30 * 24 * time.Hour).Format(time.RFC3339), Reason: "freeze"}}
+	for _, c := range []struct {
+		left           time.Duration
+		ending, urgent bool
+	}{
+		{60 * 24 * time.Hour, true, false}, // the first window after the blackout rotates it
+		{20 * 24 * time.Hour, false, true}, // its deadline falls inside the blackout
+	} {
+		// rotate-next makes a claim this far from its deadline the candidate
+		obs := observeNow(t, nodePool(), rotationPolicy("api", spec), nodeClaim("general-a", c.left, "node-a", func(c *karpv1.NodeClaim) { c.Annotations[v1alpha1.AnnotationRotateNext] = "true" }), node("node-a"))
 		if obs.Candidate() == nil {
 			t.Fatalf("deadline in %s: no candidate", c.left)
 		}

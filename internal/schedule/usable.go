@@ -34,14 +34,15 @@ func (c Calendar) LastStretch(from, by time.Time, t Timing) (Interval, bool) {
 	if len(s) == 0 {
 		return Interval{}, false
 	}
-	return s[len(s)-1], true
+	last := s[len(s)-1]
+	last.End = earlier(last.End, by)
+	return last, true
 }
 
-// NextUsable is the first instant at or after at in which a rotation may
-// start; ok is false when none comes within the lookahead (every
-// occurrence in it blacked out, or no windows).
-func (c Calendar) NextUsable(at time.Time, t Timing) (time.Time, bool) {
-	s := c.Stretches(at, at.Add(lookahead), t)
+// NextUsable is the first instant of [from, to) in which a rotation may
+// start; ok is false when the windows and blackouts leave none in it.
+func (c Calendar) NextUsable(from, to time.Time, t Timing) (time.Time, bool) {
+	s := c.Stretches(from, to, t)
 	if len(s) == 0 {
 		return time.Time{}, false
 	}
