@@ -28,8 +28,8 @@ import (
 // it is rolled back with reason Unschedulable — the old node restored, the
 // claim carrying its failure record, no NodeClaim created.
 //
-// A NodePool at its CPU limit never gets this far (the headroom gate
-// refuses the start), and a CPU limit between the usage and the usage plus
+// A NodePool at its CPU limit never gets this far: the headroom gate
+// refuses the start (the last spec, after the pause is cut), and a CPU limit between the usage and the usage plus
 // one node does not do it on Karpenter v1.13 with kwok: with limits.cpu 11
 // over two 4-core nodes, Karpenter launched a 4-core surge for every
 // attempt (measured here).
@@ -89,6 +89,29 @@ var _ = Describe("fail-fast rollback when Karpenter cannot provision the surge",
 			ShouldNot(HaveKey(v1alpha1.AnnotationActiveRotation))
 		s.expectSettled(ctx, []*controller{ctrl}, nil, 0)
 		Expect(healthyPods(ctx, s.name, s.app)).To(Equal(int(s.replicas)), "no workload Pod was disrupted")
+	})
+
+	// The issue's "NodePool at its CPU limit": the headroom gate refuses
+	// the start, so no surge is asked of Karpenter and nothing needs
+	// rolling back. failurePause is cut so the gate is reached.
+	It("starts nothing on a NodePool at its CPU limit: InsufficientHeadroom, no surge asked for", func() {
+		var usage resource.Quantity
+		Eventually(func() bool {
+			usage = poolOf(ctx, s.name).Status.Resources[corev1.ResourceCPU]
+			return !usage.IsZero()
+		}).WithTimeout(30*time.Second).Should(BeTrue(), "Karpenter reports the pool's CPU usage")
+		s.updatePool(ctx, func(np *karpv1.NodePool) {
+			np.Spec.Limits = karpv1.Limits{corev1.ResourceCPU: usage}
+		})
+		s.updatePolicy(ctx, func(p *v1alpha1.RotationPolicy) { p.Spec.Surge.FailurePause = "0" })
+		Eventually(func() int { return events(ctx, "InsufficientHeadroom", s.name) }).WithTimeout(2*time.Minute).
+			Should(BeNumerically(">=", 1), "the pool says the limit leaves no room for the placeholder")
+		GinkgoWriter.Printf("limits.cpu %s = usage: InsufficientHeadroom\n", usage.String())
+		Consistently(poolAnnotations(ctx, s.name)).WithTimeout(5 * time.Second).
+			ShouldNot(HaveKey(v1alpha1.AnnotationActiveRotation), "no rotation starts")
+		Expect(ctrl.LogLines(`"insufficient limits headroom; cannot surge"`)).NotTo(BeEmpty())
+		Expect(ctrl.metric("noderotation_completed_total", `nodepool="rollback-e2e"`, `outcome="failure"`)).To(Equal(1.0), "no second attempt")
+		Expect(createdClaims(s.rec, s.name, s.originals)).To(BeEmpty(), "no surge was asked of Karpenter")
 	})
 })
 
