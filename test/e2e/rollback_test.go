@@ -107,7 +107,7 @@ var _ = Describe("fail-fast rollback when Karpenter cannot provision the surge",
 		Eventually(func() int { return events(ctx, "InsufficientHeadroom", s.name) }).WithTimeout(2*time.Minute).
 			Should(BeNumerically(">=", 1), "the pool says the limit leaves no room for the placeholder")
 		GinkgoWriter.Printf("limits.cpu %s = usage: InsufficientHeadroom\n", usage.String())
-		Consistently(poolAnnotations(ctx, s.name)).WithTimeout(5 * time.Second).
+		Consistently(poolAnnotations(ctx, s.name)).WithTimeout(5*time.Second).
 			ShouldNot(HaveKey(v1alpha1.AnnotationActiveRotation), "no rotation starts")
 		Expect(ctrl.LogLines(`"insufficient limits headroom; cannot surge"`)).NotTo(BeEmpty())
 		Expect(ctrl.metric("noderotation_completed_total", `nodepool="rollback-e2e"`, `outcome="failure"`)).To(Equal(1.0), "no second attempt")
