@@ -66,6 +66,22 @@ func TestSetMemoryLimit(t *testing.T) {
 	}
 }
 
+// GOGC, when set, wins; without it the collector's target is gcPercent.
+func TestSetGCPercent(t *testing.T) {
+	prev := debug.SetGCPercent(100)
+	t.Cleanup(func() { debug.SetGCPercent(prev) })
+	t.Setenv("GOGC", "200")
+	setGCPercent(logr.Discard())
+	if got := debug.SetGCPercent(100); got != 100 {
+		t.Errorf("with GOGC set the target became %d", got)
+	}
+	t.Setenv("GOGC", "")
+	setGCPercent(logr.Discard())
+	if got := debug.SetGCPercent(100); got != gcPercent {
+		t.Errorf("target %d, want %d", got, gcPercent)
+	}
+}
+
 // Secure metrics get the ECDSA certificate option; plain HTTP none.
 func TestManagerOptionsMetricsCertificate(t *testing.T) {
 	if got := managerOptions(options{metricsSecure: true, metricsAddr: ":8443"}, nil).Metrics.TLSOpts; len(got) != 1 {

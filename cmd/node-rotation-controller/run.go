@@ -38,6 +38,7 @@ func run(o options) error {
 	}
 	limitClients(cfg, o)
 	setMemoryLimit(log)
+	setGCPercent(log)
 	s, err := scheme.New()
 	if err != nil {
 		return err
@@ -53,7 +54,11 @@ func run(o options) error {
 		log.Error(err, "preflight failed; not starting")
 		return err
 	}
-	mgr, err := ctrl.NewManager(cfg, managerOptions(o, s))
+	opts := managerOptions(o, s)
+	if opts.Cache, err = controller.CacheOptions(o.namespace, cfg); err != nil {
+		return fmt.Errorf("setting up the cache: %w", err)
+	}
+	mgr, err := ctrl.NewManager(cfg, opts)
 	if err != nil {
 		return fmt.Errorf("creating the manager: %w", err)
 	}
@@ -106,7 +111,6 @@ func managerOptions(o options, s *runtime.Scheme) ctrl.Options {
 		// instead of making the next leader wait out its duration; the
 		// process exits right after the manager returns, as this requires.
 		LeaderElectionReleaseOnCancel: true,
-		Cache:                         controller.CacheOptions(o.namespace),
 		// Deprecated in controller-runtime only for managers shorter-lived
 		// than their process; this one lives as long as the process.
 		EventBroadcaster: controller.EventBroadcaster(), //nolint:staticcheck

@@ -78,7 +78,10 @@ func (k *kubeFlags) view(ctx context.Context) (*clusterView, error) {
 	if err != nil {
 		return nil, fmt.Errorf("connecting to %s: %w", cfg.Host, err)
 	}
-	opts := controller.CacheOptions(k.namespace)
+	opts, err := controller.CacheOptions(k.namespace, cfg)
+	if err != nil {
+		return nil, err
+	}
 	opts.Scheme = s
 	c, err := cache.New(cfg, opts)
 	if err != nil {

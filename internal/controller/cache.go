@@ -1,17 +1,22 @@
 package controller
 
 import (
+	"maps"
+	"strings"
+
 	"github.com/awslabs/operatorpkg/status"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
+	"github.com/noderotation/node-rotation-controller/internal/claimwatch"
 )
 
 // CacheOptions keeps the cache small, because it holds every Node and
@@ -27,33 +32,45 @@ import (
 // computed between two copies that lack the same fields, so it never
 // names — and never removes — what the cache dropped; nothing cached is
 // written back whole with Update.
-func CacheOptions(namespace string) cache.Options {
+//
+// NodeClaims, whose status Karpenter rewrites all the time, are watched
+// through internal/claimwatch, which decodes each event in one pass
+// instead of client-go's five; their list (once per informer start) is
+// client-go's. claimwatch's watch adds no selector, so NodeClaims are
+// cached whole, without one.
+func CacheOptions(namespace string, cfg *rest.Config) (cache.Options, error) {
+	claims, err := claimwatch.New(cfg, nil)
+	if err != nil {
+		return cache.Options{}, err
+	}
 	surgeFor, _ := labels.NewRequirement(v1alpha1.LabelSurgeFor, selection.Exists, nil)
 	inPool, _ := labels.NewRequirement(karpv1.NodePoolLabelKey, selection.Exists, nil)
 	strip := cache.TransformStripManagedFields()
-	return cache.Options{ByObject: map[client.Object]cache.ByObject{
+	return cache.Options{NewInformer: claims.NewInformer, ByObject: map[client.Object]cache.ByObject{
 		&corev1.Pod{}:       {Namespaces: map[string]cache.Config{namespace: {}}, Label: labels.NewSelector().Add(*surgeFor), Transform: strip},
 		&karpv1.NodePool{}:  {Transform: strip},
 		&karpv1.NodeClaim{}: {Transform: leanClaim},
 		&corev1.Node{}:      {Label: labels.NewSelector().Add(*inPool), Transform: leanNode},
 		// Few and small; read only when a candidate's node has Pods.
 		&policyv1.PodDisruptionBudget{}: {Transform: strip},
-	}}
+	}}, nil
 }
 
-// leanNode keeps of a Node what the facts read — metadata (its label and
-// annotation strings shared with the other cached objects), spec and the
-// Ready condition — and drops managedFields, the image list (often the
+// leanNode keeps of a Node what the facts read — metadata (its label
+// strings and its annotations shared with the other cached objects), spec
+// and the Ready condition — and drops managedFields, its owner (the
+// NodeClaim; the facts pair them by node name), the image list (often the
 // largest part of a Node), capacity and allocatable (sizing reads the
 // NodeClaim's), volumes, addresses, node info and every other condition,
-// which the kubelet rewrites on each heartbeat.
+// which the kubelet rewrites on each heartbeat. Its labels are kept
+// whole: a policy may name any of them for the placeholder to replicate.
 func leanNode(obj any) (any, error) {
 	n, ok := obj.(*corev1.Node)
 	if !ok {
 		return obj, nil
 	}
-	n.ManagedFields = nil
-	n.Labels, n.Annotations = interned.strings(n.Labels), interned.strings(n.Annotations)
+	n.ManagedFields, n.OwnerReferences = nil, nil
+	n.Labels, n.Annotations = interned.strings(n.Labels), interned.shared(n.Annotations)
 	n.Status.Images = nil
 	n.Status.Capacity = nil
 	n.Status.Allocatable = nil
@@ -69,8 +86,10 @@ func leanNode(obj any) (any, error) {
 	return n, nil
 }
 
-// leanClaim keeps of a NodeClaim its metadata (strings shared, as for a
-// Node), its spec but the requests,
+// leanClaim keeps of a NodeClaim its metadata — of its labels only its
+// NodePool's and this controller's (claimLabelKept), the only ones a fact
+// reads, which makes a pool's claims' label maps one shared map, and its
+// annotations shared as a Node's — its spec but the requests,
 // its node name, provider ID, allocatable (the placeholder's clamp), Ready
 // condition and a Launched condition that is not True (a surge claim's
 // launch failure, docs/design.md#fail-fast). Capacity, the requests
@@ -83,7 +102,7 @@ func leanClaim(obj any) (any, error) {
 		return obj, nil
 	}
 	c.ManagedFields = nil
-	c.Labels, c.Annotations = interned.strings(c.Labels), interned.strings(c.Annotations)
+	c.Labels, c.Annotations = interned.shared(keptClaimLabels(c.Labels)), interned.shared(c.Annotations)
 	c.Spec.Resources = karpv1.ResourceRequirements{}
 	c.Status.Capacity = nil
 	c.Status.ImageID = ""
@@ -91,6 +110,20 @@ func leanClaim(obj any) (any, error) {
 		return s.Type == "Ready" || s.Type == karpv1.ConditionTypeLaunched && s.Status != metav1.ConditionTrue
 	})
 	return c, nil
+}
+
+// claimLabelKept: a NodeClaim's labels a fact reads. The pool's name
+// lists a pool's claims (observe) and names it in metrics, Events and
+// explain; this controller's own are its markers. The rest — instance
+// type, zone, architecture, hostname — the facts read from the claim's
+// Node or its requirements instead.
+func claimLabelKept(k string) bool {
+	return k == karpv1.NodePoolLabelKey || strings.HasPrefix(k, v1alpha1.Prefix)
+}
+
+func keptClaimLabels(l map[string]string) map[string]string {
+	maps.DeleteFunc(l, func(k, _ string) bool { return !claimLabelKept(k) })
+	return l
 }
 
 func onlyCondition[T any](cs []T, keep func(T) bool) []T {

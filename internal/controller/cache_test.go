@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"maps"
 	"testing"
 	"time"
 
@@ -10,13 +11,16 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
 )
 
 // leanNode keeps what the facts read and drops the rest.
 func TestLeanNode(t *testing.T) {
 	n := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: "n", Labels: map[string]string{"a": "b"}, Annotations: map[string]string{"c": "d"},
-			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubelet"}}},
+			ManagedFields:   []metav1.ManagedFieldsEntry{{Manager: "kubelet"}},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "karpenter.sh/v1", Kind: "NodeClaim", Name: "c", UID: "u"}}},
 		Spec: corev1.NodeSpec{Unschedulable: true, Taints: []corev1.Taint{{Key: "t", Effect: corev1.TaintEffectNoSchedule}}},
 		Status: corev1.NodeStatus{
 			Capacity:    corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")},
@@ -35,7 +39,7 @@ func TestLeanNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	l := got.(*corev1.Node)
-	if l.ManagedFields != nil || l.Status.Images != nil || l.Status.Addresses != nil || l.Status.NodeInfo.KubeletVersion != "" || l.Status.Allocatable != nil || l.Status.Capacity != nil {
+	if l.ManagedFields != nil || l.OwnerReferences != nil || l.Status.Images != nil || l.Status.Addresses != nil || l.Status.NodeInfo.KubeletVersion != "" || l.Status.Allocatable != nil || l.Status.Capacity != nil {
 		t.Errorf("kept what no fact reads: %+v", l)
 	}
 	if len(l.Status.Conditions) != 1 || l.Status.Conditions[0].Type != corev1.NodeReady {
@@ -52,7 +56,8 @@ func TestLeanNode(t *testing.T) {
 // leanClaim keeps the Ready condition, and Launched only while it is not
 // True (a surge claim's launch failure).
 func TestLeanClaim(t *testing.T) {
-	c := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "c", ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "karpenter"}}}}
+	c := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "c", ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "karpenter"}},
+		Labels: map[string]string{karpv1.NodePoolLabelKey: "general", corev1.LabelArchStable: "amd64", corev1.LabelHostname: "c", v1alpha1.LabelSurgeFor: "x"}}}
 	c.Spec.ExpireAfter = karpv1.MustParseNillableDuration("720h")
 	c.Spec.Requirements = []karpv1.NodeSelectorRequirementWithMinValues{{Key: corev1.LabelTopologyZone, Operator: corev1.NodeSelectorOpIn, Values: []string{"z1"}}}
 	c.Spec.Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("3")}
@@ -68,6 +73,9 @@ func TestLeanClaim(t *testing.T) {
 	l := got.(*karpv1.NodeClaim)
 	if l.ManagedFields != nil || len(l.Status.Conditions) != 1 || l.Status.Conditions[0].Type != "Ready" || l.Status.NodeName != "n" {
 		t.Errorf("lean claim %+v", l)
+	}
+	if want := map[string]string{karpv1.NodePoolLabelKey: "general", v1alpha1.LabelSurgeFor: "x"}; !maps.Equal(l.Labels, want) {
+		t.Errorf("labels %v, want the pool's and this controller's alone: %v", l.Labels, want)
 	}
 	if l.Spec.Resources.Requests != nil || l.Status.Capacity != nil || l.Status.ImageID != "" {
 		t.Errorf("kept what no fact reads: %+v", l)

@@ -2,12 +2,15 @@ package controller
 
 import (
 	"fmt"
+	"reflect"
 	"testing"
 	"unsafe"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
 )
 
 // decoded returns a copy of s in memory of its own, as a JSON decoder
@@ -30,7 +33,7 @@ func TestLeanObjectsShareLabelStrings(t *testing.T) {
 	if _, err := leanClaim(c); err != nil {
 		t.Fatal(err)
 	}
-	if len(n.Labels) != 2 || n.Labels[karpv1.NodePoolLabelKey] != "general" || n.Annotations["a"] != "b" || c.Labels[corev1.LabelArchStable] != "amd64" {
+	if len(n.Labels) != 2 || n.Labels[karpv1.NodePoolLabelKey] != "general" || n.Annotations["a"] != "b" || c.Labels[karpv1.NodePoolLabelKey] != "general" {
 		t.Fatalf("labels changed: node %v %v, claim %v", n.Labels, n.Annotations, c.Labels)
 	}
 	for k, v := range n.Labels {
@@ -59,5 +62,69 @@ func TestInternTableIsBounded(t *testing.T) {
 	}
 	if tab.strings(nil) != nil {
 		t.Error("nil labels became a map")
+	}
+}
+
+func sameMap(a, b map[string]string) bool {
+	return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
+}
+
+// A pool's claims decoded apart end up holding one label map and one
+// annotation map; a claim whose annotations differ (one in rotation)
+// keeps its own, with what it was decoded with.
+func TestIdenticalMapsAreShared(t *testing.T) {
+	claim := func(name string, annotations map[string]string) *karpv1.NodeClaim {
+		return &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name,
+			Labels:      map[string]string{decoded(karpv1.NodePoolLabelKey): decoded("general"), decoded(corev1.LabelHostname): decoded(name)},
+			Annotations: annotations}}
+	}
+	a := claim("a", map[string]string{decoded("karpenter.sh/nodepool-hash"): decoded("123")})
+	b := claim("b", map[string]string{decoded("karpenter.sh/nodepool-hash"): decoded("123")})
+	r := claim("r", map[string]string{decoded("karpenter.sh/nodepool-hash"): decoded("123"), decoded(v1alpha1.AnnotationState): decoded("pending")})
+	for _, c := range []*karpv1.NodeClaim{a, b, r} {
+		if _, err := leanClaim(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !sameMap(a.Labels, b.Labels) || !sameMap(a.Labels, r.Labels) || !sameMap(a.Annotations, b.Annotations) {
+		t.Error("a pool's claims hold maps of their own")
+	}
+	if sameMap(a.Annotations, r.Annotations) || r.Annotations[v1alpha1.AnnotationState] != "pending" || len(r.Annotations) != 2 {
+		t.Errorf("the rotating claim's annotations %v are another's", r.Annotations)
+	}
+	if len(a.Labels) != 1 || a.Labels[karpv1.NodePoolLabelKey] != "general" {
+		t.Errorf("labels %v, want the pool's alone", a.Labels)
+	}
+	n1 := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: map[string]string{corev1.LabelHostname: "n1"}, Annotations: map[string]string{decoded("kwok.x-k8s.io/node"): decoded("fake")}}}
+	n2 := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n2", Labels: map[string]string{corev1.LabelHostname: "n2"}, Annotations: map[string]string{decoded("kwok.x-k8s.io/node"): decoded("fake")}}}
+	for _, n := range []*corev1.Node{n1, n2} {
+		if _, err := leanNode(n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !sameMap(n1.Annotations, n2.Annotations) || n1.Labels[corev1.LabelHostname] != "n1" || n2.Labels[corev1.LabelHostname] != "n2" {
+		t.Errorf("nodes: annotations shared %v, labels %v %v", sameMap(n1.Annotations, n2.Annotations), n1.Labels, n2.Labels)
+	}
+}
+
+// A full table of maps starts afresh: the maps handed out stay intact,
+// and identical maps are shared again from then on.
+func TestSharedMapsTableStartsAfreshWhenFull(t *testing.T) {
+	tab := newInternTable(16, 2)
+	first := tab.shared(map[string]string{"k": "1"})
+	tab.shared(map[string]string{"k": "2"})
+	tab.shared(map[string]string{"k": "3"}) // full: emptied, then holds this one
+	if tab.nMaps > 2 {
+		t.Errorf("%d maps in a table bounded at 2", tab.nMaps)
+	}
+	if first["k"] != "1" || len(first) != 1 {
+		t.Errorf("a handed-out map changed: %v", first)
+	}
+	x, y := tab.shared(map[string]string{"k": "4"}), tab.shared(map[string]string{"k": "4"})
+	if !sameMap(x, y) {
+		t.Error("identical maps are no longer shared after the table started afresh")
+	}
+	if m := tab.shared(map[string]string{}); m == nil || len(m) != 0 || tab.shared(nil) != nil {
+		t.Error("an empty map is not kept as it was")
 	}
 }

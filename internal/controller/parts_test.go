@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -316,9 +317,18 @@ func TestAllPools(t *testing.T) {
 // labelled surge-for, Nodes only of a NodePool; Nodes, NodeClaims and
 // NodePools through their transforms (cache_test.go).
 func TestCacheOptions(t *testing.T) {
-	opts := CacheOptions(ns)
+	opts, err := CacheOptions(ns, &rest.Config{Host: "https://127.0.0.1:1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if opts.NewInformer == nil {
+		t.Error("NodeClaims are watched through client-go's decoder, not internal/claimwatch's")
+	}
 	kinds := map[string]bool{}
 	for obj, by := range opts.ByObject {
+		if _, ok := obj.(*karpv1.NodeClaim); ok && (by.Label != nil || by.Field != nil || opts.DefaultLabelSelector != nil || opts.DefaultFieldSelector != nil) {
+			t.Errorf("NodeClaims cached with a selector (label %v, field %v), which claimwatch's watch would not send", by.Label, by.Field)
+		}
 		kinds[fmt.Sprintf("%T", obj)] = true
 		if by.Transform == nil {
 			t.Errorf("%T cached without a transform", obj)

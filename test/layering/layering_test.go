@@ -19,6 +19,7 @@ var allowed = map[string][]string{
 	"rules":                        {},
 	"internal":                     {},
 	"internal/conditional":         {},
+	"internal/claimwatch":          {},
 	"internal/golden":              {},
 	"internal/preflight":           {},
 	"internal/schedule":            {},
@@ -34,7 +35,7 @@ var allowed = map[string][]string{
 	"internal/table":               {"actions", "engine", "internal/census", "rules"},
 	"internal/observe":             {"api/v1alpha1", "engine", "internal/census", "internal/markers", "internal/policy", "internal/schedule", "internal/surge"},
 	"internal/announce":            {"actions", "api/v1alpha1", "internal/metrics", "internal/observe", "internal/schedule", "internal/surge"},
-	"internal/controller":          {"actions", "api/v1alpha1", "engine", "internal/announce", "internal/metrics", "internal/observe", "internal/policy", "internal/schedule", "internal/surge", "internal/sweep", "internal/table"},
+	"internal/controller":          {"actions", "api/v1alpha1", "engine", "internal/announce", "internal/claimwatch", "internal/metrics", "internal/observe", "internal/policy", "internal/schedule", "internal/surge", "internal/sweep", "internal/table"},
 	"cmd/node-rotation-controller": {"internal/controller", "internal/preflight", "internal/scheme", "internal/surge"},
 	"internal/inspect":             {"api/v1alpha1", "engine", "internal/census", "internal/observe", "internal/schedule"},
 	"internal/inspect/inspecttest": {"api/v1alpha1"},
@@ -49,6 +50,7 @@ var forbidden = map[string][]string{
 	"engine":               {"*"}, // cel-go and yaml only: nothing of this domain
 	"rules":                {"*"}, // data: the table and its golden cases
 	"internal/conditional": {"*"},
+	"internal/claimwatch":  {"*"}, // client-go and Karpenter's types only
 	"internal/markers":     {"actions", "internal/observe", "internal/census", "internal/sweep", "internal/controller", "internal/conditional"},
 	"actions":              {"internal/observe", "internal/census", "internal/surge", "internal/announce", "internal/metrics", "internal/controller", "internal/sweep", "internal/table", "rules"},
 	"internal/metrics":     {"internal/observe", "internal/census", "actions", "internal/announce"},

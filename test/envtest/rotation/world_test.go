@@ -179,9 +179,13 @@ func startInstances(e *testenv.Env, prefix string, n int, leaderElection bool, m
 		if i == 0 && metricsAddr != "" {
 			addr = metricsAddr
 		}
+		cfg := rest.CopyConfig(e.Config)
+		cfg.Wrap(controllerRequests.wrap(name))
+		cacheOpts, err := controller.CacheOptions(controllerNS, cfg)
+		Expect(err).NotTo(HaveOccurred())
 		opts := ctrl.Options{
 			Scheme: e.Scheme, Metrics: metricsserver.Options{BindAddress: addr}, HealthProbeBindAddress: "0",
-			Cache: controller.CacheOptions(controllerNS),
+			Cache: cacheOpts,
 			// as cmd/node-rotation-controller sets it up: an Event budget per reason
 			EventBroadcaster: controller.EventBroadcaster(), //nolint:staticcheck
 		}
@@ -191,8 +195,6 @@ func startInstances(e *testenv.Env, prefix string, n int, leaderElection bool, m
 			opts.LeaderElectionNamespace = controllerNS
 			opts.LeaderElectionReleaseOnCancel = true
 		}
-		cfg := rest.CopyConfig(e.Config)
-		cfg.Wrap(controllerRequests.wrap(name))
 		mgr, err := ctrl.NewManager(cfg, opts)
 		Expect(err).NotTo(HaveOccurred())
 		r, err := controller.Setup(mgr, controller.Config{

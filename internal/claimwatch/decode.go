@@ -1,0 +1,147 @@
+// Package claimwatch is the NodeClaim watch the controller's cache runs on:
+// the same request as client-go's, with each event decoded in one pass
+// straight into a NodeClaim, skipping what the cache would drop anyway
+// (docs/performance.md#where-the-cpu-of-a-status-update-goes).
+//
+// client-go decodes a watch event of a custom resource, which has only a
+// JSON encoding, five times over: the framer scans it, the event is read
+// for its apiVersion and kind, unmarshalled into a WatchEvent with the
+// object copied out raw, the object is read again for its apiVersion and
+// kind, and then unmarshalled into its type, each unmarshal after its own
+// validity scan. Every NodeClaim status update Karpenter writes reaches
+// the controller that way; here the stream decoder scans each event once
+// and unmarshals it once.
+package claimwatch
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	kjson "sigs.k8s.io/json"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+)
+
+// Skipped names the fields the decoder leaves out of every NodeClaim. Each
+// is one the controller's cache transform drops as well, so what the
+// cache holds is the same either way; not decoding them spares the
+// allocations (managedFields' raw bytes, the quantities' parsing).
+var Skipped = []string{"metadata.managedFields", "spec.resources", "status.capacity", "status.imageID"}
+
+// event is one watch event on the wire. The API server writes the type
+// before the object, so by the time the object is decoded the type is
+// known, but a decoder cannot choose the object's Go type by it: the
+// object's fields cover both a NodeClaim and the metav1.Status an ERROR
+// event carries, which share only "status" (an object in one, a string in
+// the other), and status resolves that itself.
+type event struct {
+	Type   watch.EventType `json:"type"`
+	Object object          `json:"object"`
+}
+
+type object struct {
+	metav1.TypeMeta `json:",inline"`
+	Metadata        meta   `json:"metadata"`
+	Spec            spec   `json:"spec"`
+	Status          status `json:"status"`
+
+	// Only in a metav1.Status.
+	Message string                `json:"message"`
+	Reason  metav1.StatusReason   `json:"reason"`
+	Details *metav1.StatusDetails `json:"details"`
+	Code    int32                 `json:"code"`
+}
+
+// meta is ObjectMeta without managedFields: a field at the outer level
+// wins over the embedded struct's field of the same JSON name, so the
+// decoder hands managedFields to skip, which keeps none of it.
+type meta struct {
+	metav1.ObjectMeta
+	ManagedFields skip `json:"managedFields"`
+}
+
+type spec struct {
+	karpv1.NodeClaimSpec
+	Resources skip `json:"resources"`
+}
+
+type claimStatus struct {
+	karpv1.NodeClaimStatus
+	Capacity skip `json:"capacity"`
+	ImageID  skip `json:"imageID"`
+}
+
+// status is a NodeClaim's status object, or a metav1.Status's status
+// string ("Failure").
+type status struct {
+	claim   claimStatus
+	failure string
+}
+
+func (s *status) UnmarshalJSON(b []byte) error {
+	if len(b) > 0 && b[0] == '"' {
+		return json.Unmarshal(b, &s.failure)
+	}
+	// A second pass, over the status object only: a custom unmarshaller
+	// is handed the raw bytes.
+	return kjson.UnmarshalCaseSensitivePreserveInts(b, &s.claim)
+}
+
+// skip takes any JSON value and keeps nothing of it.
+type skip struct{}
+
+func (*skip) UnmarshalJSON([]byte) error { return nil }
+
+// decoder reads a watch stream of NodeClaims: a watch.Decoder for
+// watch.NewStreamWatcher.
+type decoder struct {
+	body io.ReadCloser
+	dec  kjson.Decoder
+}
+
+func newDecoder(body io.ReadCloser) *decoder {
+	return &decoder{body: body, dec: kjson.NewDecoderCaseSensitivePreserveInts(body)}
+}
+
+// Decode returns the next event: a NodeClaim for ADDED, MODIFIED, DELETED
+// and BOOKMARK, a *metav1.Status for ERROR, as client-go's decoder does.
+// Like client-go's (runtime.WithoutVersionDecoder), it leaves the
+// object's apiVersion and kind empty; the cache's reader sets them. A
+// stream that ends mid-event ends the watch quietly (io.ErrUnexpectedEOF),
+// as client-go's framer does, so the reflector simply watches again.
+func (d *decoder) Decode() (watch.EventType, runtime.Object, error) {
+	var ev event
+	if err := d.dec.Decode(&ev); err != nil {
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			return "", nil, err
+		}
+		return "", nil, fmt.Errorf("unable to decode watch event: %w", err)
+	}
+	switch ev.Type {
+	case watch.Added, watch.Modified, watch.Deleted, watch.Bookmark:
+		if ev.Object.Kind != "" && ev.Object.Kind != "NodeClaim" {
+			return "", nil, fmt.Errorf("unable to decode watch event: a %s in a NodeClaim watch", ev.Object.Kind)
+		}
+		return ev.Type, ev.Object.claim(), nil
+	case watch.Error:
+		return ev.Type, ev.Object.apiStatus(), nil
+	default:
+		return "", nil, fmt.Errorf("got invalid watch event type: %v", ev.Type)
+	}
+}
+
+func (d *decoder) Close() { _ = d.body.Close() }
+
+func (o *object) claim() *karpv1.NodeClaim {
+	return &karpv1.NodeClaim{ObjectMeta: o.Metadata.ObjectMeta, Spec: o.Spec.NodeClaimSpec, Status: o.Status.claim.NodeClaimStatus}
+}
+
+func (o *object) apiStatus() *metav1.Status {
+	return &metav1.Status{
+		ListMeta: metav1.ListMeta{ResourceVersion: o.Metadata.ResourceVersion},
+		Status:   o.Status.failure, Message: o.Message, Reason: o.Reason, Details: o.Details, Code: o.Code,
+	}
+}

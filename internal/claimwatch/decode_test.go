@@ -1,0 +1,326 @@
+package claimwatch
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/runtime/serializer/streaming"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/rest"
+	restclientwatch "k8s.io/client-go/rest/watch"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	"github.com/noderotation/node-rotation-controller/internal/scheme"
+)
+
+// claimJSON is a NodeClaim as Karpenter's kwok provider writes it, read
+// back with its managedFields from the benchmark's cluster
+// (make bench-scale).
+func claimJSON(t testing.TB) map[string]any {
+	t.Helper()
+	b, err := os.ReadFile("testdata/nodeclaim.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func eventJSON(t testing.TB, typ watch.EventType, obj any) []byte {
+	t.Helper()
+	b, err := json.Marshal(map[string]any{"type": typ, "object": obj})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append(b, '\n')
+}
+
+// stream is a watch body exercising every event type: the recorded claim
+// added, modified (a label, a condition and the resourceVersion changed),
+// a bookmark ending the initial events, the claim deleted, and an ERROR
+// with the API server's 410.
+func stream(t testing.TB) []byte {
+	added := claimJSON(t)
+	modified := claimJSON(t)
+	md := modified["metadata"].(map[string]any)
+	md["resourceVersion"] = "99999"
+	md["labels"].(map[string]any)["extra"] = "x"
+	st := modified["status"].(map[string]any)
+	st["conditions"] = append(st["conditions"].([]any), map[string]any{"type": "Drifted", "status": "True", "reason": "Drifted", "message": "", "lastTransitionTime": "2026-12-01T16:30:00Z"})
+	bookmark := map[string]any{"apiVersion": "karpenter.sh/v1", "kind": "NodeClaim", "metadata": map[string]any{
+		"resourceVersion": "100000", "annotations": map[string]any{metav1.InitialEventsAnnotationKey: "true"}}}
+	expired := metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusFailure,
+		Message: "too old resource version: 1 (100000)", Reason: metav1.StatusReasonExpired, Code: http.StatusGone}
+	var b bytes.Buffer
+	for _, e := range [][]byte{
+		eventJSON(t, watch.Added, added), eventJSON(t, watch.Modified, modified), eventJSON(t, watch.Bookmark, bookmark),
+		eventJSON(t, watch.Deleted, modified), eventJSON(t, watch.Error, expired),
+	} {
+		b.Write(e)
+	}
+	return b.Bytes()
+}
+
+// server answers every NodeClaim watch with body and records the query
+// each request carried.
+type server struct {
+	*httptest.Server
+	mu      sync.Mutex
+	queries []url.Values
+}
+
+func newServer(t *testing.T, status int, body []byte) *server {
+	s := &server{}
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/apis/karpenter.sh/v1/nodeclaims" {
+			http.NotFound(w, r)
+			return
+		}
+		s.mu.Lock()
+		s.queries = append(s.queries, r.URL.Query())
+		s.mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		_, _ = w.Write(body)
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+// clientGoWatch is the watch the cache would open without this package.
+func clientGoWatch(t *testing.T, host string, opts metav1.ListOptions) (watch.Interface, error) {
+	s, err := scheme.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := &rest.Config{Host: host, APIPath: "/apis", ContentConfig: rest.ContentConfig{
+		GroupVersion:         &schema.GroupVersion{Group: "karpenter.sh", Version: "v1"},
+		NegotiatedSerializer: serializer.NewCodecFactory(s).WithoutConversion(),
+	}}
+	rc, err := rest.RESTClientFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.Watch = true
+	return rc.Get().Resource("nodeclaims").VersionedParams(&opts, runtime.NewParameterCodec(s)).Watch(context.Background())
+}
+
+func ourWatch(t *testing.T, host string, opts metav1.ListOptions) (watch.Interface, error) {
+	w, err := New(&rest.Config{Host: host}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w.Watch(context.Background(), opts)
+}
+
+func drain(t *testing.T, w watch.Interface) []watch.Event {
+	t.Helper()
+	var out []watch.Event
+	timeout := time.After(10 * time.Second)
+	for {
+		select {
+		case e, ok := <-w.ResultChan():
+			if !ok {
+				return out
+			}
+			out = append(out, e)
+		case <-timeout:
+			w.Stop()
+			t.Fatalf("the watch did not end; %d events so far", len(out))
+		}
+	}
+}
+
+// withoutSkipped drops from a client-go decoded claim exactly what the
+// decoder skips (Skipped).
+func withoutSkipped(o runtime.Object) runtime.Object {
+	c, ok := o.(*karpv1.NodeClaim)
+	if !ok {
+		return o
+	}
+	c = c.DeepCopy()
+	c.ManagedFields, c.Spec.Resources, c.Status.Capacity, c.Status.ImageID = nil, karpv1.ResourceRequirements{}, nil, ""
+	return c
+}
+
+func TestDecodesEveryEventAsClientGoDoes(t *testing.T) {
+	srv := newServer(t, http.StatusOK, stream(t))
+	std, err := clientGoWatch(t, srv.URL, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := drain(t, std)
+	ours, err := ourWatch(t, srv.URL, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := drain(t, ours)
+	if len(want) != 5 {
+		t.Fatalf("client-go decoded %d events of 5: %v", len(want), want)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d events, client-go %d: %v", len(got), len(want), got)
+	}
+	for i := range want {
+		if got[i].Type != want[i].Type {
+			t.Errorf("event %d: type %s, client-go %s", i, got[i].Type, want[i].Type)
+		}
+		if d := cmp.Diff(withoutSkipped(want[i].Object), got[i].Object); d != "" {
+			t.Errorf("event %d (%s): object differs from client-go's without %v (-client-go +ours):\n%s", i, want[i].Type, Skipped, d)
+		}
+	}
+	// The decoder did skip: client-go's first claim has the fields.
+	if c := want[0].Object.(*karpv1.NodeClaim); len(c.ManagedFields) == 0 || len(c.Status.Capacity) == 0 || len(c.Spec.Resources.Requests) == 0 {
+		t.Fatalf("the fixture lacks a skipped field, so the comparison proves nothing: %d managedFields, capacity %v, requests %v",
+			len(c.ManagedFields), c.Status.Capacity, c.Spec.Resources.Requests)
+	}
+	if s, ok := got[4].Object.(*metav1.Status); !ok || !apierrors.IsResourceExpired(apierrors.FromObject(s)) {
+		t.Errorf("the ERROR event's object is %#v, not the 410 Expired status", got[4].Object)
+	}
+}
+
+func TestSendsTheRequestClientGoSends(t *testing.T) {
+	srv := newServer(t, http.StatusOK, nil)
+	timeout := int64(321)
+	opts := metav1.ListOptions{ResourceVersion: "42", TimeoutSeconds: &timeout, AllowWatchBookmarks: true,
+		SendInitialEvents: new(bool), ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan}
+	*opts.SendInitialEvents = true
+	for _, open := range []func(*testing.T, string, metav1.ListOptions) (watch.Interface, error){clientGoWatch, ourWatch} {
+		w, err := open(t, srv.URL, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		drain(t, w)
+	}
+	if len(srv.queries) != 2 {
+		t.Fatalf("%d requests", len(srv.queries))
+	}
+	if d := cmp.Diff(srv.queries[0], srv.queries[1]); d != "" {
+		t.Errorf("query differs from client-go's (-client-go +ours):\n%s", d)
+	}
+	if srv.queries[1].Get("watch") != "true" || srv.queries[1].Get("sendInitialEvents") != "true" {
+		t.Errorf("query %v", srv.queries[1])
+	}
+}
+
+func TestARefusedWatchIsTheServersError(t *testing.T) {
+	body, _ := json.Marshal(metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusFailure,
+		Message: "too old resource version", Reason: metav1.StatusReasonExpired, Code: http.StatusGone})
+	srv := newServer(t, http.StatusGone, body)
+	_, err := ourWatch(t, srv.URL, metav1.ListOptions{ResourceVersion: "1"})
+	if !apierrors.IsResourceExpired(err) {
+		t.Fatalf("error %v (%T), not the 410 Expired status", err, err)
+	}
+}
+
+func TestAnEventThatDoesNotDecodeEndsTheWatchAsClientGosDoes(t *testing.T) {
+	whole := string(eventJSON(t, watch.Added, claimJSON(t)))
+	for name, body := range map[string]string{
+		"not JSON":             whole + `{"type":"MODIFIED","object":{"metadata":}}`,
+		"an unknown type":      whole + `{"type":"CHANGED","object":{"kind":"NodeClaim"}}`,
+		"a wrong field type":   whole + `{"type":"ADDED","object":{"kind":"NodeClaim","metadata":{"name":7}}}`,
+		"a wrong status field": whole + `{"type":"ADDED","object":{"kind":"NodeClaim","status":{"nodeName":["a"]}}}`,
+		"cut mid-event":        whole + whole[:len(whole)/2],
+	} {
+		t.Run(name, func(t *testing.T) {
+			srv := newServer(t, http.StatusOK, []byte(body))
+			std, err := clientGoWatch(t, srv.URL, metav1.ListOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := drain(t, std)
+			ours, err := ourWatch(t, srv.URL, metav1.ListOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := drain(t, ours)
+			if len(got) != len(want) {
+				t.Fatalf("events %v, client-go's %v", got, want)
+			}
+			for i := range want {
+				if got[i].Type != want[i].Type {
+					t.Errorf("event %d: %s, client-go's %s", i, got[i].Type, want[i].Type)
+				}
+				if want[i].Type != watch.Error {
+					continue
+				}
+				s, ok := got[i].Object.(*metav1.Status)
+				if ws := want[i].Object.(*metav1.Status); !ok || s.Code != ws.Code || s.Reason != ws.Reason {
+					t.Errorf("ERROR event %#v, client-go's %#v", got[i].Object, ws)
+				}
+			}
+			if name != "cut mid-event" && (len(got) != 2 || got[1].Type != watch.Error) {
+				t.Errorf("events %v, want the whole one and an ERROR", got)
+			}
+		})
+	}
+}
+
+// BenchmarkDecodeEvent compares client-go's decoding of one NodeClaim
+// MODIFIED event with this package's (docs/performance.md).
+func BenchmarkDecodeEvent(b *testing.B) {
+	ev := eventJSON(b, watch.Modified, claimJSON(b))
+	s, err := scheme.New()
+	if err != nil {
+		b.Fatal(err)
+	}
+	codecs := serializer.NewCodecFactory(s).WithoutConversion()
+	info, _ := runtime.SerializerInfoForMediaType(codecs.SupportedMediaTypes(), runtime.ContentTypeJSON)
+	objectDecoder := codecs.DecoderToVersion(info.Serializer, schema.GroupVersion{Group: "karpenter.sh", Version: "v1"})
+	b.Run("client-go", func(b *testing.B) {
+		b.ReportAllocs()
+		r := &repeat{ev: ev}
+		d := restWatchDecoder(r, info, objectDecoder)
+		for b.Loop() {
+			if _, _, err := d.Decode(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("claimwatch", func(b *testing.B) {
+		b.ReportAllocs()
+		d := newDecoder(io.NopCloser(&repeat{ev: ev}))
+		for b.Loop() {
+			if _, _, err := d.Decode(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// repeat reads as ev over and over.
+type repeat struct {
+	ev  []byte
+	off int
+}
+
+func (r *repeat) Read(p []byte) (int, error) {
+	k := copy(p, r.ev[r.off:])
+	r.off = (r.off + k) % len(r.ev)
+	return k, nil
+}
+
+// restWatchDecoder is the decoder client-go's Request.Watch reads a JSON
+// watch stream with.
+func restWatchDecoder(r io.Reader, info runtime.SerializerInfo, objectDecoder runtime.Decoder) watch.Decoder {
+	frames := info.StreamSerializer.Framer.NewFrameReader(io.NopCloser(r))
+	return restclientwatch.NewDecoder(streaming.NewDecoder(frames, info.StreamSerializer.Serializer), objectDecoder)
+}
