@@ -9,8 +9,9 @@
 // object copied out raw, the object is read again for its apiVersion and
 // kind, and then unmarshalled into its type, each unmarshal after its own
 // validity scan. Every NodeClaim status update Karpenter writes reaches
-// the controller that way; here the stream decoder scans each event once
-// and unmarshals it once.
+// the controller that way, and so does every NodeClaim of the cache's
+// initial sync; here the stream decoder scans each event once and
+// unmarshals it once, its status object twice (status.UnmarshalJSON).
 package claimwatch
 
 import (
@@ -122,8 +123,11 @@ func (d *decoder) Decode() (watch.EventType, runtime.Object, error) {
 	}
 	switch ev.Type {
 	case watch.Added, watch.Modified, watch.Deleted, watch.Bookmark:
-		if ev.Object.Kind != "" && ev.Object.Kind != "NodeClaim" {
-			return "", nil, fmt.Errorf("unable to decode watch event: a %s in a NodeClaim watch", ev.Object.Kind)
+		// client-go refuses an object without a kind; one of another kind
+		// it would hand on as that kind, which a NodeClaim informer
+		// cannot store, so it is refused here.
+		if ev.Object.Kind != "NodeClaim" {
+			return "", nil, fmt.Errorf("unable to decode watch event: a %q object in a NodeClaim watch", ev.Object.Kind)
 		}
 		return ev.Type, ev.Object.claim(), nil
 	case watch.Error:

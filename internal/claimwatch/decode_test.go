@@ -9,11 +9,13 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -23,6 +25,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
 	restclientwatch "k8s.io/client-go/rest/watch"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/flowcontrol"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/noderotation/node-rotation-controller/internal/scheme"
@@ -65,10 +69,16 @@ func stream(t testing.TB) []byte {
 	md["labels"].(map[string]any)["extra"] = "x"
 	st := modified["status"].(map[string]any)
 	st["conditions"] = append(st["conditions"].([]any), map[string]any{"type": "Drifted", "status": "True", "reason": "Drifted", "message": "", "lastTransitionTime": "2026-12-01T16:30:00Z"})
+	// Keys match fields case-sensitively, as in client-go: these are
+	// unknown fields, not the node name and the labels.
+	st["NodeName"], md["Labels"] = "not-the-node", map[string]any{"not": "a-label"}
 	bookmark := map[string]any{"apiVersion": "karpenter.sh/v1", "kind": "NodeClaim", "metadata": map[string]any{
 		"resourceVersion": "100000", "annotations": map[string]any{metav1.InitialEventsAnnotationKey: "true"}}}
-	expired := metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusFailure,
-		Message: "too old resource version: 1 (100000)", Reason: metav1.StatusReasonExpired, Code: http.StatusGone}
+	// The reflector reads the details (a resourceVersion too large) and
+	// the status's resourceVersion.
+	expired := metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, ListMeta: metav1.ListMeta{ResourceVersion: "100000"},
+		Status: metav1.StatusFailure, Message: "too old resource version: 1 (100000)", Reason: metav1.StatusReasonExpired, Code: http.StatusGone,
+		Details: &metav1.StatusDetails{Kind: "nodeclaims", Causes: []metav1.StatusCause{{Type: metav1.CauseTypeResourceVersionTooLarge, Message: "too large"}}, RetryAfterSeconds: 3}}
 	var b bytes.Buffer
 	for _, e := range [][]byte{
 		eventJSON(t, watch.Added, added), eventJSON(t, watch.Modified, modified), eventJSON(t, watch.Bookmark, bookmark),
@@ -85,6 +95,7 @@ type server struct {
 	*httptest.Server
 	mu      sync.Mutex
 	queries []url.Values
+	accepts []string
 }
 
 func newServer(t *testing.T, status int, body []byte) *server {
@@ -96,6 +107,7 @@ func newServer(t *testing.T, status int, body []byte) *server {
 		}
 		s.mu.Lock()
 		s.queries = append(s.queries, r.URL.Query())
+		s.accepts = append(s.accepts, r.Header.Get("Accept"))
 		s.mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(status)
@@ -219,6 +231,9 @@ func TestSendsTheRequestClientGoSends(t *testing.T) {
 	if srv.queries[1].Get("watch") != "true" || srv.queries[1].Get("sendInitialEvents") != "true" {
 		t.Errorf("query %v", srv.queries[1])
 	}
+	if srv.accepts[1] != srv.accepts[0] || !strings.HasPrefix(srv.accepts[1], "application/json") {
+		t.Errorf("Accept %q, client-go's %q", srv.accepts[1], srv.accepts[0])
+	}
 }
 
 func TestARefusedWatchIsTheServersError(t *testing.T) {
@@ -239,6 +254,9 @@ func TestAnEventThatDoesNotDecodeEndsTheWatchAsClientGosDoes(t *testing.T) {
 		"a wrong field type":   whole + `{"type":"ADDED","object":{"kind":"NodeClaim","metadata":{"name":7}}}`,
 		"a wrong status field": whole + `{"type":"ADDED","object":{"kind":"NodeClaim","status":{"nodeName":["a"]}}}`,
 		"cut mid-event":        whole + whole[:len(whole)/2],
+		"an empty object":      whole + `{"type":"ADDED","object":{}}`,
+		"no object":            whole + `{"type":"ADDED"}`,
+		"no kind":              whole + `{"type":"ADDED","object":{"apiVersion":"karpenter.sh/v1","metadata":{"name":"n"}}}`,
 	} {
 		t.Run(name, func(t *testing.T) {
 			srv := newServer(t, http.StatusOK, []byte(body))
@@ -323,4 +341,100 @@ func (r *repeat) Read(p []byte) (int, error) {
 func restWatchDecoder(r io.Reader, info runtime.SerializerInfo, objectDecoder runtime.Decoder) watch.Decoder {
 	frames := info.StreamSerializer.Framer.NewFrameReader(io.NopCloser(r))
 	return restclientwatch.NewDecoder(streaming.NewDecoder(frames, info.StreamSerializer.Serializer), objectDecoder)
+}
+
+// An object of another kind in a NodeClaim watch ends the watch with an
+// ERROR event (client-go would hand on an object the informer cannot
+// store).
+func TestAnotherKindEndsTheWatch(t *testing.T) {
+	srv := newServer(t, http.StatusOK, []byte(`{"type":"ADDED","object":{"kind":"Node","apiVersion":"v1","metadata":{"name":"n"}}}`))
+	w, err := ourWatch(t, srv.URL, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if events := drain(t, w); len(events) != 1 || events[0].Type != watch.Error {
+		t.Fatalf("events %v, want one ERROR", events)
+	}
+}
+
+// Opening a watch does not wait on the client's rate limiter, as
+// client-go's watches do not: the workers' writes share that bucket.
+func TestOpeningAWatchTakesNoToken(t *testing.T) {
+	srv := newServer(t, http.StatusOK, nil)
+	limiter := flowcontrol.NewTokenBucketRateLimiter(0.001, 1)
+	limiter.Accept() // the bucket's one token, gone for the next 1,000 s
+	w, err := New(&rest.Config{Host: srv.URL, RateLimiter: limiter}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	wi, err := w.Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatalf("the watch waited on the rate limiter: %v", err)
+	}
+	drain(t, wi)
+}
+
+// A connection that ends before the server answers gives an empty watch,
+// not an error, as client-go's does: the reflector watches again rather
+// than listing anew.
+func TestAConnectionEndedAtOpenGivesAnEmptyWatch(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		conn, _, err := w.(http.Hijacker).Hijack()
+		if err == nil {
+			_ = conn.Close()
+		}
+	}))
+	t.Cleanup(srv.Close)
+	w, err := ourWatch(t, srv.URL, metav1.ListOptions{})
+	if err != nil {
+		t.Fatalf("error %v, want an empty watch", err)
+	}
+	if events := drain(t, w); len(events) != 0 {
+		t.Errorf("events %v from an empty watch", events)
+	}
+}
+
+// For NodeClaims the informer keeps the cache's list and watches through
+// this package, with bookmarks; any other kind keeps the cache's
+// ListerWatcher as it is.
+func TestListWatchReplacesOnlyTheNodeClaimWatch(t *testing.T) {
+	srv := newServer(t, http.StatusOK, nil)
+	w, err := New(&rest.Config{Host: srv.URL}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lists, watches := 0, 0
+	base := &toolscache.ListWatch{
+		ListWithContextFunc: func(context.Context, metav1.ListOptions) (runtime.Object, error) {
+			lists++
+			return &karpv1.NodeClaimList{}, nil
+		},
+		WatchFuncWithContext: func(context.Context, metav1.ListOptions) (watch.Interface, error) {
+			watches++
+			return watch.NewEmptyWatch(), nil
+		},
+	}
+	if other := w.listWatch(base, &corev1.Node{}); other != toolscache.ListerWatcher(base) {
+		t.Error("a Node's ListerWatcher was replaced")
+	}
+	lw, ok := w.listWatch(base, &karpv1.NodeClaim{}).(toolscache.ListerWatcherWithContext)
+	if !ok || lw == toolscache.ListerWatcherWithContext(base) {
+		t.Fatal("the NodeClaim ListerWatcher was kept as it was")
+	}
+	if _, err := lw.ListWithContext(context.Background(), metav1.ListOptions{}); err != nil || lists != 1 {
+		t.Errorf("list: %v, the cache's list called %d times", err, lists)
+	}
+	wi, err := lw.WatchWithContext(context.Background(), metav1.ListOptions{ResourceVersion: "7"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	drain(t, wi)
+	if watches != 0 || len(srv.queries) != 1 {
+		t.Fatalf("the cache's watch called %d times, this package's %d", watches, len(srv.queries))
+	}
+	if q := srv.queries[0]; q.Get("allowWatchBookmarks") != "true" || q.Get("resourceVersion") != "7" {
+		t.Errorf("query %v: want bookmarks, from resourceVersion 7", q)
+	}
 }

@@ -10,10 +10,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/watch"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/karpenter/pkg/apis"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
@@ -24,10 +26,12 @@ type Watcher struct {
 	rc rest.Interface
 }
 
-// New builds a Watcher on cfg (its rate limiter, so the watch shares the
-// controller's token bucket as client-go's would) and httpClient (the
-// manager's, so the watch shares its connections); a nil httpClient makes
-// one from cfg.
+// New builds a Watcher on cfg. Its requests skip cfg's rate limiter, as
+// client-go's watches do: a watch is one long request, and opening one
+// again (every few minutes, at the server's timeout) must not wait behind
+// the workers' writes nor spend their tokens. A nil httpClient makes one
+// from cfg, which shares the transport of every other client made from an
+// equal configuration (client-go caches transports by TLS configuration).
 func New(cfg *rest.Config, httpClient *http.Client) (*Watcher, error) {
 	c := rest.CopyConfig(cfg)
 	c.GroupVersion = &schema.GroupVersion{Group: apis.Group, Version: "v1"}
@@ -35,7 +39,10 @@ func New(cfg *rest.Config, httpClient *http.Client) (*Watcher, error) {
 	// Only a refused request's metav1.Status is decoded by the client: the
 	// events are this package's.
 	c.NegotiatedSerializer = clientgoscheme.Codecs.WithoutConversion()
-	c.ContentType, c.AcceptContentTypes = runtime.ContentTypeJSON, runtime.ContentTypeJSON
+	// JSON, the only encoding a custom resource has, with client-go's
+	// default Accept header, whatever cfg asks of other clients.
+	c.ContentType, c.AcceptContentTypes = "", ""
+	c.RateLimiter = flowcontrol.NewFakeAlwaysRateLimiter()
 	if httpClient == nil {
 		var err error
 		if httpClient, err = rest.HTTPClientFor(c); err != nil {
@@ -50,12 +57,17 @@ func New(cfg *rest.Config, httpClient *http.Client) (*Watcher, error) {
 }
 
 // Watch is a cache.ListWatch's watch: the request client-go's would send
-// for these options, answered through this package's decoder.
+// for these options, answered through this package's decoder. A
+// connection that ends or times out before the server answers gives an
+// empty watch, as client-go's does: the reflector then watches again from
+// where it was, rather than listing everything anew.
 func (w *Watcher) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 	opts.Watch = true
-	req := w.rc.Get().Resource("nodeclaims").VersionedParams(&opts, metav1.ParameterCodec)
-	body, err := req.Stream(ctx)
+	body, err := w.rc.Get().Resource("nodeclaims").VersionedParams(&opts, metav1.ParameterCodec).Stream(ctx)
 	if err != nil {
+		if utilnet.IsProbableEOF(err) || utilnet.IsTimeout(err) {
+			return watch.NewEmptyWatch(), nil
+		}
 		return nil, err
 	}
 	return watch.NewStreamWatcherWithLogger(klog.FromContext(ctx), newDecoder(body),
@@ -65,28 +77,34 @@ func (w *Watcher) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Int
 }
 
 // NewInformer returns a constructor for the cache's informers
-// (cache.Options.NewInformer) that runs NodeClaim informers on w's
-// watches, keeping the list (and any selector the cache applies to it)
-// as the cache built it; every other kind gets client-go's informer as
-// the cache would make it.
-//
-// The watch sends the options the informer's reflector asks for; it does
-// not add the label or field selectors the cache's own watch would, so
-// NodeClaims must be cached without one (CacheOptions sets none, and a
-// test holds it to that).
+// (cache.Options.NewInformer): NodeClaim informers run on w's watches
+// (listWatch), every other kind gets client-go's informer as the cache
+// would make it.
 func (w *Watcher) NewInformer(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers toolscache.Indexers) toolscache.SharedIndexInformer {
-	if _, ok := obj.(*karpv1.NodeClaim); ok {
-		if base, ok := lw.(*toolscache.ListWatch); ok {
-			lw = &toolscache.ListWatch{ListWithContextFunc: base.ListWithContextFunc, WatchFuncWithContext: w.watchWithBookmarks}
-		}
-	}
-	return toolscache.NewSharedIndexInformer(lw, obj, resync, indexers)
+	return toolscache.NewSharedIndexInformer(w.listWatch(lw, obj), obj, resync, indexers)
 }
 
-// watchWithBookmarks asks for bookmarks, as the cache's own watch does by
-// default: a restarted watch then resumes from a recent resourceVersion
-// rather than relisting.
-func (w *Watcher) watchWithBookmarks(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-	opts.AllowWatchBookmarks = true
-	return w.Watch(ctx, opts)
+// listWatch keeps the cache's list for NodeClaims and replaces its watch
+// with w's. The informer's reflector fills the cache from a watch (client-go's
+// WatchList: the initial events stream, then a bookmark), and lists only
+// where the server cannot, so every NodeClaim the cache holds, not only
+// the updates, comes through this package's decoder.
+//
+// The watch asks for bookmarks, as the cache's own does by default, so a
+// restarted watch resumes from a recent resourceVersion; it does not add
+// the label or field selectors the cache's own watch would, so NodeClaims
+// must be cached without one (CacheOptions sets none, and a test holds it
+// to that).
+func (w *Watcher) listWatch(lw toolscache.ListerWatcher, obj runtime.Object) toolscache.ListerWatcher {
+	if _, ok := obj.(*karpv1.NodeClaim); !ok {
+		return lw
+	}
+	base, ok := lw.(*toolscache.ListWatch)
+	if !ok {
+		return lw
+	}
+	return &toolscache.ListWatch{ListWithContextFunc: base.ListWithContextFunc, WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+		opts.AllowWatchBookmarks = true
+		return w.Watch(ctx, opts)
+	}}
 }

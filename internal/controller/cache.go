@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"maps"
 	"strings"
 
 	"github.com/awslabs/operatorpkg/status"
@@ -56,8 +55,10 @@ func CacheOptions(namespace string, cfg *rest.Config) (cache.Options, error) {
 	}}, nil
 }
 
-// leanNode keeps of a Node what the facts read — metadata (its label
-// strings and its annotations shared with the other cached objects), spec
+// leanNode keeps of a Node what the facts read — metadata (its label and
+// annotation strings shared with the other cached objects; its maps are
+// its own, since a real node's annotations name its own address, volume
+// IDs and the like, and sharing would rarely find a twin), spec
 // and the Ready condition — and drops managedFields, its owner (the
 // NodeClaim; the facts pair them by node name), the image list (often the
 // largest part of a Node), capacity and allocatable (sizing reads the
@@ -70,7 +71,7 @@ func leanNode(obj any) (any, error) {
 		return obj, nil
 	}
 	n.ManagedFields, n.OwnerReferences = nil, nil
-	n.Labels, n.Annotations = interned.strings(n.Labels), interned.shared(n.Annotations)
+	n.Labels, n.Annotations = interned.strings(n.Labels), interned.strings(n.Annotations)
 	n.Status.Images = nil
 	n.Status.Capacity = nil
 	n.Status.Allocatable = nil
@@ -89,8 +90,11 @@ func leanNode(obj any) (any, error) {
 // leanClaim keeps of a NodeClaim its metadata — of its labels only its
 // NodePool's and this controller's (claimLabelKept), the only ones a fact
 // reads, which makes a pool's claims' label maps one shared map, and its
-// annotations shared as a Node's — its spec but the requests,
-// its node name, provider ID, allocatable (the placeholder's clamp), Ready
+// annotations shared the same way (a pool's claims not in rotation carry
+// the same ones) — its spec but the requests (its requirements and node
+// class shared with its pool's other claims: shared.go),
+// its node name, provider ID, allocatable (the placeholder's clamp; shared
+// between the claims of an instance type), Ready
 // condition and a Launched condition that is not True (a surge claim's
 // launch failure, docs/design.md#fail-fast). Capacity, the requests
 // Karpenter launched it for and the image ID move no fact; Karpenter's
@@ -104,6 +108,8 @@ func leanClaim(obj any) (any, error) {
 	c.ManagedFields = nil
 	c.Labels, c.Annotations = interned.shared(keptClaimLabels(c.Labels)), interned.shared(c.Annotations)
 	c.Spec.Resources = karpv1.ResourceRequirements{}
+	c.Spec.Requirements, c.Spec.NodeClassRef = sharedRequirements(c.Spec.Requirements), sharedNodeClassRef(c.Spec.NodeClassRef)
+	c.Status.Allocatable = sharedResources(c.Status.Allocatable)
 	c.Status.Capacity = nil
 	c.Status.ImageID = ""
 	c.Status.Conditions = onlyCondition(c.Status.Conditions, func(s status.Condition) bool {
@@ -121,9 +127,29 @@ func claimLabelKept(k string) bool {
 	return k == karpv1.NodePoolLabelKey || strings.HasPrefix(k, v1alpha1.Prefix)
 }
 
+// keptClaimLabels returns l without the labels no fact reads: l itself
+// when it has none of those, else a new map. It never writes l, which may
+// be a map the cache already shares: the informer can run the transform
+// again on an object it already holds (the initial events of a watch-list
+// sync pass it twice).
 func keptClaimLabels(l map[string]string) map[string]string {
-	maps.DeleteFunc(l, func(k, _ string) bool { return !claimLabelKept(k) })
-	return l
+	drops := false
+	for k := range l {
+		if !claimLabelKept(k) {
+			drops = true
+			break
+		}
+	}
+	if !drops {
+		return l
+	}
+	out := make(map[string]string, 2)
+	for k, v := range l {
+		if claimLabelKept(k) {
+			out[k] = v
+		}
+	}
+	return out
 }
 
 func onlyCondition[T any](cs []T, keep func(T) bool) []T {

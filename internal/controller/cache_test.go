@@ -1,7 +1,9 @@
 package controller
 
 import (
+	"encoding/json"
 	"maps"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +15,7 @@ import (
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
+	"github.com/noderotation/node-rotation-controller/internal/claimwatch"
 )
 
 // leanNode keeps what the facts read and drops the rest.
@@ -96,6 +99,40 @@ func TestLeanClaim(t *testing.T) {
 	}
 }
 
+// What internal/claimwatch leaves undecoded (claimwatch.Skipped) is what
+// leanClaim drops anyway, so the cache holds the same claims either way.
+func TestClaimWatchSkipsOnlyWhatLeanClaimDrops(t *testing.T) {
+	c := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "c", ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "karpenter"}}}}
+	c.Spec.Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("3")}
+	c.Status.Capacity = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")}
+	c.Status.ImageID = "ami-1"
+	lean, err := leanClaim(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(lean)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range claimwatch.Skipped {
+		at := any(m)
+		for _, k := range strings.Split(path, ".") {
+			if obj, ok := at.(map[string]any); ok {
+				at = obj[k]
+			} else {
+				at = nil
+			}
+		}
+		if obj, ok := at.(map[string]any); at != nil && (!ok || len(obj) > 0) { // spec.resources is a struct: {} when empty
+			t.Errorf("leanClaim keeps %s (%v), which claimwatch does not decode", path, at)
+		}
+	}
+}
+
 // Karpenter's status churn on a NodeClaim does not enqueue a pass; a change
 // a fact reads does.
 func TestClaimChangeMatters(t *testing.T) {
@@ -128,6 +165,40 @@ func TestClaimChangeMatters(t *testing.T) {
 		tc.change(n)
 		if got := p.Update(event.UpdateEvent{ObjectOld: base(), ObjectNew: n}); got != tc.want {
 			t.Errorf("%s: enqueues %v, want %v", name, got, tc.want)
+		}
+	}
+}
+
+// BenchmarkClaimChangeMatters is the predicate on a status-only update of
+// a claim as the cache holds it (leanClaim's output): what every NodeClaim
+// status update Karpenter writes costs before it is dropped
+// (docs/performance.md).
+func BenchmarkClaimChangeMatters(b *testing.B) {
+	claim := func() *karpv1.NodeClaim {
+		c := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "scale-00001", ResourceVersion: "1",
+			Labels:      map[string]string{karpv1.NodePoolLabelKey: "scale-01"},
+			Annotations: map[string]string{"karpenter.sh/nodepool-hash": "6821555240594823858", "karpenter.sh/nodepool-hash-version": "v3"},
+			Finalizers:  []string{"karpenter.sh/termination"}}}
+		c.Spec.ExpireAfter = karpv1.MustParseNillableDuration("720h")
+		c.Spec.NodeClassRef = &karpv1.NodeClassReference{Group: "karpenter.kwok.sh", Kind: "KWOKNodeClass", Name: "default"}
+		for _, kv := range [][2]string{{karpv1.NodePoolLabelKey, "scale-01"}, {corev1.LabelInstanceTypeStable, "c-4x-amd64-linux"},
+			{corev1.LabelOSStable, "linux"}, {corev1.LabelArchStable, "amd64"}, {karpv1.CapacityTypeLabelKey, "on-demand"}} {
+			c.Spec.Requirements = append(c.Spec.Requirements, karpv1.NodeSelectorRequirementWithMinValues{Key: kv[0], Operator: corev1.NodeSelectorOpIn, Values: []string{kv[1]}})
+		}
+		c.Status.NodeName, c.Status.ProviderID = "kwok-scale-00001", "kwok://kwok-scale-00001"
+		c.Status.Allocatable = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("3900m"), corev1.ResourceMemory: resource.MustParse("8182Mi"),
+			corev1.ResourceEphemeralStorage: resource.MustParse("20Gi"), corev1.ResourcePods: resource.MustParse("64")}
+		c.Status.Conditions = []status.Condition{{Type: "Ready", Status: metav1.ConditionTrue, Reason: "Ready", LastTransitionTime: metav1.Now()}}
+		return c
+	}
+	old, updated := claim(), claim()
+	updated.ResourceVersion = "2"
+	p := claimChangeMatters()
+	e := event.UpdateEvent{ObjectOld: old, ObjectNew: updated}
+	b.ReportAllocs()
+	for b.Loop() {
+		if p.Update(e) {
+			b.Fatal("a status-only update enqueues a pass")
 		}
 	}
 }

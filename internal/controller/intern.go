@@ -40,10 +40,30 @@ type internTable struct {
 	maps    map[uint64][]map[string]string
 	nMaps   int
 	maxMaps int
+	// values holds other parts of the cached objects by a key that spells
+	// their content out (sharedValue), under the same bound as maps.
+	values map[string]any
 }
 
 func newInternTable(maxStrings, maxMaps int) *internTable {
-	return &internTable{m: map[string]string{}, max: maxStrings, seed: maphash.MakeSeed(), maps: map[uint64][]map[string]string{}, maxMaps: maxMaps}
+	return &internTable{m: map[string]string{}, max: maxStrings, seed: maphash.MakeSeed(),
+		maps: map[uint64][]map[string]string{}, maxMaps: maxMaps, values: map[string]any{}}
+}
+
+// sharedValue returns the table's value under key, adding v under it
+// when there is none; key must spell out all of v's content, so that
+// equal keys mean equal values. Like shared, a full table starts afresh.
+func (t *internTable) sharedValue(key string, v any) any {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if c, ok := t.values[key]; ok {
+		return c
+	}
+	if len(t.values) >= t.maxMaps {
+		clear(t.values)
+	}
+	t.values[key] = v
+	return v
 }
 
 // str returns the table's copy of s, adding s while there is room.

@@ -95,15 +95,40 @@ func TestIdenticalMapsAreShared(t *testing.T) {
 	if len(a.Labels) != 1 || a.Labels[karpv1.NodePoolLabelKey] != "general" {
 		t.Errorf("labels %v, want the pool's alone", a.Labels)
 	}
-	n1 := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: map[string]string{corev1.LabelHostname: "n1"}, Annotations: map[string]string{decoded("kwok.x-k8s.io/node"): decoded("fake")}}}
-	n2 := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n2", Labels: map[string]string{corev1.LabelHostname: "n2"}, Annotations: map[string]string{decoded("kwok.x-k8s.io/node"): decoded("fake")}}}
-	for _, n := range []*corev1.Node{n1, n2} {
-		if _, err := leanNode(n); err != nil {
-			t.Fatal(err)
-		}
+	// Another pool's claims share their own maps, not the first pool's.
+	other := claim("o", map[string]string{decoded("karpenter.sh/nodepool-hash"): decoded("456")})
+	other.Labels[karpv1.NodePoolLabelKey] = decoded("batch")
+	if _, err := leanClaim(other); err != nil {
+		t.Fatal(err)
 	}
-	if !sameMap(n1.Annotations, n2.Annotations) || n1.Labels[corev1.LabelHostname] != "n1" || n2.Labels[corev1.LabelHostname] != "n2" {
-		t.Errorf("nodes: annotations shared %v, labels %v %v", sameMap(n1.Annotations, n2.Annotations), n1.Labels, n2.Labels)
+	if sameMap(a.Labels, other.Labels) || other.Labels[karpv1.NodePoolLabelKey] != "batch" || other.Annotations["karpenter.sh/nodepool-hash"] != "456" {
+		t.Errorf("another pool's claim holds labels %v, annotations %v", other.Labels, other.Annotations)
+	}
+	// The informer may run the transform again on what it holds: the
+	// shared maps come back as they are, unwritten.
+	again, err := leanClaim(a.DeepCopy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	twice, err := leanClaim(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sameMap(twice.(*karpv1.NodeClaim).Labels, b.Labels) || !sameMap(again.(*karpv1.NodeClaim).Labels, b.Labels) || len(b.Labels) != 1 {
+		t.Errorf("a second transform gave labels %v", twice.(*karpv1.NodeClaim).Labels)
+	}
+}
+
+// keptClaimLabels never writes the map it is given, which may be shared.
+func TestKeptClaimLabelsLeavesItsInputAlone(t *testing.T) {
+	in := map[string]string{karpv1.NodePoolLabelKey: "general", corev1.LabelHostname: "h"}
+	out := keptClaimLabels(in)
+	if len(in) != 2 || len(out) != 1 || out[karpv1.NodePoolLabelKey] != "general" {
+		t.Errorf("in %v, out %v", in, out)
+	}
+	kept := map[string]string{karpv1.NodePoolLabelKey: "general", v1alpha1.LabelSurgeFor: "c"}
+	if !sameMap(keptClaimLabels(kept), kept) {
+		t.Error("a map with nothing to drop was copied")
 	}
 }
 

@@ -2,9 +2,11 @@ package controller
 
 import (
 	"context"
+	"maps"
+	"reflect"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -63,8 +65,8 @@ func nodeChangeMatters() predicate.Predicate {
 	return predicate.Funcs{
 		UpdateFunc: func(e event.UpdateEvent) bool {
 			o, n := e.ObjectOld.(*corev1.Node), e.ObjectNew.(*corev1.Node)
-			return !equality.Semantic.DeepEqual(o.Labels, n.Labels) ||
-				!equality.Semantic.DeepEqual(o.Annotations, n.Annotations) ||
+			return !maps.Equal(o.Labels, n.Labels) ||
+				!maps.Equal(o.Annotations, n.Annotations) ||
 				o.Spec.Unschedulable != n.Spec.Unschedulable || readyOf(o) != readyOf(n)
 		},
 	}
@@ -78,14 +80,19 @@ func claimChangeMatters() predicate.Predicate {
 	return predicate.Funcs{
 		UpdateFunc: func(e event.UpdateEvent) bool {
 			o, n := e.ObjectOld.(*karpv1.NodeClaim), e.ObjectNew.(*karpv1.NodeClaim)
-			return !equality.Semantic.DeepEqual(o.Labels, n.Labels) ||
-				!equality.Semantic.DeepEqual(o.Annotations, n.Annotations) ||
-				!equality.Semantic.DeepEqual(o.DeletionTimestamp, n.DeletionTimestamp) ||
-				!equality.Semantic.DeepEqual(o.Finalizers, n.Finalizers) ||
-				!equality.Semantic.DeepEqual(o.Spec, n.Spec) ||
+			// Typed comparisons first, and reflect.DeepEqual rather than
+			// equality.Semantic for the spec and allocatable: this runs on
+			// every NodeClaim update of the fleet, and two decodes of the
+			// same JSON are equal either way; where the two could differ
+			// (a quantity written another way), the cost is one pass more.
+			return !maps.Equal(o.Labels, n.Labels) ||
+				!maps.Equal(o.Annotations, n.Annotations) ||
+				!o.DeletionTimestamp.Equal(n.DeletionTimestamp) ||
+				!slices.Equal(o.Finalizers, n.Finalizers) ||
 				o.Status.NodeName != n.Status.NodeName || o.Status.ProviderID != n.Status.ProviderID ||
-				!equality.Semantic.DeepEqual(o.Status.Allocatable, n.Status.Allocatable) ||
-				claimReadyOf(o) != claimReadyOf(n)
+				claimReadyOf(o) != claimReadyOf(n) ||
+				!reflect.DeepEqual(o.Spec, n.Spec) ||
+				!reflect.DeepEqual(o.Status.Allocatable, n.Status.Allocatable)
 		},
 	}
 }
