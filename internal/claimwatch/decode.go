@@ -1,7 +1,7 @@
 // Package claimwatch is the NodeClaim watch the controller's cache runs on:
 // the same request as client-go's, with each event decoded in one pass
 // straight into a NodeClaim, skipping what the cache would drop anyway
-// (docs/performance.md#where-the-cpu-of-a-status-update-goes).
+// (docs/performance.md#one-decode-per-event-shared-maps-gogc50).
 //
 // client-go decodes a watch event of a custom resource, which has only a
 // JSON encoding, five times over: the framer scans it, the event is read
@@ -11,11 +11,10 @@
 // validity scan. Every NodeClaim status update Karpenter writes reaches
 // the controller that way, and so does every NodeClaim of the cache's
 // initial sync; here the stream decoder scans each event once and
-// unmarshals it once, its status object twice (status.UnmarshalJSON).
+// unmarshals it once.
 package claimwatch
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 
@@ -33,11 +32,11 @@ import (
 var Skipped = []string{"metadata.managedFields", "spec.resources", "status.capacity", "status.imageID"}
 
 // event is one watch event on the wire. The API server writes the type
-// before the object, so by the time the object is decoded the type is
-// known, but a decoder cannot choose the object's Go type by it: the
-// object's fields cover both a NodeClaim and the metav1.Status an ERROR
-// event carries, which share only "status" (an object in one, a string in
-// the other), and status resolves that itself.
+// before the object, but a decoder cannot choose the object's Go type by
+// it: the object's fields cover both a NodeClaim and the metav1.Status an
+// ERROR event carries. The two share only "status", an object in one and
+// a string in the other; it is decoded as a NodeClaim's, and an ERROR
+// event's string there is the one type mismatch Decode lets pass.
 type event struct {
 	Type   watch.EventType `json:"type"`
 	Object object          `json:"object"`
@@ -45,9 +44,9 @@ type event struct {
 
 type object struct {
 	metav1.TypeMeta `json:",inline"`
-	Metadata        meta   `json:"metadata"`
-	Spec            spec   `json:"spec"`
-	Status          status `json:"status"`
+	Metadata        meta        `json:"metadata"`
+	Spec            spec        `json:"spec"`
+	Status          claimStatus `json:"status"`
 
 	// Only in a metav1.Status.
 	Message string                `json:"message"`
@@ -73,22 +72,6 @@ type claimStatus struct {
 	karpv1.NodeClaimStatus
 	Capacity skip `json:"capacity"`
 	ImageID  skip `json:"imageID"`
-}
-
-// status is a NodeClaim's status object, or a metav1.Status's status
-// string ("Failure").
-type status struct {
-	claim   claimStatus
-	failure string
-}
-
-func (s *status) UnmarshalJSON(b []byte) error {
-	if len(b) > 0 && b[0] == '"' {
-		return json.Unmarshal(b, &s.failure)
-	}
-	// A second pass, over the status object only: a custom unmarshaller
-	// is handed the raw bytes.
-	return kjson.UnmarshalCaseSensitivePreserveInts(b, &s.claim)
 }
 
 // skip takes any JSON value and keeps nothing of it.
@@ -119,7 +102,13 @@ func (d *decoder) Decode() (watch.EventType, runtime.Object, error) {
 		if err == io.EOF || err == io.ErrUnexpectedEOF {
 			return "", nil, err
 		}
-		return "", nil, fmt.Errorf("unable to decode watch event: %w", err)
+		// An error after a whole event was read (the stream's syntax is
+		// checked first) is a value of the wrong type; in an ERROR
+		// event's Status, the status string is one, and decoding went
+		// on past it to the Status's other fields.
+		if ev.Type != watch.Error || ev.Object.Kind != "Status" {
+			return "", nil, fmt.Errorf("unable to decode watch event: %w", err)
+		}
 	}
 	switch ev.Type {
 	case watch.Added, watch.Modified, watch.Deleted, watch.Bookmark:
@@ -140,12 +129,14 @@ func (d *decoder) Decode() (watch.EventType, runtime.Object, error) {
 func (d *decoder) Close() { _ = d.body.Close() }
 
 func (o *object) claim() *karpv1.NodeClaim {
-	return &karpv1.NodeClaim{ObjectMeta: o.Metadata.ObjectMeta, Spec: o.Spec.NodeClaimSpec, Status: o.Status.claim.NodeClaimStatus}
+	return &karpv1.NodeClaim{ObjectMeta: o.Metadata.ObjectMeta, Spec: o.Spec.NodeClaimSpec, Status: o.Status.NodeClaimStatus}
 }
 
 func (o *object) apiStatus() *metav1.Status {
 	return &metav1.Status{
 		ListMeta: metav1.ListMeta{ResourceVersion: o.Metadata.ResourceVersion},
-		Status:   o.Status.failure, Message: o.Message, Reason: o.Reason, Details: o.Details, Code: o.Code,
+		// The API server's ERROR events are failures, and the decoder
+		// could not keep the string (the event type above).
+		Status: metav1.StatusFailure, Message: o.Message, Reason: o.Reason, Details: o.Details, Code: o.Code,
 	}
 }
