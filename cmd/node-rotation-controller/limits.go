@@ -56,10 +56,9 @@ func memoryLimit(containerBytes string) (int64, bool) {
 // one: the heap may grow by half its live size between collections
 // rather than Go's default of all of it. The controller's live heap is
 // mostly the cache, which grows with the fleet, while it allocates little
-// per event (docs/performance.md#fleet-scale): at 50 the resident memory
-// over the live heap shrinks by a quarter, and a collection comes every
-// few hundred NodeClaim updates instead of every thousand, a few
-// microseconds per update.
+// per event, so halving the headroom costs little CPU; the fleet-scale
+// figures are measured with it
+// (docs/performance.md#one-decode-per-event-shared-maps-gogc50).
 const gcPercent = 50
 
 // setGCPercent sets the collector's target to gcPercent, unless GOGC

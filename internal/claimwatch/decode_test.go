@@ -173,18 +173,27 @@ func withoutSkipped(o runtime.Object) runtime.Object {
 	return c
 }
 
+// bothDecode serves body as a watch to client-go's watch and to this
+// package's, and returns the events of each.
+func bothDecode(t *testing.T, body []byte) (clientGo, ours []watch.Event) {
+	t.Helper()
+	srv := newServer(t, http.StatusOK, body)
+	for _, open := range []func(*testing.T, string, metav1.ListOptions) (watch.Interface, error){clientGoWatch, ourWatch} {
+		w, err := open(t, srv.URL, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if clientGo == nil {
+			clientGo = append([]watch.Event{}, drain(t, w)...)
+		} else {
+			ours = append([]watch.Event{}, drain(t, w)...)
+		}
+	}
+	return clientGo, ours
+}
+
 func TestDecodesEveryEventAsClientGoDoes(t *testing.T) {
-	srv := newServer(t, http.StatusOK, stream(t))
-	std, err := clientGoWatch(t, srv.URL, metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := drain(t, std)
-	ours, err := ourWatch(t, srv.URL, metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := drain(t, ours)
+	want, got := bothDecode(t, stream(t))
 	if len(want) != 5 {
 		t.Fatalf("client-go decoded %d events of 5: %v", len(want), want)
 	}
@@ -259,17 +268,7 @@ func TestAnEventThatDoesNotDecodeEndsTheWatchAsClientGosDoes(t *testing.T) {
 		"no kind":              whole + `{"type":"ADDED","object":{"apiVersion":"karpenter.sh/v1","metadata":{"name":"n"}}}`,
 	} {
 		t.Run(name, func(t *testing.T) {
-			srv := newServer(t, http.StatusOK, []byte(body))
-			std, err := clientGoWatch(t, srv.URL, metav1.ListOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			want := drain(t, std)
-			ours, err := ourWatch(t, srv.URL, metav1.ListOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			got := drain(t, ours)
+			want, got := bothDecode(t, []byte(body))
 			if len(got) != len(want) {
 				t.Fatalf("events %v, client-go's %v", got, want)
 			}

@@ -34,9 +34,10 @@ import (
 //
 // NodeClaims, whose status Karpenter rewrites all the time, are watched
 // through internal/claimwatch, which decodes each event in one pass
-// instead of client-go's five; their list (once per informer start) is
-// client-go's. claimwatch's watch adds no selector, so NodeClaims are
-// cached whole, without one.
+// instead of client-go's five; the informer's initial sync streams through
+// that watch too (client-go's WatchList), and client-go's list is left
+// for a server that cannot stream it. claimwatch's watch adds no
+// selector, so NodeClaims are cached whole, without one.
 func CacheOptions(namespace string, cfg *rest.Config) (cache.Options, error) {
 	claims, err := claimwatch.New(cfg, nil)
 	if err != nil {
