@@ -258,14 +258,15 @@ func TestARefusedWatchIsTheServersError(t *testing.T) {
 func TestAnEventThatDoesNotDecodeEndsTheWatchAsClientGosDoes(t *testing.T) {
 	whole := string(eventJSON(t, watch.Added, claimJSON(t)))
 	for name, body := range map[string]string{
-		"not JSON":             whole + `{"type":"MODIFIED","object":{"metadata":}}`,
-		"an unknown type":      whole + `{"type":"CHANGED","object":{"kind":"NodeClaim"}}`,
-		"a wrong field type":   whole + `{"type":"ADDED","object":{"kind":"NodeClaim","metadata":{"name":7}}}`,
-		"a wrong status field": whole + `{"type":"ADDED","object":{"kind":"NodeClaim","status":{"nodeName":["a"]}}}`,
-		"cut mid-event":        whole + whole[:len(whole)/2],
-		"an empty object":      whole + `{"type":"ADDED","object":{}}`,
-		"no object":            whole + `{"type":"ADDED"}`,
-		"no kind":              whole + `{"type":"ADDED","object":{"apiVersion":"karpenter.sh/v1","metadata":{"name":"n"}}}`,
+		"not JSON":              whole + `{"type":"MODIFIED","object":{"metadata":}}`,
+		"an unknown type":       whole + `{"type":"CHANGED","object":{"kind":"NodeClaim"}}`,
+		"a wrong field type":    whole + `{"type":"ADDED","object":{"kind":"NodeClaim","metadata":{"name":7}}}`,
+		"a wrong status field":  whole + `{"type":"ADDED","object":{"kind":"NodeClaim","status":{"nodeName":["a"]}}}`,
+		"cut mid-event":         whole + whole[:len(whole)/2],
+		"an empty object":       whole + `{"type":"ADDED","object":{}}`,
+		"no object":             whole + `{"type":"ADDED"}`,
+		"no kind":               whole + `{"type":"ADDED","object":{"apiVersion":"karpenter.sh/v1","metadata":{"name":"n"}}}`,
+		"an ERROR not a Status": whole + `{"type":"ERROR","object":{"kind":"NodeClaim","apiVersion":"karpenter.sh/v1","status":"Failure"}}`,
 	} {
 		t.Run(name, func(t *testing.T) {
 			want, got := bothDecode(t, []byte(body))
@@ -375,23 +376,59 @@ func TestOpeningAWatchTakesNoToken(t *testing.T) {
 	drain(t, wi)
 }
 
-// A connection that ends before the server answers gives an empty watch,
-// not an error, as client-go's does: the reflector watches again rather
-// than listing anew.
-func TestAConnectionEndedAtOpenGivesAnEmptyWatch(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		conn, _, err := w.(http.Hijacker).Hijack()
-		if err == nil {
-			_ = conn.Close()
-		}
-	}))
-	t.Cleanup(srv.Close)
-	w, err := ourWatch(t, srv.URL, metav1.ListOptions{})
-	if err != nil {
-		t.Fatalf("error %v, want an empty watch", err)
+// A connection that ends before the server answers is tried again, 10
+// more times as client-go's watch does, then gives an empty watch rather
+// than an error; a connection that answers on a later try gives its
+// events.
+func TestAConnectionEndedAtOpenIsTriedAgain(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		failFor, want int
+		events        int
+	}{{"always", 1000, 11, 0}, {"twice", 2, 3, 1}} {
+		t.Run(tc.name, func(t *testing.T) {
+			var mu sync.Mutex
+			requests := 0
+			body := eventJSON(t, watch.Added, claimJSON(t))
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				mu.Lock()
+				requests++
+				n := requests
+				mu.Unlock()
+				if n <= tc.failFor {
+					if conn, _, err := w.(http.Hijacker).Hijack(); err == nil {
+						_ = conn.Close()
+					}
+					return
+				}
+				w.Header().Set("Content-Type", "application/json")
+				_, _ = w.Write(body)
+			}))
+			t.Cleanup(srv.Close)
+			w, err := New(&rest.Config{Host: srv.URL}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w.openRetryWait = time.Millisecond
+			wi, err := w.Watch(context.Background(), metav1.ListOptions{})
+			if err != nil {
+				t.Fatalf("error %v, want a watch", err)
+			}
+			if events := drain(t, wi); len(events) != tc.events {
+				t.Errorf("events %v, want %d", events, tc.events)
+			}
+			if requests != tc.want {
+				t.Errorf("%d requests, want %d", requests, tc.want)
+			}
+		})
 	}
-	if events := drain(t, w); len(events) != 0 {
-		t.Errorf("events %v from an empty watch", events)
+}
+
+// A refused watch is not tried again: the reflector decides.
+func TestARefusedWatchIsNotTriedAgain(t *testing.T) {
+	srv := newServer(t, http.StatusForbidden, []byte(`{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Forbidden","code":403}`))
+	if _, err := ourWatch(t, srv.URL, metav1.ListOptions{}); !apierrors.IsForbidden(err) || len(srv.queries) != 1 {
+		t.Errorf("error %v after %d requests", err, len(srv.queries))
 	}
 }
 

@@ -3,6 +3,7 @@ package claimwatch
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"time"
 
@@ -24,6 +25,11 @@ import (
 // Watcher opens NodeClaim watches with the decoder of this package.
 type Watcher struct {
 	rc rest.Interface
+	// openRetries and openRetryWait: how often and how far apart a watch
+	// whose connection ends or times out at open is tried again — client-go's
+	// defaults for a watch (10 retries, 1 s apart).
+	openRetries   int
+	openRetryWait time.Duration
 }
 
 // New builds a Watcher on cfg. Its requests skip cfg's rate limiter, as
@@ -53,17 +59,18 @@ func New(cfg *rest.Config, httpClient *http.Client) (*Watcher, error) {
 	if err != nil {
 		return nil, fmt.Errorf("building the NodeClaim watch's client: %w", err)
 	}
-	return &Watcher{rc: rc}, nil
+	return &Watcher{rc: rc, openRetries: 10, openRetryWait: time.Second}, nil
 }
 
 // Watch is a cache.ListWatch's watch: the request client-go's would send
-// for these options, answered through this package's decoder. A
-// connection that ends or times out before the server answers gives an
-// empty watch, as client-go's does: the reflector then watches again from
-// where it was, rather than listing everything anew.
+// for these options, answered through this package's decoder. As
+// client-go's watch does, a connection that ends or times out before the
+// server answers is tried again (open), and after the last try gives an
+// empty watch rather than an error; the reflector ends such a very short
+// watch and starts over, listing (or streaming) every NodeClaim anew.
 func (w *Watcher) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 	opts.Watch = true
-	body, err := w.rc.Get().Resource("nodeclaims").VersionedParams(&opts, metav1.ParameterCodec).Stream(ctx)
+	body, err := w.open(ctx, opts)
 	if err != nil {
 		if utilnet.IsProbableEOF(err) || utilnet.IsTimeout(err) {
 			return watch.NewEmptyWatch(), nil
@@ -74,6 +81,22 @@ func (w *Watcher) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Int
 		// What client-go reports when an event does not decode: an
 		// ERROR event carrying this status, which ends the watch.
 		apierrors.NewClientErrorReporter(http.StatusInternalServerError, "GET", "ClientWatchDecoding")), nil
+}
+
+// open sends the watch request, again after openRetryWait while the
+// connection ends or times out at open, at most openRetries more times.
+func (w *Watcher) open(ctx context.Context, opts metav1.ListOptions) (io.ReadCloser, error) {
+	for try := 0; ; try++ {
+		body, err := w.rc.Get().Resource("nodeclaims").VersionedParams(&opts, metav1.ParameterCodec).Stream(ctx)
+		if err == nil || try == w.openRetries || !utilnet.IsProbableEOF(err) && !utilnet.IsTimeout(err) {
+			return body, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(w.openRetryWait):
+		}
+	}
 }
 
 // NewInformer returns a constructor for the cache's informers

@@ -106,39 +106,53 @@ func TestClaimWatchSkipsOnlyWhatLeanClaimDrops(t *testing.T) {
 	c.Spec.Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("3")}
 	c.Status.Capacity = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")}
 	c.Status.ImageID = "ami-1"
+	for _, path := range claimwatch.Skipped {
+		if at := jsonPath(t, c, path); isEmptyJSON(at) {
+			t.Fatalf("the claim lacks %s, so the check proves nothing", path)
+		}
+	}
 	lean, err := leanClaim(c)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := json.Marshal(lean)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var m map[string]any
-	if err := json.Unmarshal(b, &m); err != nil {
-		t.Fatal(err)
-	}
 	for _, path := range claimwatch.Skipped {
-		at := any(m)
-		for _, k := range strings.Split(path, ".") {
-			if obj, ok := at.(map[string]any); ok {
-				at = obj[k]
-			} else {
-				at = nil
-			}
-		}
-		if obj, ok := at.(map[string]any); at != nil && (!ok || len(obj) > 0) { // spec.resources is a struct: {} when empty
+		if at := jsonPath(t, lean, path); !isEmptyJSON(at) {
 			t.Errorf("leanClaim keeps %s (%v), which claimwatch does not decode", path, at)
 		}
 	}
 }
 
+// jsonPath is the value at a dotted path of obj's JSON, nil where absent.
+func jsonPath(t *testing.T, obj any, path string) any {
+	t.Helper()
+	b, err := json.Marshal(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var at any
+	if err := json.Unmarshal(b, &at); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range strings.Split(path, ".") {
+		m, _ := at.(map[string]any)
+		at = m[k]
+	}
+	return at
+}
+
+// isEmptyJSON: absent, or an empty object (spec.resources is a struct).
+func isEmptyJSON(v any) bool {
+	m, ok := v.(map[string]any)
+	return v == nil || ok && len(m) == 0
+}
+
 // Karpenter's status churn on a NodeClaim does not enqueue a pass; a change
 // a fact reads does.
 func TestClaimChangeMatters(t *testing.T) {
+	deleted := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	base := func() *karpv1.NodeClaim {
-		c := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "c", ResourceVersion: "1"}}
-		c.Status.NodeName = "n"
+		c := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "c", ResourceVersion: "1", DeletionTimestamp: &metav1.Time{Time: deleted}}}
+		c.Status.NodeName, c.Status.ProviderID = "n", "kwok://n"
 		c.Status.Conditions = []status.Condition{{Type: "Ready", Status: metav1.ConditionTrue}, {Type: "Consolidatable", Status: metav1.ConditionFalse}}
 		return c
 	}
@@ -160,6 +174,13 @@ func TestClaimChangeMatters(t *testing.T) {
 			c.Status.Allocatable = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}
 		}, true},
 		"spec": {func(c *karpv1.NodeClaim) { c.Spec.ExpireAfter = karpv1.MustParseNillableDuration("1h") }, true},
+		"requirements": {func(c *karpv1.NodeClaim) {
+			c.Spec.Requirements = []karpv1.NodeSelectorRequirementWithMinValues{{Key: corev1.LabelTopologyZone, Operator: corev1.NodeSelectorOpIn, Values: []string{"z2"}}}
+		}, true},
+		"provider ID": {func(c *karpv1.NodeClaim) { c.Status.ProviderID = "kwok://m" }, true},
+		"the same deletion instant, decoded apart": {func(c *karpv1.NodeClaim) {
+			c.DeletionTimestamp = &metav1.Time{Time: deleted}
+		}, false},
 	} {
 		n := base()
 		tc.change(n)

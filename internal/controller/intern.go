@@ -14,7 +14,8 @@ const (
 	// kept as decoded. A bound, not eviction: the table never grows past
 	// it and never drops a string an object still shares.
 	internMax = 8192
-	// sharedMapsMax bounds the table of whole maps. A pool's NodeClaims
+	// sharedMapsMax bounds each table of shared parts: whole maps, and
+	// the requirements, node classes and allocatables of shared.go. A pool's NodeClaims
 	// carry the same labels (the few kept, leanClaim) and most carry the
 	// same annotations, as do its Nodes; maps unique to one object (a
 	// claim in rotation, a node's own address) take a slot each, so a
@@ -35,34 +36,54 @@ type internTable struct {
 	m    map[string]string
 	max  int
 	seed maphash.Seed
-	// maps holds shared maps by the hash of their content; a hash's
-	// maps differ (a collision), so each is compared whole.
-	maps    map[uint64][]map[string]string
-	nMaps   int
-	maxMaps int
-	// values holds other parts of the cached objects by a key that spells
-	// their content out (sharedValue), under the same bound as maps.
-	values map[string]any
+	// maps and values hold shared maps and other shared parts of the
+	// cached objects (sharedValue) by a hash of their content.
+	maps   hashed[map[string]string]
+	values hashed[any]
 }
 
-func newInternTable(maxStrings, maxMaps int) *internTable {
+func newInternTable(maxStrings, maxShared int) *internTable {
 	return &internTable{m: map[string]string{}, max: maxStrings, seed: maphash.MakeSeed(),
-		maps: map[uint64][]map[string]string{}, maxMaps: maxMaps, values: map[string]any{}}
+		maps:   hashed[map[string]string]{m: map[uint64][]map[string]string{}, max: maxShared},
+		values: hashed[any]{m: map[uint64][]any{}, max: maxShared}}
 }
 
-// sharedValue returns the table's value under key, adding v under it
-// when there is none; key must spell out all of v's content, so that
-// equal keys mean equal values. Like shared, a full table starts afresh.
-func (t *internTable) sharedValue(key string, v any) any {
+// hashed holds values by the hash of their content, a hash's values
+// compared whole (they differ on a collision). Full, it is emptied and
+// fills again: values handed out stay with their objects.
+type hashed[T any] struct {
+	m      map[uint64][]T
+	n, max int
+}
+
+func (b *hashed[T]) find(h uint64, equal func(T) bool) (T, bool) {
+	for _, c := range b.m[h] {
+		if equal(c) {
+			return c, true
+		}
+	}
+	var zero T
+	return zero, false
+}
+
+func (b *hashed[T]) add(h uint64, v T) {
+	if b.n >= b.max {
+		clear(b.m)
+		b.n = 0
+	}
+	b.m[h] = append(b.m[h], v)
+	b.n++
+}
+
+// sharedValue returns the table's value equal to v (by equal, which is
+// handed each candidate under v's hash h), adding v when there is none.
+func (t *internTable) sharedValue(h uint64, v any, equal func(any) bool) any {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if c, ok := t.values[key]; ok {
+	if c, ok := t.values.find(h, equal); ok {
 		return c
 	}
-	if len(t.values) >= t.maxMaps {
-		clear(t.values)
-	}
-	t.values[key] = v
+	t.values.add(h, v)
 	return v
 }
 
@@ -108,18 +129,11 @@ func (t *internTable) shared(m map[string]string) map[string]string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	h := t.hash(m)
-	for _, c := range t.maps[h] {
-		if maps.Equal(c, m) {
-			return c
-		}
+	if c, ok := t.maps.find(h, func(c map[string]string) bool { return maps.Equal(c, m) }); ok {
+		return c
 	}
 	out := t.rebuilt(m)
-	if t.nMaps >= t.maxMaps {
-		clear(t.maps)
-		t.nMaps = 0
-	}
-	t.maps[h] = append(t.maps[h], out)
-	t.nMaps++
+	t.maps.add(h, out)
 	return out
 }
 

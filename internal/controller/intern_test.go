@@ -119,6 +119,21 @@ func TestIdenticalMapsAreShared(t *testing.T) {
 	}
 }
 
+// Nodes keep annotation maps of their own: a real node's name its own
+// address and volumes, so sharing them would only churn the table.
+func TestNodesKeepTheirOwnAnnotationMaps(t *testing.T) {
+	n1 := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Annotations: map[string]string{decoded("node.alpha.kubernetes.io/ttl"): decoded("0")}}}
+	n2 := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n2", Annotations: map[string]string{decoded("node.alpha.kubernetes.io/ttl"): decoded("0")}}}
+	for _, n := range []*corev1.Node{n1, n2} {
+		if _, err := leanNode(n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if sameMap(n1.Annotations, n2.Annotations) || n2.Annotations["node.alpha.kubernetes.io/ttl"] != "0" {
+		t.Errorf("two nodes share an annotation map %v", n1.Annotations)
+	}
+}
+
 // keptClaimLabels never writes the map it is given, which may be shared.
 func TestKeptClaimLabelsLeavesItsInputAlone(t *testing.T) {
 	in := map[string]string{karpv1.NodePoolLabelKey: "general", corev1.LabelHostname: "h"}
@@ -139,8 +154,8 @@ func TestSharedMapsTableStartsAfreshWhenFull(t *testing.T) {
 	first := tab.shared(map[string]string{"k": "1"})
 	tab.shared(map[string]string{"k": "2"})
 	tab.shared(map[string]string{"k": "3"}) // full: emptied, then holds this one
-	if tab.nMaps > 2 {
-		t.Errorf("%d maps in a table bounded at 2", tab.nMaps)
+	if tab.maps.n > 2 {
+		t.Errorf("%d maps in a table bounded at 2", tab.maps.n)
 	}
 	if first["k"] != "1" || len(first) != 1 {
 		t.Errorf("a handed-out map changed: %v", first)

@@ -61,6 +61,26 @@ func TestClaimsShareRequirementsNodeClassAndAllocatable(t *testing.T) {
 	if len(a.Spec.Requirements) != 2 || a.Spec.Requirements[1].Values[1] != "arm64" || a.Status.Allocatable.Memory().String() != "8Gi" {
 		t.Errorf("a shared claim's content changed: %v %v", a.Spec.Requirements, a.Status.Allocatable)
 	}
+	notIn := base()
+	notIn[1].Operator = corev1.NodeSelectorOpNotIn
+	if c := claim(notIn, "3900m", "default"); samePointer(a.Spec.Requirements, c.Spec.Requirements) || c.Spec.Requirements[1].Operator != corev1.NodeSelectorOpNotIn {
+		t.Errorf("requirements differing in an operator shared: %v", c.Spec.Requirements)
+	}
+	for _, ref := range []karpv1.NodeClassReference{{Group: "karpenter.kwok.sh", Kind: "EC2NodeClass", Name: "default"}, {Group: "karpenter.k8s.aws", Kind: "KWOKNodeClass", Name: "default"}} {
+		if got := sharedNodeClassRef(&ref); got == a.Spec.NodeClassRef || *got != ref {
+			t.Errorf("node class %v shared with %v", ref, *a.Spec.NodeClassRef)
+		}
+	}
+	// Equal values written in another format, or under another resource
+	// name, are another list: a shared list prints as the claim's own.
+	for _, rl := range []corev1.ResourceList{
+		{corev1.ResourceCPU: resource.MustParse("3900m"), corev1.ResourcePods: resource.MustParse("8Gi")},
+		{corev1.ResourceCPU: resource.MustParse("3900m"), corev1.ResourceMemory: *resource.NewQuantity(8<<30, resource.DecimalSI)},
+	} {
+		if got := sharedResources(rl); samePointer(got, a.Status.Allocatable) || !reflect.DeepEqual(got, rl) {
+			t.Errorf("resources %v shared with %v", rl, a.Status.Allocatable)
+		}
+	}
 	if sharedRequirements(nil) != nil || sharedResources(nil) != nil || sharedNodeClassRef(nil) != nil {
 		t.Error("nothing became something")
 	}

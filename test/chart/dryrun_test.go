@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	"helm.sh/helm/v3/pkg/action"
@@ -206,7 +207,7 @@ func checkServiceAccountAccess(t *testing.T, ctx context.Context, c client.Clien
 	}
 	user := fmt.Sprintf("system:serviceaccount:%s:%s", namespace, releaseName)
 	groups := []string{"system:serviceaccounts", "system:serviceaccounts:" + namespace, "system:authenticated"}
-	check := func(a access, want bool) {
+	may := func(a access) *authorizationv1.SubjectAccessReview {
 		t.Helper()
 		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
 			User: user, Groups: groups,
@@ -215,9 +216,20 @@ func checkServiceAccountAccess(t *testing.T, ctx context.Context, c client.Clien
 		if err := c.Create(ctx, sar); err != nil {
 			t.Fatal(err)
 		}
-		if sar.Status.Allowed != want {
+		return sar
+	}
+	check := func(a access, want bool) {
+		t.Helper()
+		if sar := may(a); sar.Status.Allowed != want {
 			t.Errorf("the ServiceAccount may %s %+v: %v, want %v (%s)", a.verb, a, sar.Status.Allowed, want, sar.Status.Reason)
 		}
+	}
+	// The API server's RBAC authorizer learns of the new roles and
+	// bindings from a watch of its own: a review sent right after they
+	// were created can still be answered without them (CI, 2026-12-01:
+	// the first allowed access refused, every later one granted).
+	for deadline := time.Now().Add(10 * time.Second); !may(allowed[0]).Status.Allowed && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
 	}
 	for _, a := range allowed {
 		check(a, true)
