@@ -136,7 +136,7 @@ func clientGoWatch(t *testing.T, host string, opts metav1.ListOptions) (watch.In
 }
 
 func ourWatch(t *testing.T, host string, opts metav1.ListOptions) (watch.Interface, error) {
-	w, err := New(&rest.Config{Host: host}, nil)
+	w, err := New(&rest.Config{Host: host})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -363,7 +363,7 @@ func TestOpeningAWatchTakesNoToken(t *testing.T) {
 	srv := newServer(t, http.StatusOK, nil)
 	limiter := flowcontrol.NewTokenBucketRateLimiter(0.001, 1)
 	limiter.Accept() // the bucket's one token, gone for the next 1,000 s
-	w, err := New(&rest.Config{Host: srv.URL, RateLimiter: limiter}, nil)
+	w, err := New(&rest.Config{Host: srv.URL, RateLimiter: limiter})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -405,7 +405,7 @@ func TestAConnectionEndedAtOpenIsTriedAgain(t *testing.T) {
 				_, _ = w.Write(body)
 			}))
 			t.Cleanup(srv.Close)
-			w, err := New(&rest.Config{Host: srv.URL}, nil)
+			w, err := New(&rest.Config{Host: srv.URL})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -437,7 +437,7 @@ func TestARefusedWatchIsNotTriedAgain(t *testing.T) {
 // ListerWatcher as it is.
 func TestListWatchReplacesOnlyTheNodeClaimWatch(t *testing.T) {
 	srv := newServer(t, http.StatusOK, nil)
-	w, err := New(&rest.Config{Host: srv.URL}, nil)
+	w, err := New(&rest.Config{Host: srv.URL})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,10 +35,10 @@ type Watcher struct {
 // New builds a Watcher on cfg. Its requests skip cfg's rate limiter, as
 // client-go's watches do: a watch is one long request, and opening one
 // again (every few minutes, at the server's timeout) must not wait behind
-// the workers' writes nor spend their tokens. A nil httpClient makes one
-// from cfg, which shares the transport of every other client made from an
-// equal configuration (client-go caches transports by TLS configuration).
-func New(cfg *rest.Config, httpClient *http.Client) (*Watcher, error) {
+// the workers' writes nor spend their tokens. Its HTTP client shares the
+// transport of every other client made from an equal configuration
+// (client-go caches transports by TLS configuration).
+func New(cfg *rest.Config) (*Watcher, error) {
 	c := rest.CopyConfig(cfg)
 	c.GroupVersion = &schema.GroupVersion{Group: apis.Group, Version: "v1"}
 	c.APIPath = "/apis"
@@ -49,13 +49,7 @@ func New(cfg *rest.Config, httpClient *http.Client) (*Watcher, error) {
 	// default Accept header, whatever cfg asks of other clients.
 	c.ContentType, c.AcceptContentTypes = "", ""
 	c.RateLimiter = flowcontrol.NewFakeAlwaysRateLimiter()
-	if httpClient == nil {
-		var err error
-		if httpClient, err = rest.HTTPClientFor(c); err != nil {
-			return nil, fmt.Errorf("building the NodeClaim watch's HTTP client: %w", err)
-		}
-	}
-	rc, err := rest.RESTClientForConfigAndClient(c, httpClient)
+	rc, err := rest.RESTClientFor(c)
 	if err != nil {
 		return nil, fmt.Errorf("building the NodeClaim watch's client: %w", err)
 	}

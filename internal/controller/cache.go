@@ -39,7 +39,7 @@ import (
 // for a server that cannot stream it. claimwatch's watch adds no
 // selector, so NodeClaims are cached whole, without one.
 func CacheOptions(namespace string, cfg *rest.Config) (cache.Options, error) {
-	claims, err := claimwatch.New(cfg, nil)
+	claims, err := claimwatch.New(cfg)
 	if err != nil {
 		return cache.Options{}, err
 	}
