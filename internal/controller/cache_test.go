@@ -190,6 +190,41 @@ func TestClaimChangeMatters(t *testing.T) {
 	}
 }
 
+// A surge claim's launch failure enqueues a pass: the fail-fast fact reads
+// it (surge.LaunchFailure), and the cache keeps a Launched condition that
+// is not True for it. The claims go through the cache's transform first,
+// as the predicate sees them.
+func TestClaimChangeMattersSeesALaunchFailure(t *testing.T) {
+	launched := func(st metav1.ConditionStatus, reason, msg string, at time.Time) *karpv1.NodeClaim {
+		c := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "surge", ResourceVersion: "1"}}
+		c.Status.Conditions = []status.Condition{{Type: "Ready", Status: metav1.ConditionUnknown},
+			{Type: karpv1.ConditionTypeLaunched, Status: st, Reason: reason, Message: msg, LastTransitionTime: metav1.Time{Time: at}}}
+		lean, err := leanClaim(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return lean.(*karpv1.NodeClaim)
+	}
+	t0, t1 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC), time.Date(2026, 12, 1, 10, 0, 5, 0, time.UTC)
+	awaiting := launched(metav1.ConditionUnknown, "AwaitingReconciliation", "", t0)
+	failed := launched(metav1.ConditionFalse, "LaunchFailed", "creating instance: no capacity in z1", t1)
+	p := claimChangeMatters()
+	for name, tc := range map[string]struct {
+		old, new *karpv1.NodeClaim
+		want     bool
+	}{
+		"the launch fails":             {awaiting, failed, true},
+		"another failure's text":       {failed, launched(metav1.ConditionFalse, "LaunchFailed", "creating instance: quota exceeded", t1), true},
+		"the retry launches":           {failed, launched(metav1.ConditionTrue, "Launched", "", t1), true},
+		"launched, then churn":         {launched(metav1.ConditionTrue, "Launched", "", t0), launched(metav1.ConditionTrue, "Launched", "", t1), false},
+		"the same failure, re-stamped": {failed, launched(metav1.ConditionFalse, "LaunchFailed", "creating instance: no capacity in z1", t0), false},
+	} {
+		if got := p.Update(event.UpdateEvent{ObjectOld: tc.old, ObjectNew: tc.new}); got != tc.want {
+			t.Errorf("%s: enqueues %v, want %v", name, got, tc.want)
+		}
+	}
+}
+
 // BenchmarkClaimChangeMatters is the predicate on a status-only update of
 // a claim as the cache holds it (leanClaim's output): what every NodeClaim
 // status update Karpenter writes costs before it is dropped

@@ -73,9 +73,10 @@ func nodeChangeMatters() predicate.Predicate {
 }
 
 // claimChangeMatters passes NodeClaim creation/deletion and updates of
-// what a fact reads — metadata, spec, node name, resources, Ready — not
-// Karpenter's status churn (its other conditions, lastPodEventTime), which
-// at fleet scale is most of the update events and moves no decision.
+// what a fact reads — metadata, spec, node name, resources, Ready, a
+// launch failure — not Karpenter's status churn (its other conditions,
+// lastPodEventTime), which at fleet scale is most of the update events
+// and moves no decision.
 func claimChangeMatters() predicate.Predicate {
 	return predicate.Funcs{
 		UpdateFunc: func(e event.UpdateEvent) bool {
@@ -91,6 +92,7 @@ func claimChangeMatters() predicate.Predicate {
 				!slices.Equal(o.Finalizers, n.Finalizers) ||
 				o.Status.NodeName != n.Status.NodeName || o.Status.ProviderID != n.Status.ProviderID ||
 				claimReadyOf(o) != claimReadyOf(n) ||
+				launchOf(o) != launchOf(n) ||
 				!reflect.DeepEqual(o.Spec, n.Spec) ||
 				!reflect.DeepEqual(o.Status.Allocatable, n.Status.Allocatable)
 		},
@@ -104,6 +106,20 @@ func claimReadyOf(c *karpv1.NodeClaim) string {
 		}
 	}
 	return ""
+}
+
+// launch is what the fail-fast fact reads of a claim's Launched condition
+// (surge.LaunchFailure): its status, reason and text, not when it was
+// last written. The cache keeps the condition only while it is not True.
+type launch struct{ status, reason, message string }
+
+func launchOf(c *karpv1.NodeClaim) launch {
+	for _, s := range c.Status.Conditions {
+		if s.Type == karpv1.ConditionTypeLaunched {
+			return launch{string(s.Status), s.Reason, s.Message}
+		}
+	}
+	return launch{}
 }
 
 func readyOf(n *corev1.Node) corev1.ConditionStatus {
