@@ -65,6 +65,14 @@ type Controller struct {
 // Start runs bin with args, logging to a new file under logDir named after
 // name; the process is its own process group, so a kill reaches only it.
 func Start(bin, logDir, name string, args ...string) (*Controller, error) {
+	return StartWithEnv(bin, logDir, name, nil, args...)
+}
+
+// StartWithEnv is Start with env ("KEY=value") added to the environment
+// the process inherits, for the controller alone: a benchmark compares
+// runtime settings (GOMAXPROCS, GOGC) without handing them to the cluster
+// it started before.
+func StartWithEnv(bin, logDir, name string, env []string, args ...string) (*Controller, error) {
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
 		return nil, fmt.Errorf("log directory: %w", err)
 	}
@@ -74,6 +82,9 @@ func Start(bin, logDir, name string, args ...string) (*Controller, error) {
 		return nil, fmt.Errorf("controller log: %w", err)
 	}
 	c.cmd = exec.Command(bin, args...)
+	if len(env) > 0 {
+		c.cmd.Env = append(os.Environ(), env...)
+	}
 	c.cmd.Stdout, c.cmd.Stderr = f, f
 	c.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := c.cmd.Start(); err != nil {

@@ -25,6 +25,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -63,6 +64,9 @@ var clusterEnv = map[string]string{
 	"KARPENTER_METRICS_PORT": "28080",
 	"KARPENTER_HEALTH_PORT":  "28081",
 	"NODE_BOOT_DELAY_MS":     "0",
+	// kwok's Node status rewrites come about 10 minutes after the fill,
+	// in waves through the measurements; the leases keep nodes healthy.
+	"NODE_HEARTBEAT_DELAY_MS": "3600000",
 }
 
 type config struct {
@@ -77,6 +81,7 @@ type config struct {
 	rotatePools        int
 	rotatePerPool      int
 	controllerArgs     string
+	variants           [][]string // controller runs measured after the scale run, on the same fleet: environments, binary=PATH for another build
 }
 
 func envInt(name string, def int) int {
@@ -107,15 +112,21 @@ func parseConfig() config {
 	flag.IntVar(&c.pools, "pools", envInt("SCALE_POOLS", 20), "NodePools the claims are spread over ($SCALE_POOLS)")
 	flag.StringVar(&c.clusterDir, "cluster-dir", envStr("SCALE_CLUSTER_DIR", "/tmp/nrc-scale"), "the benchmark cluster's run directory ($SCALE_CLUSTER_DIR)")
 	flag.DurationVar(&c.settle, "settle", envDur("SCALE_SETTLE", 30*time.Second), "memory is sampled over this window once the controller is quiet ($SCALE_SETTLE)")
-	flag.DurationVar(&c.idle, "idle", envDur("SCALE_IDLE", 60*time.Second), "idle CPU window ($SCALE_IDLE)")
+	flag.DurationVar(&c.idle, "idle", envDur("SCALE_IDLE", 60*time.Second), "idle CPU window, in 10 s slices interleaved with the churn's; the larger of -idle and -churn-window sets both ($SCALE_IDLE)")
 	flag.IntVar(&c.churnRate, "churn-rate", envInt("SCALE_CHURN_RATE", 20), "NodeClaim status updates per second during the churn ($SCALE_CHURN_RATE)")
-	flag.DurationVar(&c.churnWindow, "churn-window", envDur("SCALE_CHURN_WINDOW", 60*time.Second), "churn window ($SCALE_CHURN_WINDOW)")
+	flag.DurationVar(&c.churnWindow, "churn-window", envDur("SCALE_CHURN_WINDOW", 60*time.Second), "churn window, in 10 s slices interleaved with the idle ones ($SCALE_CHURN_WINDOW)")
 	flag.IntVar(&c.workers, "workers", envInt("SCALE_WORKERS", 16), "concurrent creates while filling the cluster ($SCALE_WORKERS)")
 	flag.StringVar(&c.profileDir, "profile-dir", envStr("SCALE_PROFILE_DIR", ""), "when set, the controller serves pprof and each run saves a heap profile once settled and a CPU profile of the churn here ($SCALE_PROFILE_DIR)")
 	flag.IntVar(&c.rotatePools, "rotate-pools", envInt("SCALE_ROTATE_POOLS", 20), "pools rotating at once in the rotation phase, after one pool alone; 0 skips the phase ($SCALE_ROTATE_POOLS)")
 	flag.IntVar(&c.rotatePerPool, "rotate-per-pool", envInt("SCALE_ROTATE_PER_POOL", 2), "claims each rotating pool rotates, one after another ($SCALE_ROTATE_PER_POOL)")
 	flag.StringVar(&c.controllerArgs, "controller-args", envStr("SCALE_CONTROLLER_ARGS", ""), "extra flags for the controller, space-separated, e.g. \"-workers 20 -kube-api-qps 500\" ($SCALE_CONTROLLER_ARGS)")
+	variants := flag.String("variants", envStr("SCALE_VARIANTS", ""), "controller runs to measure at scale after the default one, on the same fleet: `;`-separated, each space-separated KEY=value for its environment or binary=PATH for another build of it, e.g. \"GOMAXPROCS=1;binary=/tmp/old\" ($SCALE_VARIANTS)")
 	flag.Parse()
+	for _, v := range strings.Split(*variants, ";") {
+		if env := strings.Fields(v); len(env) > 0 {
+			c.variants = append(c.variants, env)
+		}
+	}
 	return c
 }
 
@@ -227,7 +238,7 @@ func (b *bench) run(ctx context.Context) error {
 	if err := b.fill(ctx, baselineNodes, b.podsFor(baselineNodes), nil); err != nil {
 		return err
 	}
-	base, err := b.measure(ctx, bin, kubeconfig, "baseline")
+	base, err := b.measure(ctx, bin, kubeconfig, "baseline", nil)
 	if err != nil {
 		return err
 	}
@@ -238,9 +249,31 @@ func (b *bench) run(ctx context.Context) error {
 	if err := b.fill(ctx, b.cfg.nodes, b.cfg.pods, fillRows); err != nil {
 		return err
 	}
-	scale, err := b.measure(ctx, bin, kubeconfig, "scale")
+	scale, err := b.measure(ctx, bin, kubeconfig, "scale", nil)
 	if err != nil {
 		return err
+	}
+	// Each variant, then the default once more: the default's two runs
+	// show how far a figure moves between runs on this machine.
+	var variants []*result
+	for _, v := range b.cfg.variants {
+		vbin, env := variant(bin, v)
+		label := "scale-" + strings.Join(append(slices.Clone(env), "binary="+filepath.Base(vbin)), ",")
+		if vbin == bin {
+			label = "scale-" + strings.Join(env, ",")
+		}
+		r, err := b.measure(ctx, vbin, kubeconfig, label, env)
+		if err != nil {
+			return err
+		}
+		variants = append(variants, r)
+	}
+	if len(variants) > 0 {
+		r, err := b.measure(ctx, bin, kubeconfig, "scale-again", nil)
+		if err != nil {
+			return err
+		}
+		variants = append(variants, r)
 	}
 	var phases []*phase
 	if b.cfg.rotatePools > 0 {
@@ -250,8 +283,22 @@ func (b *bench) run(ctx context.Context) error {
 		}
 	}
 	b.report(base, scale, fillRows, kubeconfig)
+	b.reportVariants(scale, variants)
 	b.reportRotations(phases)
 	return nil
+}
+
+// variant is the binary and environment of a -variants entry.
+func variant(bin string, v []string) (string, []string) {
+	var env []string
+	for _, kv := range v {
+		if p, ok := strings.CutPrefix(kv, "binary="); ok {
+			bin = p
+		} else {
+			env = append(env, kv)
+		}
+	}
+	return bin, env
 }
 
 func (b *bench) podsFor(nodes int) int {

@@ -11,8 +11,6 @@ import (
 	"net/http"
 	"path/filepath"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/noderotation/node-rotation-controller/test/fixtures"
@@ -55,7 +53,7 @@ func (p *controllerRun) exited() error {
 // startController starts the controller binary on the benchmark's cluster
 // (no leader election, plain-HTTP metrics on a free loopback port, pprof
 // when profiles are asked for) and waits until it is ready.
-func (b *bench) startController(ctx context.Context, bin, kubeconfig, label string) (*controllerRun, []int, *profiler, error) {
+func (b *bench) startController(ctx context.Context, bin, kubeconfig, label string, env []string) (*controllerRun, []int, *profiler, error) {
 	ports, err := process.FreePorts(3)
 	if err != nil {
 		return nil, nil, nil, err
@@ -70,7 +68,7 @@ func (b *bench) startController(ctx context.Context, bin, kubeconfig, label stri
 		args = append(args, fmt.Sprintf("-pprof-bind-address=127.0.0.1:%d", ports[2]))
 	}
 	t0 := time.Now()
-	c, err := process.Start(bin, filepath.Join(b.cfg.clusterDir, "controller"), label, args...)
+	c, err := process.StartWithEnv(bin, filepath.Join(b.cfg.clusterDir, "controller"), label, env, args...)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -118,8 +116,8 @@ func (b *bench) settle(ctx context.Context, p *controllerRun, metricsPort int, l
 	})
 }
 
-func (b *bench) measure(ctx context.Context, bin, kubeconfig, label string) (*result, error) {
-	p, ports, prof, err := b.startController(ctx, bin, kubeconfig, label)
+func (b *bench) measure(ctx context.Context, bin, kubeconfig, label string, env []string) (*result, error) {
+	p, ports, prof, err := b.startController(ctx, bin, kubeconfig, label, env)
 	if err != nil {
 		return nil, err
 	}
@@ -165,81 +163,9 @@ func (b *bench) measure(ctx context.Context, bin, kubeconfig, label string) (*re
 	prof.save("heap", "heap")
 	logf("%s: RSS %d KiB (anon %d, file %d), peak %d KiB, heap in use %.1f MiB", label, r.rss, r.anon, r.file, r.hwm, r.heap/(1<<20))
 
-	{ // Idle: nothing changes in the cluster but kwok's heartbeats.
-		m0, err := metrics(ports[0])
-		if err != nil {
-			return nil, err
-		}
-		c0, _ := cpuTicks(p.Pid())
-		w0 := time.Now()
-		if err := sleep(ctx, b.cfg.idle); err != nil {
-			return nil, err
-		}
-		c1, _ := cpuTicks(p.Pid())
-		m1, err := metrics(ports[0])
-		if err != nil {
-			return nil, err
-		}
-		wall := time.Since(w0).Seconds()
-		r.idleCPU = float64(c1-c0) / clkTck / wall
-		r.idleReqs = (m1["rest_client_requests_total"] - m0["rest_client_requests_total"]) / wall
-		logf("%s: idle %.0f s: %.3f s CPU (%.2f%% of a core), %.2f API requests/s", label, wall, float64(c1-c0)/clkTck, 100*r.idleCPU, r.idleReqs)
-	}
-
-	// The churn: status-only updates of the claims, round robin, at a fixed
-	// rate.
-	m0, err := metrics(ports[0])
-	if err != nil {
+	if err := b.cpuUnderChurn(ctx, p, ports[0], prof, r); err != nil {
 		return nil, err
 	}
-	c0, _ := cpuTicks(p.Pid())
-	w0 := time.Now()
-	cpuProfile := prof.cpu(b.cfg.churnWindow)
-	total := int(float64(b.cfg.churnRate) * b.cfg.churnWindow.Seconds())
-	tick := time.NewTicker(time.Second / time.Duration(b.cfg.churnRate))
-	var wg sync.WaitGroup
-	var ok, failed atomic.Int64
-	sem := make(chan struct{}, 32)
-	for i := range total {
-		select {
-		case <-ctx.Done():
-			tick.Stop()
-			wg.Wait()
-			return nil, ctx.Err()
-		case <-tick.C:
-		}
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			if err := b.churn(ctx, b.claims[i%len(b.claims)], i+1); err != nil {
-				failed.Add(1)
-			} else {
-				ok.Add(1)
-			}
-		})
-	}
-	tick.Stop()
-	wg.Wait()
-	cpuProfile()
-	// Let the last updates' passes run before reading the CPU.
-	_ = poll(ctx, 30*time.Second, "queue drained", func() (bool, error) {
-		m, err := metrics(ports[0])
-		return err == nil && m["workqueue_depth_all"] == 0, nil
-	})
-	if err := sleep(ctx, 2*time.Second); err != nil {
-		return nil, err
-	}
-	c1, _ := cpuTicks(p.Pid())
-	m1, err := metrics(ports[0])
-	if err != nil {
-		return nil, err
-	}
-	r.churnWall = time.Since(w0)
-	r.churnUpdates, r.churnFailed = ok.Load(), failed.Load()
-	r.churnCPU = float64(c1-c0) / clkTck
-	r.churnPasses = m1["nodepool_reconcile_total"] - m0["nodepool_reconcile_total"]
-	r.churnReqs = m1["rest_client_requests_total"] - m0["rest_client_requests_total"]
-	logf("%s: churn %d updates (%d failed) in %s: %.2f s CPU, %.0f passes, %.0f API requests", label, r.churnUpdates, r.churnFailed, r.churnWall.Round(time.Millisecond), r.churnCPU, r.churnPasses, r.churnReqs)
 	if err := exited(); err != nil {
 		return nil, err
 	}

@@ -17,15 +17,6 @@ import (
 )
 
 func (b *bench) report(base, scale *result, fill map[string]string, kubeconfig string) {
-	// CPU per update: all the window's CPU, and net of what the same
-	// controller spends at idle over as long.
-	perUpdate := func(r *result) string {
-		if r.churnUpdates == 0 {
-			return "-"
-		}
-		net := r.churnCPU - r.idleCPU*r.churnWall.Seconds()
-		return fmt.Sprintf("%.2f (%.2f net of idle)", 1000*r.churnCPU/float64(r.churnUpdates), 1000*net/float64(r.churnUpdates))
-	}
 	n := scale.claims - base.claims
 	slope := float64(scale.anon-base.anon) / float64(n)
 	rows := []row{
@@ -69,6 +60,42 @@ func (b *bench) report(base, scale *result, fill map[string]string, kubeconfig s
 	fmt.Printf("slope: (RssAnon at %d − RssAnon at %d) / %d added node+claim pairs = %.1f KiB per node+claim\n", scale.claims, base.claims, n, slope)
 	fmt.Printf("       heap in use: %.1f KiB per node+claim\n", (scale.heap-base.heap)/1024/float64(n))
 	fmt.Printf("total wall time: %s\n", time.Since(b.start).Round(time.Second))
+}
+
+// reportVariants prints the figures of the controller's runs with other
+// environments on the same fleet, beside the default run's and its second
+// run's.
+func (b *bench) reportVariants(scale *result, variants []*result) {
+	if len(variants) == 0 {
+		return
+	}
+	runs := append([]*result{scale}, variants...)
+	fmt.Println()
+	fmt.Printf("controller environments at %d nodes, measured one after another on the same fleet:\n\n", scale.claims)
+	head, sep := "| figure |", "|---|"
+	for _, r := range runs {
+		head, sep = head+" "+r.label+" |", sep+"---|"
+	}
+	fmt.Println(head)
+	fmt.Println(sep)
+	figures := []struct {
+		what string
+		f    func(r *result) string
+	}{
+		{"VmRSS (MiB)", func(r *result) string { return mib(r.rss) }},
+		{"RssAnon (MiB)", func(r *result) string { return mib(r.anon) }},
+		{"heap in use (MiB)", func(r *result) string { return fmt.Sprintf("%.1f", r.heap/(1<<20)) }},
+		{"CPU from start to settled (s)", func(r *result) string { return fmt.Sprintf("%.2f", r.startCPU) }},
+		{"idle CPU (% of a core)", func(r *result) string { return fmt.Sprintf("%.2f", 100*r.idleCPU) }},
+		{"churn: CPU per update (ms)", perUpdate},
+	}
+	for _, fig := range figures {
+		line := "| " + fig.what + " |"
+		for _, r := range runs {
+			line += " " + fig.f(r) + " |"
+		}
+		fmt.Println(line)
+	}
 }
 
 // reportRotations prints the rotation phases: per-rotation wall, floor and
@@ -122,6 +149,16 @@ func (b *bench) reportRotations(phases []*phase) {
 				r.deleting.Sub(t0).Seconds(), r.gone.Sub(t0).Seconds(), r.overhead().Seconds())
 		}
 	}
+}
+
+// perUpdate is the churn's CPU per update: all the window's CPU, and net
+// of what the same controller spends at idle over as long.
+func perUpdate(r *result) string {
+	if r.churnUpdates == 0 {
+		return "-"
+	}
+	net := r.churnCPU - r.idleCPU*r.churnWall.Seconds()
+	return fmt.Sprintf("%.2f (%.2f net of idle)", 1000*r.churnCPU/float64(r.churnUpdates), 1000*net/float64(r.churnUpdates))
 }
 
 func overheads(ph *phase) []float64 {

@@ -100,7 +100,7 @@ func (b *bench) rotatePhase(ctx context.Context, bin, kubeconfig string, ph *pha
 	if err != nil {
 		return err
 	}
-	p, ports, _, err := b.startController(ctx, bin, kubeconfig, label)
+	p, ports, _, err := b.startController(ctx, bin, kubeconfig, label, nil)
 	if err != nil {
 		return err
 	}

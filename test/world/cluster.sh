@@ -25,6 +25,11 @@ KARPENTER_HEALTH_PORT=${KARPENTER_HEALTH_PORT:-18081}
 # Node boot delay: kwok marks a node Ready this long after it appears, so
 # Karpenter sees a node that is launched but not yet ready, as in a cloud.
 NODE_BOOT_DELAY_MS=${NODE_BOOT_DELAY_MS:-0}
+# Node status heartbeat: kwok rewrites a Ready node's status this long
+# after its last write, plus a 1/60 of it at most of jitter (0: kwok's
+# default, 600 s plus up to 10 s). Its leases keep the nodes healthy
+# whatever this is.
+NODE_HEARTBEAT_DELAY_MS=${NODE_HEARTBEAT_DELAY_MS:-0}
 # The Karpenter version to run (its kwok provider and its CRDs); testbin.sh
 # builds it when missing. The default is the one go.mod builds against.
 KARPENTER_VERSION=${KARPENTER_VERSION:-1.13.0}
@@ -151,12 +156,21 @@ NC
 }
 
 # stage_files copies kwok's stages into the run directory, giving the
-# node-initialize stage the node boot delay.
+# node-initialize stage the node boot delay and the node heartbeat stage
+# its delay.
 stage_files() {
   rm -rf "$run/stages" && mkdir -p "$run/stages" && cp "$1"/*.yaml "$run/stages/"
   if [ "$NODE_BOOT_DELAY_MS" -gt 0 ]; then
     sed -i "0,/^spec:/s//spec:\n  delay:\n    durationMilliseconds: $NODE_BOOT_DELAY_MS/" "$run/stages/node-initialize.yaml"
     log "kwok node boot delay: ${NODE_BOOT_DELAY_MS}ms"
+  fi
+  if [ "$NODE_HEARTBEAT_DELAY_MS" -gt 0 ]; then
+    local hb="$run/stages/node-heartbeat-with-lease.yaml"
+    grep -q '^    durationMilliseconds: ' "$hb" && grep -q '^    jitterDurationMilliseconds: ' "$hb" ||
+      { log "no delay to set in $hb"; return 1; }
+    sed -i -e "s/^    durationMilliseconds: .*/    durationMilliseconds: $NODE_HEARTBEAT_DELAY_MS/" \
+      -e "s/^    jitterDurationMilliseconds: .*/    jitterDurationMilliseconds: $((NODE_HEARTBEAT_DELAY_MS + NODE_HEARTBEAT_DELAY_MS / 60))/" "$hb"
+    log "kwok node status heartbeat: every ${NODE_HEARTBEAT_DELAY_MS}ms plus jitter"
   fi
 }
 
