@@ -3,6 +3,7 @@ package main
 import (
 	"crypto/tls"
 	"math"
+	"runtime"
 	"runtime/debug"
 	"testing"
 
@@ -94,5 +95,23 @@ func TestManagerOptionsMetricsCertificate(t *testing.T) {
 	}
 	if got := managerOptions(options{metricsSecure: false}, nil).Metrics.TLSOpts; len(got) != 0 {
 		t.Fatalf("plain metrics: %d TLS options", len(got))
+	}
+}
+
+func TestSetMaxProcs(t *testing.T) {
+	prev := runtime.GOMAXPROCS(3)
+	t.Cleanup(func() { runtime.GOMAXPROCS(prev) })
+	t.Setenv("GOMAXPROCS", "3")
+	setMaxProcs(logr.Discard())
+	if got := runtime.GOMAXPROCS(0); got != 3 {
+		t.Errorf("with GOMAXPROCS set the processors became %d", got)
+	}
+	for _, env := range []string{"", "0", "many"} { // the runtime ignores the last two
+		runtime.GOMAXPROCS(3)
+		t.Setenv("GOMAXPROCS", env)
+		setMaxProcs(logr.Discard())
+		if got := runtime.GOMAXPROCS(0); got != 1 {
+			t.Errorf("GOMAXPROCS=%q: %d processors, want 1 (docs/performance.md measured the controller on one)", env, got)
+		}
 	}
 }

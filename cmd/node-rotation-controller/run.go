@@ -39,6 +39,7 @@ func run(o options) error {
 	limitClients(cfg, o)
 	setMemoryLimit(log)
 	setGCPercent(log)
+	setMaxProcs(log)
 	s, err := scheme.New()
 	if err != nil {
 		return err

@@ -48,9 +48,24 @@ func claimJSON(t testing.TB) map[string]any {
 	return m
 }
 
+// eventJSON is a watch event as the API server writes it: the type first.
 func eventJSON(t testing.TB, typ watch.EventType, obj any) []byte {
 	t.Helper()
-	b, err := json.Marshal(map[string]any{"type": typ, "object": obj})
+	b, err := json.Marshal(struct {
+		Type   watch.EventType `json:"type"`
+		Object any             `json:"object"`
+	}{typ, obj})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append(b, '\n')
+}
+
+// eventJSONObjectFirst is a watch event with its object before its type,
+// which JSON allows and the API server does not write.
+func eventJSONObjectFirst(t testing.TB, typ watch.EventType, obj any) []byte {
+	t.Helper()
+	b, err := json.Marshal(map[string]any{"type": typ, "object": obj}) // keys sorted
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +76,7 @@ func eventJSON(t testing.TB, typ watch.EventType, obj any) []byte {
 // added, modified (a label, a condition and the resourceVersion changed),
 // a bookmark ending the initial events, the claim deleted, and an ERROR
 // with the API server's 410.
-func stream(t testing.TB) []byte {
+func stream(t testing.TB, encode func(testing.TB, watch.EventType, any) []byte) []byte {
 	added := claimJSON(t)
 	modified := claimJSON(t)
 	md := modified["metadata"].(map[string]any)
@@ -72,6 +87,8 @@ func stream(t testing.TB) []byte {
 	// Keys match fields case-sensitively, as in client-go: these are
 	// unknown fields, not the node name and the labels.
 	st["NodeName"], md["Labels"] = "not-the-node", map[string]any{"not": "a-label"}
+	st["ProviderId"] = "not://the-provider" // no "providerID" key in the claim's status to write over it
+	delete(st, "providerID")
 	bookmark := map[string]any{"apiVersion": "karpenter.sh/v1", "kind": "NodeClaim", "metadata": map[string]any{
 		"resourceVersion": "100000", "annotations": map[string]any{metav1.InitialEventsAnnotationKey: "true"}}}
 	// The reflector reads the details (a resourceVersion too large) and
@@ -81,8 +98,8 @@ func stream(t testing.TB) []byte {
 		Details: &metav1.StatusDetails{Kind: "nodeclaims", Causes: []metav1.StatusCause{{Type: metav1.CauseTypeResourceVersionTooLarge, Message: "too large"}}, RetryAfterSeconds: 3}}
 	var b bytes.Buffer
 	for _, e := range [][]byte{
-		eventJSON(t, watch.Added, added), eventJSON(t, watch.Modified, modified), eventJSON(t, watch.Bookmark, bookmark),
-		eventJSON(t, watch.Deleted, modified), eventJSON(t, watch.Error, expired),
+		encode(t, watch.Added, added), encode(t, watch.Modified, modified), encode(t, watch.Bookmark, bookmark),
+		encode(t, watch.Deleted, modified), encode(t, watch.Error, expired),
 	} {
 		b.Write(e)
 	}
@@ -193,7 +210,15 @@ func bothDecode(t *testing.T, body []byte) (clientGo, ours []watch.Event) {
 }
 
 func TestDecodesEveryEventAsClientGoDoes(t *testing.T) {
-	want, got := bothDecode(t, stream(t))
+	for name, encode := range map[string]func(testing.TB, watch.EventType, any) []byte{
+		"the API server's order": eventJSON, "the object first": eventJSONObjectFirst,
+	} {
+		t.Run(name, func(t *testing.T) { decodesEveryEventAsClientGoDoes(t, stream(t, encode)) })
+	}
+}
+
+func decodesEveryEventAsClientGoDoes(t *testing.T, body []byte) {
+	want, got := bothDecode(t, body)
 	if len(want) != 5 {
 		t.Fatalf("client-go decoded %d events of 5: %v", len(want), want)
 	}
@@ -267,6 +292,8 @@ func TestAnEventThatDoesNotDecodeEndsTheWatchAsClientGosDoes(t *testing.T) {
 		"no object":             whole + `{"type":"ADDED"}`,
 		"no kind":               whole + `{"type":"ADDED","object":{"apiVersion":"karpenter.sh/v1","metadata":{"name":"n"}}}`,
 		"an ERROR not a Status": whole + `{"type":"ERROR","object":{"kind":"NodeClaim","apiVersion":"karpenter.sh/v1","status":"Failure"}}`,
+		"no apiVersion":         whole + `{"type":"ADDED","object":{"kind":"NodeClaim","metadata":{"name":"n"}}}`,
+		"another version":       whole + `{"type":"ADDED","object":{"kind":"NodeClaim","apiVersion":"karpenter.sh/v1beta1","metadata":{"name":"n"}}}`,
 	} {
 		t.Run(name, func(t *testing.T) {
 			want, got := bothDecode(t, []byte(body))

@@ -50,7 +50,7 @@ var forbidden = map[string][]string{
 	"engine":               {"*"}, // cel-go and yaml only: nothing of this domain
 	"rules":                {"*"}, // data: the table and its golden cases
 	"internal/conditional": {"*"},
-	"internal/claimwatch":  {"*"}, // client-go and Karpenter's types only
+	"internal/claimwatch":  {"*"}, // client-go, Karpenter's types and json-iterator only
 	"internal/markers":     {"actions", "internal/observe", "internal/census", "internal/sweep", "internal/controller", "internal/conditional"},
 	"actions":              {"internal/observe", "internal/census", "internal/surge", "internal/announce", "internal/metrics", "internal/controller", "internal/sweep", "internal/table", "rules"},
 	"internal/metrics":     {"internal/observe", "internal/census", "actions", "internal/announce"},

@@ -20,7 +20,7 @@ import (
 // One idle window followed by one churn window charged a wave to
 // whichever it fell in: the per-update figure moved by 0.3 ms between
 // runs of one binary. The benchmark's cluster now rewrites Node status
-// hourly (clusterEnv), and short slices in the order idle, churn, churn,
+// daily (clusterEnv), and short slices in the order idle, churn, churn,
 // idle, … see the same background on both sides, a linear drift
 // included.
 const cpuSlice = 10 * time.Second
@@ -29,7 +29,9 @@ const cpuSlice = 10 * time.Second
 // larger of -idle and -churn-window (in whole slices), with a CPU profile
 // of the whole interleaved stretch when profiles are asked for.
 func (b *bench) cpuUnderChurn(ctx context.Context, p *controllerRun, metricsPort int, prof *profiler, r *result) error {
+	// An even count of each, so the order's pairs cancel a linear drift.
 	slices := max(int((max(b.cfg.idle, b.cfg.churnWindow)+cpuSlice-1)/cpuSlice), 1)
+	slices += slices % 2
 	cpuProfile := prof.cpu(2 * time.Duration(slices) * cpuSlice)
 	// Per kind of slice: CPU ticks, wall, API requests, passes.
 	var ticks [2]int64

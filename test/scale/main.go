@@ -65,8 +65,10 @@ var clusterEnv = map[string]string{
 	"KARPENTER_HEALTH_PORT":  "28081",
 	"NODE_BOOT_DELAY_MS":     "0",
 	// kwok's Node status rewrites come about 10 minutes after the fill,
-	// in waves through the measurements; the leases keep nodes healthy.
-	"NODE_HEARTBEAT_DELAY_MS": "3600000",
+	// in waves through the measurements; a day puts them past any run
+	// (a 5,000-node fill takes the best part of an hour). The leases
+	// keep nodes healthy.
+	"NODE_HEARTBEAT_DELAY_MS": "86400000",
 }
 
 type config struct {
@@ -120,7 +122,7 @@ func parseConfig() config {
 	flag.IntVar(&c.rotatePools, "rotate-pools", envInt("SCALE_ROTATE_POOLS", 20), "pools rotating at once in the rotation phase, after one pool alone; 0 skips the phase ($SCALE_ROTATE_POOLS)")
 	flag.IntVar(&c.rotatePerPool, "rotate-per-pool", envInt("SCALE_ROTATE_PER_POOL", 2), "claims each rotating pool rotates, one after another ($SCALE_ROTATE_PER_POOL)")
 	flag.StringVar(&c.controllerArgs, "controller-args", envStr("SCALE_CONTROLLER_ARGS", ""), "extra flags for the controller, space-separated, e.g. \"-workers 20 -kube-api-qps 500\" ($SCALE_CONTROLLER_ARGS)")
-	variants := flag.String("variants", envStr("SCALE_VARIANTS", ""), "controller runs to measure at scale after the default one, on the same fleet: `;`-separated, each space-separated KEY=value for its environment or binary=PATH for another build of it, e.g. \"GOMAXPROCS=1;binary=/tmp/old\" ($SCALE_VARIANTS)")
+	variants := flag.String("variants", envStr("SCALE_VARIANTS", ""), "controller runs to measure at scale after the default one, on the same fleet: ;-separated, each space-separated KEY=value for its environment or binary=PATH for another build of it, e.g. \"GOMAXPROCS=1;binary=/tmp/old\" ($SCALE_VARIANTS)")
 	flag.Parse()
 	for _, v := range strings.Split(*variants, ";") {
 		if env := strings.Fields(v); len(env) > 0 {
@@ -258,10 +260,12 @@ func (b *bench) run(ctx context.Context) error {
 	var variants []*result
 	for _, v := range b.cfg.variants {
 		vbin, env := variant(bin, v)
-		label := "scale-" + strings.Join(append(slices.Clone(env), "binary="+filepath.Base(vbin)), ",")
-		if vbin == bin {
-			label = "scale-" + strings.Join(env, ",")
+		parts := slices.Clone(env)
+		if vbin != bin {
+			parts = append(parts, "binary="+filepath.Base(vbin))
 		}
+		// The label names the run's log and profile files.
+		label := fmt.Sprintf("scale%d-%s", len(variants)+1, strings.ReplaceAll(strings.Join(parts, ","), "/", "_"))
 		r, err := b.measure(ctx, vbin, kubeconfig, label, env)
 		if err != nil {
 			return err

@@ -85,6 +85,7 @@ func (b *bench) reportVariants(scale *result, variants []*result) {
 		{"VmRSS (MiB)", func(r *result) string { return mib(r.rss) }},
 		{"RssAnon (MiB)", func(r *result) string { return mib(r.anon) }},
 		{"heap in use (MiB)", func(r *result) string { return fmt.Sprintf("%.1f", r.heap/(1<<20)) }},
+		{"start to settled (s)", func(r *result) string { return fmt.Sprintf("%.0f", r.settledAfter.Seconds()) }},
 		{"CPU from start to settled (s)", func(r *result) string { return fmt.Sprintf("%.2f", r.startCPU) }},
 		{"idle CPU (% of a core)", func(r *result) string { return fmt.Sprintf("%.2f", 100*r.idleCPU) }},
 		{"churn: CPU per update (ms)", perUpdate},
