@@ -214,6 +214,7 @@ func TestClaimChangeMattersSeesALaunchFailure(t *testing.T) {
 		want     bool
 	}{
 		"the launch fails":             {awaiting, failed, true},
+		"only the reason changes":      {awaiting, launched(metav1.ConditionUnknown, "LaunchFailed", "", t1), true},
 		"another failure's text":       {failed, launched(metav1.ConditionFalse, "LaunchFailed", "creating instance: quota exceeded", t1), true},
 		"the retry launches":           {failed, launched(metav1.ConditionTrue, "Launched", "", t1), true},
 		"launched, then churn":         {launched(metav1.ConditionTrue, "Launched", "", t0), launched(metav1.ConditionTrue, "Launched", "", t1), false},
