@@ -8,7 +8,9 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -73,6 +75,57 @@ func (b *bench) setup(ctx context.Context) error {
 }
 
 func poll(ctx context.Context, limit time.Duration, what string, f func() (bool, error)) error {
+	return pollEvery(ctx, limit, 2*time.Second, what, f)
+}
+
+// fillWait is how long the fill waits for the fleet it created, and how
+// often it looks. Karpenter took 27 minutes to initialize 5,000 claims on
+// this machine, and a list of them every 2 s is itself enough load to time
+// out on a two-core API server: both scale with the fleet.
+func fillWait(nodes int) (limit, every time.Duration) {
+	limit = max(20*time.Minute, 10*time.Minute+time.Duration(nodes)*300*time.Millisecond)
+	every = max(2*time.Second, time.Duration(nodes)*3*time.Millisecond)
+	return limit, every
+}
+
+// retryBusy runs write until it succeeds, fails for good, or the API
+// server stayed busy through six tries over about a minute.
+func retryBusy(ctx context.Context, write func() error) error {
+	wait := 2 * time.Second
+	for try := 1; ; try++ {
+		err := write()
+		if err == nil || try == 6 || !loaded(err) {
+			return err
+		}
+		if err := sleep(ctx, wait); err != nil {
+			return err
+		}
+		wait *= 2
+	}
+}
+
+// busy tells a poll's read that failed because the API server is loaded
+// (a timeout, a 429 or 503, a dropped connection) from one that failed for
+// good: the first is logged and the poll tries again at its next look.
+func busy(what string, err error) (bool, error) {
+	if loaded(err) {
+		logf("  %s: the API server is busy (%v); looking again", what, err)
+		return false, nil
+	}
+	return false, err
+}
+
+// loaded: err is the API server being too busy to answer (a timeout, a
+// 429 or 503, a dropped connection), not a refusal.
+func loaded(err error) bool {
+	var netErr net.Error
+	return apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) || apierrors.IsTooManyRequests(err) ||
+		apierrors.IsServiceUnavailable(err) || errors.As(err, &netErr)
+}
+
+// pollEvery calls f every interval until it is done, fails, or limit has
+// passed.
+func pollEvery(ctx context.Context, limit, every time.Duration, what string, f func() (bool, error)) error {
 	deadline := time.Now().Add(limit)
 	for {
 		ok, err := f()
@@ -88,7 +141,7 @@ func poll(ctx context.Context, limit time.Duration, what string, f func() (bool,
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(2 * time.Second):
+		case <-time.After(every):
 		}
 	}
 }
@@ -168,7 +221,9 @@ func (b *bench) fill(ctx context.Context, nodes, pods int, rows map[string]strin
 	t0 := time.Now()
 	logf("creating NodeClaims %d..%d across %d pools", from, nodes-1, b.cfg.pools)
 	err := parallel(ctx, b.cfg.workers, from, nodes, func(i int) error {
-		err := b.fast.Create(ctx, nodeClaim(names[i], poolName(i%b.cfg.pools), max(perNode(i), 1)))
+		err := retryBusy(ctx, func() error {
+			return b.fast.Create(ctx, nodeClaim(names[i], poolName(i%b.cfg.pools), max(perNode(i), 1)))
+		})
 		if apierrors.IsAlreadyExists(err) {
 			return nil
 		}
@@ -179,10 +234,11 @@ func (b *bench) fill(ctx context.Context, nodes, pods int, rows map[string]strin
 	}
 	created := time.Since(t0)
 	logf("%d NodeClaims created in %s; waiting for Karpenter to launch, register and initialize them", nodes-from, created.Round(time.Millisecond))
-	err = poll(ctx, 20*time.Minute, "NodeClaims initialized", func() (bool, error) {
+	limit, every := fillWait(nodes)
+	err = pollEvery(ctx, limit, every, "NodeClaims initialized", func() (bool, error) {
 		list := &karpv1.NodeClaimList{}
 		if err := b.fast.List(ctx, list); err != nil {
-			return false, err
+			return busy("NodeClaims initialized", err)
 		}
 		ready := 0
 		for _, nc := range list.Items {
@@ -224,7 +280,7 @@ func (b *bench) fill(ctx context.Context, nodes, pods int, rows map[string]strin
 				}},
 			},
 		}
-		err := b.fast.Create(ctx, p)
+		err := retryBusy(ctx, func() error { return b.fast.Create(ctx, p) })
 		if apierrors.IsAlreadyExists(err) {
 			return nil
 		}
@@ -235,13 +291,13 @@ func (b *bench) fill(ctx context.Context, nodes, pods int, rows map[string]strin
 	}
 	podsCreated := time.Since(t1)
 	logf("%d Pods created in %s; waiting for kwok to run them", pods-podFrom, podsCreated.Round(time.Millisecond))
-	err = poll(ctx, 20*time.Minute, "Pods Running", func() (bool, error) {
+	err = pollEvery(ctx, limit, every, "Pods Running", func() (bool, error) {
 		running, total := 0, 0
 		list := &corev1.PodList{}
 		opts := []client.ListOption{client.InNamespace(workloadNS), client.Limit(5000)}
 		for {
 			if err := b.fast.List(ctx, list, opts...); err != nil {
-				return false, err
+				return busy("Pods Running", err)
 			}
 			for _, p := range list.Items {
 				total++
@@ -265,7 +321,7 @@ func (b *bench) fill(ctx context.Context, nodes, pods int, rows map[string]strin
 	t2 := time.Now()
 	var failed atomic.Int64
 	if err := parallel(ctx, b.cfg.workers, from, nodes, func(i int) error {
-		if err := b.churn(ctx, names[i], 0); err != nil {
+		if err := retryBusy(ctx, func() error { return b.churn(ctx, names[i], 0) }); err != nil {
 			failed.Add(1)
 		}
 		return nil

@@ -23,7 +23,7 @@ func (b *bench) report(base, scale *result, fill map[string]string, kubeconfig s
 		{"NodeClaims (= Nodes)", strconv.Itoa(base.claims), strconv.Itoa(scale.claims)},
 		{"Pods", strconv.Itoa(b.podsFor(base.claims)), strconv.Itoa(b.cfg.pods)},
 		{"NodePools", strconv.Itoa(b.cfg.pools), strconv.Itoa(b.cfg.pools)},
-		{"start to settled (s)", fmt.Sprintf("%.0f", base.settledAfter.Seconds()), fmt.Sprintf("%.0f", scale.settledAfter.Seconds())},
+		{"start to settled (s)", settled(base), settled(scale)},
 		{"CPU from start to settled (s)", fmt.Sprintf("%.2f", base.startCPU), fmt.Sprintf("%.2f", scale.startCPU)},
 		{"VmRSS (MiB)", mib(base.rss), mib(scale.rss)},
 		{"RssAnon (MiB)", mib(base.anon), mib(scale.anon)},
@@ -85,7 +85,7 @@ func (b *bench) reportVariants(scale *result, variants []*result) {
 		{"VmRSS (MiB)", func(r *result) string { return mib(r.rss) }},
 		{"RssAnon (MiB)", func(r *result) string { return mib(r.anon) }},
 		{"heap in use (MiB)", func(r *result) string { return fmt.Sprintf("%.1f", r.heap/(1<<20)) }},
-		{"start to settled (s)", func(r *result) string { return fmt.Sprintf("%.0f", r.settledAfter.Seconds()) }},
+		{"start to settled (s)", settled},
 		{"CPU from start to settled (s)", func(r *result) string { return fmt.Sprintf("%.2f", r.startCPU) }},
 		{"idle CPU (% of a core)", func(r *result) string { return fmt.Sprintf("%.2f", 100*r.idleCPU) }},
 		{"churn: CPU per update (ms)", perUpdate},
@@ -186,4 +186,14 @@ func quantile(xs []float64, q float64) float64 {
 	s := slices.Clone(xs)
 	slices.Sort(s)
 	return s[min(len(s)-1, int(math.Ceil(q*float64(len(s))))-1)]
+}
+
+// settled is the start-to-settled time, or what still moved when the
+// controller never went quiet (the figures after it were then taken on a
+// busy controller).
+func settled(r *result) string {
+	if r.notQuiet != "" {
+		return fmt.Sprintf("not quiet after %.0f (%s)", r.settledAfter.Seconds(), r.notQuiet)
+	}
+	return fmt.Sprintf("%.0f", r.settledAfter.Seconds())
 }
