@@ -40,7 +40,7 @@ func (b *bench) cpuUnderChurn(ctx context.Context, p *controllerRun, metricsPort
 	// An even count of each, so the order's pairs cancel a linear drift.
 	slices := max(int((max(b.cfg.idle, b.cfg.churnWindow)+cpuSlice-1)/cpuSlice), 1)
 	slices += slices % 2
-	cpuProfile := prof.cpu(2 * time.Duration(slices) * cpuSlice)
+	cpuProfile := prof.cpu(2*time.Duration(slices)*cpuSlice + time.Duration(slices)*cpuDrain + 5*time.Second)
 	// Per kind of slice: CPU ticks, wall, API requests, passes.
 	var ticks [2]int64
 	var wall [2]time.Duration
@@ -85,7 +85,7 @@ func (b *bench) cpuUnderChurn(ctx context.Context, p *controllerRun, metricsPort
 	r.idleReqs = reqs[0] / wall[0].Seconds()
 	r.churnCPU, r.churnWall = float64(ticks[1])/clkTck, wall[1]
 	r.churnPasses, r.churnReqs = passes[1], reqs[1]
-	logf("%s: idle %s in %d slices: %.3f s CPU (%.2f%% of a core), %.2f API requests/s", r.label, wall[0].Round(time.Second), slices, float64(ticks[0])/clkTck, 100*r.idleCPU, r.idleReqs)
+	logf("%s: idle %s in %d slices: %.3f s CPU (%.2f%% of a core), %.0f passes, %.2f API requests/s", r.label, wall[0].Round(time.Second), slices, float64(ticks[0])/clkTck, 100*r.idleCPU, passes[0], r.idleReqs)
 	logf("%s: churn %d updates (%d failed) in %s in %d slices: %.2f s CPU, %.0f passes, %.0f API requests", r.label, r.churnUpdates, r.churnFailed, r.churnWall.Round(time.Millisecond), slices, r.churnCPU, r.churnPasses, r.churnReqs)
 	return nil
 }

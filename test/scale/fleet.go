@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -20,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
@@ -89,7 +91,9 @@ func fillWait(nodes int) (limit, every time.Duration) {
 }
 
 // retryBusy runs write until it succeeds, fails for good, or the API
-// server stayed busy through six tries over about a minute.
+// server stayed busy through six tries, 62 s of waits between them (each
+// try may itself take the server's 60 s timeout). The fill's workers
+// back off together; the API server they wait for is one.
 func retryBusy(ctx context.Context, write func() error) error {
 	wait := 2 * time.Second
 	for try := 1; ; try++ {
@@ -116,12 +120,19 @@ func busy(what string, err error) (bool, error) {
 }
 
 // loaded: err is the API server being too busy to answer (a timeout, a
-// 429 or 503, a dropped connection), not a refusal.
+// 429 or 503, a reset connection or an HTTP/2 stream it gave up on), not
+// a refusal: a refused connection or a bad certificate fails at once.
+// The stream error has no type client-go exposes, so its text is matched
+// (seen at 5,000 nodes: "stream error: … INTERNAL_ERROR").
 func loaded(err error) bool {
 	var netErr net.Error
 	return apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) || apierrors.IsTooManyRequests(err) ||
-		apierrors.IsServiceUnavailable(err) || errors.As(err, &netErr)
+		apierrors.IsServiceUnavailable(err) || (errors.As(err, &netErr) && netErr.Timeout()) ||
+		utilnet.IsConnectionReset(err) || utilnet.IsProbableEOF(err) || strings.Contains(err.Error(), "stream error")
 }
+
+// errPollTimeout is pollEvery's error when limit passed before f was done.
+var errPollTimeout = errors.New("not done")
 
 // pollEvery calls f every interval until it is done, fails, or limit has
 // passed.
@@ -136,7 +147,7 @@ func pollEvery(ctx context.Context, limit, every time.Duration, what string, f f
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%s: not done after %s", what, limit)
+			return fmt.Errorf("%s: %w after %s", what, errPollTimeout, limit)
 		}
 		select {
 		case <-ctx.Done():

@@ -101,7 +101,7 @@ func (b *bench) startController(ctx context.Context, bin, kubeconfig, label stri
 // never goes quiet can still be measured, and the report says so.
 type errNotQuiet struct{ why string }
 
-func (e *errNotQuiet) Error() string { return "not quiet: " + e.why }
+func (e *errNotQuiet) Error() string { return "not quiet after 5m: " + e.why }
 
 // settle waits until the controller is quiet: every fleet pool reconciled,
 // no pass for 10 s and its queues empty.
@@ -125,14 +125,15 @@ func (b *bench) settle(ctx context.Context, p *controllerRun, metricsPort int, l
 		case depth > 0:
 			why = fmt.Sprintf("queue depth %.0f", depth)
 		case n != last:
-			why = fmt.Sprintf("passes still running (%.0f, +%.0f in 2 s)", n, n-max(last, 0))
+			why = fmt.Sprintf("passes still running (%.0f since the start, +%.0f since the last look)", n, n-max(last, 0))
 		default:
+			why = fmt.Sprintf("quiet for only %s", time.Since(quietSince).Round(time.Second))
 			return time.Since(quietSince) >= 10*time.Second, nil
 		}
 		last, quietSince = n, time.Now()
 		return false, nil
 	})
-	if err != nil && ctx.Err() == nil && !p.Exited() && strings.Contains(err.Error(), "not done after") {
+	if errors.Is(err, errPollTimeout) {
 		return &errNotQuiet{why: why}
 	}
 	return err
@@ -158,7 +159,7 @@ func (b *bench) measure(ctx context.Context, bin, kubeconfig, label string, env 
 		// Measured anyway: memory after five busy minutes is still the
 		// figure a large fleet has to fit, marked as such in the report.
 		r.notQuiet = nq.why
-		logf("%s: %v after 5 m; measuring anyway", label, err)
+		logf("%s: %v; measuring anyway", label, err)
 	}
 	r.settledAfter = time.Since(t0)
 	s, err := readProc(p.Pid())
@@ -166,7 +167,11 @@ func (b *bench) measure(ctx context.Context, bin, kubeconfig, label string, env 
 		return nil, err
 	}
 	r.startCPU = float64(s.cpuTicks) / clkTck
-	logf("%s: settled after %s, %.2f s CPU since start", label, r.settledAfter.Round(time.Second), r.startCPU)
+	verb := "settled"
+	if r.notQuiet != "" {
+		verb = "measured, not quiet,"
+	}
+	logf("%s: %s after %s, %.2f s CPU since start", label, verb, r.settledAfter.Round(time.Second), r.startCPU)
 
 	var rss, anon, file []int64
 	var heap []float64

@@ -111,7 +111,9 @@ func (b *bench) rotatePhase(ctx context.Context, bin, kubeconfig string, ph *pha
 	// The fresh controller's first passes over the fleet's pools are not
 	// the rotations' work.
 	if err := b.settle(ctx, p, ports[0], label); err != nil {
-		return err
+		// a controller that never goes quiet cannot date the rotations'
+		// own work apart from its background: the phase stops here
+		return fmt.Errorf("%s: controller settled: %w", label, err)
 	}
 	rec, err := recorder.StartAtNow(b.cluster.Watcher)
 	if err != nil {
