@@ -18,24 +18,24 @@ import (
 // The anchor protocol's writes on the NodePool (docs/design.md#anchor-protocol).
 var (
 	anchorWriteAction = action{
-		spec: engine.ActionSpec{Name: "anchor-write", Role: engine.RoleAnchorWrite, Reports: true,
+		spec: engine.ActionSpec{Name: ActionAnchorWrite, Role: engine.RoleAnchorWrite, Reports: true,
 			Description: "write noderotation.io/active-rotation on the NodePool, only if absent, conflict-checked; mode forcefulFallback also writes rotation-mode, the draining mirror and draining-at in the same write; mode readopt names a stranded claim that a fresh read still shows pending or draining (with the draining mirror for a draining one)",
 			Args:        map[string]engine.ArgSpec{"mode": required(str("surge", "forcefulFallback", "readopt"))}},
 		run: anchorWrite,
 	}
 	anchorReleaseAction = action{
-		spec: engine.ActionSpec{Name: "anchor-release", Role: engine.RoleAnchorEnd, Reports: true,
+		spec: engine.ActionSpec{Name: ActionAnchorRelease, Role: engine.RoleAnchorEnd, Reports: true,
 			Description: "completion: one conditional write, only while the anchor names this rotation, that reads the outcome (draining mirror → success) from the same copy the write is locked on, stamps last-rotation-at on success and clears the rotation-scoped set"},
 		run: anchorRelease,
 	}
 	anchorClearAction = action{
-		spec: engine.ActionSpec{Name: "anchor-clear", Role: engine.RoleAnchorEnd, Reports: true,
+		spec: engine.ActionSpec{Name: ActionAnchorClear, Role: engine.RoleAnchorEnd, Reports: true,
 			Description: "clear the rotation-scoped set (active-rotation, active-rotation-state, draining-at, surge-wait, rotation-mode) only while the anchor names this rotation; optionally stamp last-failure-at (now, or max with the claim's failed-at); with ifClaimFailed, only while a fresh read shows the claim still failed",
 			Args:        map[string]engine.ArgSpec{"lastFailureAt": str("now", "max"), "ifNoMirror": flag, "ifClaimFailed": flag}},
 		run: anchorClear,
 	}
 	poolMirrorAction = action{
-		spec: engine.ActionSpec{Name: "pool-mirror", Reports: true,
+		spec: engine.ActionSpec{Name: ActionPoolMirror, Reports: true,
 			Description: "write the NodePool's rotation mirror, only while the anchor names this rotation: active-rotation-state=draining (optionally draining-at, surge-wait and surge-node, once each), or =expired, which only one pass can write (it elects the pass that announces the expiry)",
 			Args:        map[string]engine.ArgSpec{"state": str("draining", "expired"), "drainingAt": flag, "surgeWait": flag, "surgeNode": flag}},
 		run: poolMirror,
@@ -80,33 +80,34 @@ func anchorWrite(ctx context.Context, p *Pass, args map[string]any) (Result, err
 // clears the rotation-scoped set. Only the pass that released announces.
 func anchorRelease(ctx context.Context, p *Pass, _ map[string]any) (Result, error) {
 	np := p.pool()
-	vals := map[string]string{}
+	var rel *Released
 	out, err := p.write(ctx, np, func() (bool, error) {
 		a := np.Annotations
 		if a[v1alpha1.AnnotationActiveRotation] != p.Targets.Claim {
 			return false, nil
 		}
-		vals["outcome"] = "expired"
+		rel = &Released{Outcome: ReleasedExpired, DrainingAt: a[v1alpha1.AnnotationDrainingAt], SurgeWait: a[v1alpha1.AnnotationSurgeWait],
+			SurgeNode: a[v1alpha1.AnnotationSurgeNode], Mode: a[v1alpha1.AnnotationRotationMode]}
 		switch a[v1alpha1.AnnotationActiveRotationState] {
 		case v1alpha1.StateExpired:
 			// the pass that recorded the expiry announced it; a pass on a
 			// cache that missed the record releases without a word
-			vals["outcome"] = "recorded"
+			rel.Outcome = ReleasedRecorded
 		case v1alpha1.StateDraining:
-			vals["outcome"] = "success"
+			rel.Outcome = ReleasedSuccess
 			conditional.SetAnnotation(np, v1alpha1.AnnotationLastRotationAt, p.stamp())
 			if took, ok := surgeRotationTook(a, p.Targets.Now); ok {
 				conditional.SetAnnotation(np, v1alpha1.AnnotationRecentRotations, v1alpha1.AppendRecentRotation(a[v1alpha1.AnnotationRecentRotations], took))
 			}
 		}
-		vals["drainingAt"] = a[v1alpha1.AnnotationDrainingAt]
-		vals["surgeWait"] = a[v1alpha1.AnnotationSurgeWait]
-		vals["surgeNode"] = a[v1alpha1.AnnotationSurgeNode]
-		vals["mode"] = a[v1alpha1.AnnotationRotationMode]
 		conditional.DeleteAnnotations(np, v1alpha1.RotationScoped...)
 		return true, nil
 	})
-	return Result{Outcome: out, Did: "release anchor " + p.Targets.Claim + ": " + string(out) + " " + vals["outcome"], Values: vals}, err
+	if out != Claimed {
+		// only the releasing pass reads an outcome: a raced release has none
+		return Result{Outcome: out, Did: "release anchor " + p.Targets.Claim + ": " + string(out)}, err
+	}
+	return Result{Outcome: out, Did: "release anchor " + p.Targets.Claim + ": " + string(out) + " " + rel.Outcome, Released: rel}, err
 }
 
 // surgeRotationTook is a successful surge rotation's surge wait plus drain
@@ -260,5 +261,5 @@ func readopt(ctx context.Context, p *Pass) (Result, error) {
 		conditional.SetAnnotation(np, v1alpha1.AnnotationActiveRotationState, mirror)
 		return true, nil
 	})
-	return Result{Outcome: out, Did: "re-adopt " + c.Name + " (" + state + "): " + string(out), Values: map[string]string{"state": state}}, err
+	return Result{Outcome: out, Did: "re-adopt " + c.Name + " (" + state + "): " + string(out), Readopted: state}, err
 }

@@ -53,7 +53,7 @@ func TestAnchorReleaseReadsTheOutcomeFromTheFreshCopy(t *testing.T) {
 			name:     "mirror on the fresh copy: success",
 			observed: ann(keyAnchor, claimA), // the observation predates the mirror
 			fresh: ann(keyAnchor, claimA, keyMirror, "draining", keyDraining, "2026-11-30T09:00:00Z",
-				keySurgeWait, "4m0s", keyMode, "forceful-fallback"),
+				keySurgeWait, "4m0s", keySurgeNode, "node-b", keyMode, "forceful-fallback"),
 			want: "success", lastRotation: nowStamp,
 		},
 		{
@@ -77,12 +77,13 @@ func TestAnchorReleaseReadsTheOutcomeFromTheFreshCopy(t *testing.T) {
 			if err != nil || res.Outcome != Claimed {
 				t.Fatalf("%s %v", res.Outcome, err)
 			}
-			if res.Values["outcome"] != tc.want {
-				t.Fatalf("outcome %q, want %q", res.Values["outcome"], tc.want)
+			if res.Released == nil || res.Released.Outcome != tc.want {
+				t.Fatalf("released %+v, want outcome %q", res.Released, tc.want)
 			}
-			for k, v := range map[string]string{"drainingAt": tc.fresh[keyDraining], "surgeWait": tc.fresh[keySurgeWait], "mode": tc.fresh[keyMode]} {
-				if res.Values[k] != v {
-					t.Errorf("Values[%s] = %q, want %q (the fresh copy's)", k, res.Values[k], v)
+			rel := res.Released
+			for k, got := range map[string]string{keyDraining: rel.DrainingAt, keySurgeWait: rel.SurgeWait, keyMode: rel.Mode, keySurgeNode: rel.SurgeNode} {
+				if got != tc.fresh[k] {
+					t.Errorf("released %s = %q, want %q (the fresh copy's)", k, got, tc.fresh[k])
 				}
 			}
 			a := e.pool(poolName).Annotations
@@ -100,8 +101,8 @@ func TestAnchorReleaseRacedReportsNoOutcome(t *testing.T) {
 	if err != nil || res.Outcome != Raced {
 		t.Fatalf("%s %v", res.Outcome, err)
 	}
-	if res.Values["outcome"] != "" {
-		t.Fatalf("a raced release reports outcome %q: only the releasing pass may announce one", res.Values["outcome"])
+	if res.Released != nil {
+		t.Fatalf("a raced release reports %+v: only the releasing pass may announce an outcome", res.Released)
 	}
 	wantAnn(t, "pool", e.pool(poolName).Annotations, ann(keyAnchor, "claim-other", keyMirror, "draining", keyLastRot, ""))
 }
@@ -116,8 +117,8 @@ func TestAnchorClearLastFailureAt(t *testing.T) {
 		mode      any // the lastFailureAt argument; nil when absent
 		poolValue string
 		claimAnn  map[string]string
-		earlier   []Result // what earlier steps of the pass reported
-		want      string   // "" means absent
+		written   map[string]string // the claim's annotations as an earlier write of the pass left them
+		want      string            // "" means absent
 	}{
 		{name: "absent: not stamped", poolValue: "", want: ""},
 		{name: "absent: the pool's kept", poolValue: earlier, want: earlier},
@@ -132,7 +133,7 @@ func TestAnchorClearLastFailureAt(t *testing.T) {
 		{
 			name: "max: this pass's failure write wins over the observed claim", mode: "max", poolValue: earlier,
 			claimAnn: ann(keyFailed, earlier),
-			earlier:  []Result{{Action: "claim-state", Outcome: Claimed, Values: map[string]string{"claim:" + keyFailed: later}}},
+			written:  ann(keyFailed, later),
 			want:     later,
 		},
 	} {
@@ -143,7 +144,7 @@ func TestAnchorClearLastFailureAt(t *testing.T) {
 			}
 			e := newEnv(t, mkPool(poolName, pa), mkClaim(claimA, tc.claimAnn))
 			p := e.pass(e.targets())
-			p.Results = tc.earlier
+			holdWritten(p, tc.written)
 			args := map[string]any{}
 			if tc.mode != nil {
 				args["lastFailureAt"] = tc.mode
@@ -197,7 +198,7 @@ func TestPoolMirror(t *testing.T) {
 		args     map[string]any
 		pool     map[string]string
 		claim    map[string]string
-		earlier  []Result
+		written  map[string]string
 		want     map[string]string
 		noWrites bool
 	}{
@@ -219,7 +220,7 @@ func TestPoolMirror(t *testing.T) {
 		{
 			name: "surge-wait from the started-at this pass stamped", args: map[string]any{"surgeWait": true},
 			pool:    ann(keyAnchor, claimA),
-			earlier: []Result{{Action: "claim-state", Outcome: Claimed, Values: map[string]string{"claim:" + keyStarted: "2026-11-30T09:59:00Z"}}},
+			written: ann(keyStarted, "2026-11-30T09:59:00Z"),
 			want:    ann(keyMirror, "draining", keySurgeWait, "1m0s"),
 		},
 		{
@@ -236,7 +237,7 @@ func TestPoolMirror(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, mkPool(poolName, tc.pool), mkClaim(claimA, tc.claim))
 			p := e.pass(e.targets())
-			p.Results = tc.earlier
+			holdWritten(p, tc.written)
 			res, err := step(p, "pool-mirror", tc.args)
 			if err != nil || res.Outcome != Claimed {
 				t.Fatalf("%s %v", res.Outcome, err)

@@ -2,7 +2,7 @@ package actions
 
 import (
 	"context"
-	"fmt"
+	"slices"
 
 	"github.com/noderotation/node-rotation-controller/engine"
 )
@@ -53,29 +53,25 @@ var Announcements = []Announcement{
 }
 
 var announceAction = action{
-	spec: engine.ActionSpec{Name: "announce", Role: engine.RoleAnnounce,
+	spec: engine.ActionSpec{Name: ActionAnnounce, Role: engine.RoleAnnounce,
 		Description: "tell the operator what the write before it earned: the metric, Event and log line of docs/observability.md for what; with onlyIfChanged, only when the step before it changed something in this pass",
 		Args:        map[string]engine.ArgSpec{"what": required(str(names(Announcements)...)), "onlyIfChanged": flag}},
 	run: announce,
 }
 
-// announce hands the announcement to the reconciler's hook; it writes
-// nothing. It needs no confirmed election: an announcement an electing
-// write earns follows one that changes its object (the server answered
-// it); PlaceholderCreated, DrainStarted and StrandedRepaired follow a create
-// or delete only one pass can make (onlyIfChanged); the others
-// (SurgeWaiting, the idle findings) are said once by the announcer's own
-// memory. Without a hook (a dry run) it only records the step.
-func announce(ctx context.Context, p *Pass, args map[string]any) (Result, error) {
+// announce records what the step earned; it writes nothing, and the
+// reconciler announces it after the pass has acted (Run returns it). It
+// needs no confirmed election: an announcement an electing write earns
+// follows one that changes its object (the server answered it);
+// PlaceholderCreated, DrainStarted and StrandedRepaired follow a create or
+// delete only one pass can make (onlyIfChanged); the others (SurgeWaiting,
+// the idle findings) are said once by the announcer's own memory.
+func announce(_ context.Context, p *Pass, args map[string]any) (Result, error) {
 	what, _ := args["what"].(string)
 	if args["onlyIfChanged"] == true && !changedBefore(p.Results) {
 		return Result{Outcome: Done, Did: "not announced " + what + ": the step before it changed nothing"}, nil
 	}
-	if p.Announce != nil {
-		if err := p.Announce(ctx, Announcement(what), p.Results); err != nil {
-			return Result{}, fmt.Errorf("announcing %s: %w", what, err)
-		}
-	}
+	p.earned = append(p.earned, Earned{What: Announcement(what), Before: slices.Clone(p.Results)})
 	return Result{Outcome: Done, Did: "announced " + what}, nil
 }
 
@@ -91,7 +87,7 @@ func names(as []Announcement) []string {
 // (announcements aside) changed something.
 func changedBefore(results []Result) bool {
 	for i := len(results) - 1; i >= 0; i-- {
-		if results[i].Action != "announce" {
+		if results[i].Action != ActionAnnounce {
 			return results[i].Changed
 		}
 	}

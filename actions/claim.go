@@ -21,7 +21,7 @@ var ClaimStates = []string{"none", "pending", "draining", "failed", "expired"}
 // The writes on the old NodeClaim and the induced surge NodeClaim.
 var (
 	claimStateAction = action{
-		spec: engine.ActionSpec{Name: "claim-state", Reports: true,
+		spec: engine.ActionSpec{Name: ActionClaimState, Reports: true,
 			Description: "write the old NodeClaim's noderotation.io/state (to none removes it), accepting only the listed pre-states (from absent: unconditional) and, with notDeleting, only a claim whose delete was not issued; with failureReason, records why the attempt failed (timeout: Timeout; unservable: the Unschedulable or LaunchFailed Karpenter said) and drops an operator's rotate-next, as the attempt it asked for has ended; reports claimed, raced or gone",
 			Args: map[string]engine.ArgSpec{
 				"from": list(ClaimStates...), "to": required(str(ClaimStates...)),
@@ -32,15 +32,15 @@ var (
 		run: claimState,
 	}
 	claimDeleteAction = action{
-		spec: engine.ActionSpec{Name: "claim-delete", Description: "delete the old NodeClaim (Karpenter's voluntary path; PDBs apply)"},
+		spec: engine.ActionSpec{Name: ActionClaimDelete, Description: "delete the old NodeClaim (Karpenter's voluntary path; PDBs apply)"},
 		run:  claimDelete,
 	}
 	surgeClaimPersistAction = action{
-		spec: engine.ActionSpec{Name: "surge-claim-persist", Description: "record the induced surge NodeClaim on the old claim once the placeholder's node is observable"},
+		spec: engine.ActionSpec{Name: ActionSurgeClaimPersist, Description: "record the induced surge NodeClaim on the old claim once the placeholder's node is observable"},
 		run:  surgeClaimPersist,
 	}
 	surgeClaimReapAction = action{
-		spec: engine.ActionSpec{Name: "surge-claim-reap", Description: "delete the induced surge NodeClaim, only if created after started-at and its node hosts nothing but the placeholder and DaemonSet Pods"},
+		spec: engine.ActionSpec{Name: ActionSurgeClaimReap, Description: "delete the induced surge NodeClaim, only if created after started-at and its node hosts nothing but the placeholder and DaemonSet Pods"},
 		run:  surgeClaimReap,
 	}
 )
@@ -93,13 +93,12 @@ func claimState(ctx context.Context, p *Pass, args map[string]any) (Result, erro
 		}
 		return true, nil
 	})
-	vals := map[string]string{}
-	if out == Claimed {
-		for _, k := range []string{v1alpha1.AnnotationState, v1alpha1.AnnotationStartedAt, v1alpha1.AnnotationFailedAt, v1alpha1.AnnotationRetryCount, v1alpha1.AnnotationSurgeClaim, v1alpha1.AnnotationFailureReason} {
-			vals["claim:"+k] = c.Annotations[k]
-		}
+	res := Result{Outcome: out, Did: fmt.Sprintf("claim %s state → %s: %s", p.Targets.Claim, to, out)}
+	if out == Claimed && args["stampFailedAt"] == true {
+		a := c.Annotations
+		res.Failure = &Failure{Reason: a[v1alpha1.AnnotationFailureReason], FailedAt: a[v1alpha1.AnnotationFailedAt], RetryCount: a[v1alpha1.AnnotationRetryCount]}
 	}
-	return Result{Outcome: out, Did: fmt.Sprintf("claim %s state → %s: %s", p.Targets.Claim, to, out), Values: vals}, err
+	return res, err
 }
 
 // failureReason is the reason a failure write records: Timeout for the

@@ -123,19 +123,17 @@ func TestClaimState(t *testing.T) {
 			}
 			got := e.claim(claimA).Annotations
 			wantAnn(t, "claim", got, tc.want)
-			// Values: only a claimed write produces them, and they are the
-			// annotations it wrote.
-			if tc.out != Claimed {
-				if len(res.Values) != 0 {
-					t.Fatalf("a raced write produced values %v", res.Values)
+			// The failure record: only a claimed failure write (one that
+			// stamps failed-at) reports one, and it is what it wrote.
+			if tc.out != Claimed || tc.args["stampFailedAt"] != true {
+				if res.Failure != nil {
+					t.Fatalf("reported a failure record %+v: only a claimed failure write does", res.Failure)
 				}
 				return
 			}
-			for _, k := range []string{keyState, keyStarted, keyFailed, keyRetry, keySurge, keyReason} {
-				v, ok := res.Values["claim:"+k]
-				if !ok || v != got[k] {
-					t.Errorf("Values[claim:%s] = %q (present %v), want %q", k, v, ok, got[k])
-				}
+			want := Failure{Reason: got[keyReason], FailedAt: got[keyFailed], RetryCount: got[keyRetry]}
+			if res.Failure == nil || *res.Failure != want {
+				t.Errorf("failure record %+v, want %+v (the annotations written)", res.Failure, want)
 			}
 		})
 	}

@@ -19,9 +19,9 @@ func TestSecondWriteOfAnObjectLocksOnTheFirstsResponse(t *testing.T) {
 		{Action: "window-stamp"},
 		{Action: "anchor-write", Elect: true, Args: map[string]any{"mode": "surge"}},
 	}}
-	owned, err := Run(ctxb, p, d)
-	if err != nil || !owned {
-		t.Fatalf("owned %v err %v", owned, err)
+	ran, err := Run(ctxb, p, d)
+	if err != nil || !ran.Owned {
+		t.Fatalf("ran %+v err %v", ran, err)
 	}
 	if e.gets != 0 || len(e.bodies) != 2 {
 		t.Fatalf("%d reads, patches %v; want 0 reads, 2 patches", e.gets, e.bodies)
@@ -38,9 +38,9 @@ func TestNoOpElectionIsConfirmedBeforeAnUnguardedEffect(t *testing.T) {
 	e := newEnv(t, mkPool(poolName, ann(keyAnchor, claimA, keyMirror, "pending")), mkClaim(claimA, ann(keyState, "pending", keyStarted, "2026-11-30T09:00:00Z")))
 	targets := e.targets()
 	targets.NewPlaceholder = newPlaceholder()
-	owned, err := Run(ctxb, e.pass(targets), pendingCreate())
-	if err != nil || !owned {
-		t.Fatalf("owned %v err %v", owned, err)
+	ran, err := Run(ctxb, e.pass(targets), pendingCreate())
+	if err != nil || !ran.Owned {
+		t.Fatalf("ran %+v err %v", ran, err)
 	}
 	want := []string{"patch NodeClaim/" + claimA, "create Pod/" + phNS + "/ph-" + claimA}
 	if !slices.Equal(e.writes, want) {
@@ -58,9 +58,9 @@ func TestStaleNoOpElectionCreatesNothing(t *testing.T) {
 	targets := e.targets()
 	targets.NewPlaceholder = newPlaceholder()
 	update(t, e.base, mkClaim(claimA, nil), func(c *karpv1.NodeClaim) { c.Annotations[keyState] = "failed" })
-	owned, err := Run(ctxb, e.pass(targets), pendingCreate())
-	if !errors.Is(err, ErrStale) || owned {
-		t.Fatalf("owned %v err %v, want stale", owned, err)
+	ran, err := Run(ctxb, e.pass(targets), pendingCreate())
+	if !errors.Is(err, ErrStale) || ran.Owned {
+		t.Fatalf("ran %+v err %v, want stale", ran, err)
 	}
 	if !slices.Equal(e.writes, []string{"patch NodeClaim/" + claimA}) {
 		t.Fatalf("writes %v, want only the refused confirmation", e.writes)
@@ -75,8 +75,8 @@ func TestWrittenElectionNeedsNoConfirmation(t *testing.T) {
 	e := newEnv(t, mkPool(poolName, ann(keyAnchor, claimA, keyMirror, "pending")), mkClaim(claimA, nil))
 	targets := e.targets()
 	targets.NewPlaceholder = newPlaceholder()
-	if owned, err := Run(ctxb, e.pass(targets), pendingCreate()); err != nil || !owned {
-		t.Fatalf("owned %v err %v", owned, err)
+	if ran, err := Run(ctxb, e.pass(targets), pendingCreate()); err != nil || !ran.Owned {
+		t.Fatalf("ran %+v err %v", ran, err)
 	}
 	if len(e.writes) != 2 || e.writes[1] != "create Pod/"+phNS+"/ph-"+claimA {
 		t.Fatalf("writes %v, want the claim's write and the create", e.writes)
@@ -154,8 +154,8 @@ func TestConfirmedElectionIsNotConfirmedAgain(t *testing.T) {
 		{Action: "claim-state", Elect: true, Args: map[string]any{"from": []any{"pending"}, "to": "draining"}},
 		{Action: "placeholder-delete"},
 	}}
-	if owned, err := Run(ctxb, e.pass(targets), d); err != nil || !owned {
-		t.Fatalf("owned %v err %v", owned, err)
+	if ran, err := Run(ctxb, e.pass(targets), d); err != nil || !ran.Owned {
+		t.Fatalf("ran %+v err %v", ran, err)
 	}
 	want := []string{"patch NodeClaim/" + claimA, "patch NodePool/" + poolName, "patch NodeClaim/" + claimA, "delete Pod/" + phNS + "/ph-" + claimA}
 	if !slices.Equal(e.writes, want) {

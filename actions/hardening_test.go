@@ -48,15 +48,15 @@ func TestPlaceholderEnsureAlreadyExistsIsUnchanged(t *testing.T) {
 // changed something.
 func TestAnnounceOnlyIfChanged(t *testing.T) {
 	for _, changed := range []bool{true, false} {
-		var said []Announcement
-		p := &Pass{Announce: func(_ context.Context, w Announcement, _ []Result) error { said = append(said, w); return nil }}
+		p := &Pass{}
 		p.Results = []Result{{Action: "claim-delete", Changed: changed}, {Action: "announce"}}
 		d := engine.Decision{Transition: "t", Steps: []engine.Step{{Action: "announce", Args: map[string]any{"what": "DrainStarted", "onlyIfChanged": true}}}}
-		if _, err := Run(context.Background(), p, d); err != nil {
+		ran, err := Run(context.Background(), p, d)
+		if err != nil {
 			t.Fatal(err)
 		}
-		if (len(said) == 1) != changed {
-			t.Errorf("after a step that changed %v: said %v", changed, said)
+		if (len(ran.Earned) == 1) != changed {
+			t.Errorf("after a step that changed %v: earned %v", changed, ran.Earned)
 		}
 	}
 }
@@ -103,8 +103,8 @@ func TestDrainingMirrorRecordsTheSurgeNode(t *testing.T) {
 func TestAnchorReleaseOfARecordedExpiry(t *testing.T) {
 	e := newEnv(t, mkPool(poolName, ann(keyAnchor, claimA, keyMirror, "expired")))
 	res, err := step(e.pass(e.targets()), "anchor-release", nil)
-	if err != nil || res.Outcome != Claimed || res.Values["outcome"] != "recorded" {
-		t.Fatalf("%s %v outcome %q, want claimed and recorded", res.Outcome, err, res.Values["outcome"])
+	if err != nil || res.Outcome != Claimed || res.Released == nil || res.Released.Outcome != ReleasedRecorded {
+		t.Fatalf("%s %v released %+v, want claimed and recorded", res.Outcome, err, res.Released)
 	}
 	wantAnn(t, "pool", e.pool(poolName).Annotations, ann(keyAnchor, "", keyMirror, "", keyLastRot, ""))
 }

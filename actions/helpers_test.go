@@ -370,6 +370,7 @@ const (
 	keyMirror     = v1alpha1.AnnotationActiveRotationState
 	keyDraining   = v1alpha1.AnnotationDrainingAt
 	keySurgeWait  = v1alpha1.AnnotationSurgeWait
+	keySurgeNode  = v1alpha1.AnnotationSurgeNode
 	keyMode       = v1alpha1.AnnotationRotationMode
 	keyState      = v1alpha1.AnnotationState
 	keyStarted    = v1alpha1.AnnotationStartedAt
@@ -387,6 +388,17 @@ const (
 	keyLastFail   = v1alpha1.AnnotationLastFailureAt
 	keyLastRot    = v1alpha1.AnnotationLastRotationAt
 )
+
+// holdWritten makes the rotation claim with these annotations the pass's
+// newest copy, as a write earlier in the pass would (nothing when nil).
+func holdWritten(p *Pass, annotations map[string]string) {
+	if annotations == nil {
+		return
+	}
+	c := mkClaim(p.Targets.Claim, annotations)
+	c.ResourceVersion = "999"
+	p.hold(c)
+}
 
 // wantAnn checks the annotations named in want ("" means absent).
 func wantAnn(t *testing.T, what string, got map[string]string, want map[string]string) {

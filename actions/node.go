@@ -3,7 +3,6 @@ package actions
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -17,20 +16,20 @@ import (
 // The node markers of a rotation (docs/design.md#surge).
 var (
 	freezeAction = action{
-		spec: engine.ActionSpec{Name: "freeze", Description: "karpenter.sh/do-not-disrupt=true plus do-not-disrupt-owned (only when we set it) and surge-for on a node",
+		spec: engine.ActionSpec{Name: ActionFreeze, Description: "karpenter.sh/do-not-disrupt=true plus do-not-disrupt-owned (only when we set it) and surge-for on a node",
 			Args: map[string]engine.ArgSpec{"node": required(str("old", "surgeHost"))}},
 		run: freeze,
 	}
 	unfreezeAction = action{
-		spec: engine.ActionSpec{Name: "unfreeze", Description: "remove our do-not-disrupt (by the owned marker) and surge-for from every node paired with the rotation"},
+		spec: engine.ActionSpec{Name: ActionUnfreeze, Description: "remove our do-not-disrupt (by the owned marker) and surge-for from every node paired with the rotation"},
 		run:  unfreeze,
 	}
 	cordonAction = action{
-		spec: engine.ActionSpec{Name: "cordon", Description: "set spec.unschedulable on the old node with our cordoned marker, unless someone else cordoned it"},
+		spec: engine.ActionSpec{Name: ActionCordon, Description: "set spec.unschedulable on the old node with our cordoned marker, unless someone else cordoned it"},
 		run:  cordon,
 	}
 	uncordonAction = action{
-		spec: engine.ActionSpec{Name: "uncordon", Description: "undo our cordon of the old node (by the cordoned marker only)"},
+		spec: engine.ActionSpec{Name: ActionUncordon, Description: "undo our cordon of the old node (by the cordoned marker only)"},
 		run:  uncordon,
 	}
 )
@@ -108,7 +107,7 @@ func unfreeze(ctx context.Context, p *Pass, _ map[string]any) (Result, error) {
 		p.hold(n)
 		names = append(names, n.Name)
 	}
-	return Result{Outcome: Done, Did: fmt.Sprintf("unfroze %v", names), Values: map[string]string{"nodes": strings.Join(names, " ")}}, nil
+	return Result{Outcome: Done, Did: fmt.Sprintf("unfroze %v", names), Unfrozen: names}, nil
 }
 
 // cordon sets spec.unschedulable on the old node with our marker, unless

@@ -127,16 +127,16 @@ func TestUnfreeze(t *testing.T) {
 		t.Fatal("another rotation's pairing removed")
 	}
 	wantAnn(t, "free", e.node("node-free").Annotations, ann(keyDND, "true", keyOwned, "true"))
-	if got := strings.Fields(res.Values["nodes"]); len(got) != 2 {
-		t.Fatalf("Values[nodes] = %q, want both paired nodes", res.Values["nodes"])
+	if got := res.Unfrozen; len(got) != 2 {
+		t.Fatalf("unfrozen %q, want both paired nodes", got)
 	}
 
 	// idempotent: nothing is paired any more
 	after := e.state()
 	e.resetLog()
 	res, err = step(e.pass(e.targets()), "unfreeze", nil)
-	if err != nil || res.Values["nodes"] != "" || len(e.writes) != 0 || e.state() != after {
-		t.Fatalf("second run: %v %q writes %v", err, res.Values["nodes"], e.writes)
+	if err != nil || len(res.Unfrozen) != 0 || len(e.writes) != 0 || e.state() != after {
+		t.Fatalf("second run: %v %q writes %v", err, res.Unfrozen, e.writes)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -21,12 +22,11 @@ type Pass struct {
 	// against one; every other write decides on the pass's own copy.
 	Fresh   client.Reader
 	Targets Targets
-	// Announce is called at each announce step, in step order, with the
-	// results so far; the reconciler hands it to the announcer. An error
-	// (an announcement nobody implements) stops the pass.
-	Announce func(ctx context.Context, what Announcement, results []Result) error
 	// Results: what each step of this pass reported, in order.
 	Results []Result
+	// earned: the announcements this pass's announce steps earned, in
+	// order (Run returns each decision's share).
+	earned []Earned
 
 	// held is the newest copy of each object the pass observed or wrote
 	// (copies.go); stale is set once a write met a newer object.
@@ -58,7 +58,11 @@ const (
 	Done    = Outcome("done") // an unconditional step did its work (or found it done)
 )
 
-// Result is what one step reports.
+// Result is what one step reports. Besides the outcome, a step that earns
+// an announcement reports what the announcement reads of its write in a
+// typed field of its own (nil or empty from every other step); a later
+// step never reads these, it reads the pass's held copy of the object
+// (copies.go).
 type Result struct {
 	Action  string
 	Outcome Outcome
@@ -67,8 +71,65 @@ type Result struct {
 	// Changed: the step's create or delete took effect in this pass (an
 	// announce step with onlyIfChanged speaks only after one).
 	Changed bool
-	// Values the announcements read (e.g. retry-count, outcome, drainingAt).
-	Values map[string]string
+
+	// Failure: the failure record a claimed claim-state write left on the
+	// claim (RotationFailed reads it).
+	Failure *Failure
+	// Released: what a claimed anchor-release read from the copy its
+	// write was locked on (RotationCompleted reads it).
+	Released *Released
+	// Readopted: the state of the claim a claimed re-adopting anchor-write
+	// anchored (AnchorRestored).
+	Readopted string
+	// Repaired and FailedClaims: what repair-stranded did, and the claims
+	// it failed (StrandedRepaired).
+	Repaired     string
+	FailedClaims []string
+	// WindowOpenedAt: the stamp window-clear observed (WindowMissed).
+	WindowOpenedAt string
+	// Unfrozen: the nodes unfreeze released, in list order (the surge host
+	// of a completion whose pool recorded none).
+	Unfrozen []string
+}
+
+// Failure is the failure record a claim-state write left on the claim, as
+// written: noderotation.io/failure-reason, failed-at and retry-count.
+type Failure struct {
+	Reason, FailedAt, RetryCount string
+}
+
+// Released is what anchor-release read from the pool copy its write was
+// locked on: the outcome (success, expired, or recorded when the pass
+// that recorded the expiry already announced it) and the rotation's
+// figures as the pool carried them, unparsed.
+type Released struct {
+	Outcome                                string
+	DrainingAt, SurgeWait, SurgeNode, Mode string
+}
+
+// The outcomes anchor-release reads.
+const (
+	ReleasedSuccess  = "success"
+	ReleasedExpired  = "expired"
+	ReleasedRecorded = "recorded"
+)
+
+// Earned is an announcement an announce step earned, with what the pass's
+// steps reported before it: the announcer reads the typed fields of those
+// results, never the objects the steps wrote.
+type Earned struct {
+	What   Announcement
+	Before []Result
+}
+
+// Ran is what running one decision's steps came to.
+type Ran struct {
+	// Owned: every electing step won; false when one lost (the pass stops)
+	// or a step failed.
+	Owned bool
+	// Earned: the announcements the steps earned, in step order, complete
+	// up to the step that stopped the run (docs/design.md#announcements).
+	Earned []Earned
 }
 
 // Won reports whether this pass owns what the step wrote.
@@ -121,44 +182,42 @@ func Catalog() engine.Catalog {
 	return c
 }
 
-// Run executes a decision's steps in order. An electing step that does not
-// win stops the pass (owned reports false); an error stops it too and is
-// returned wrapped with the transition and step.
-func Run(ctx context.Context, p *Pass, d engine.Decision) (owned bool, err error) {
+// Run executes a decision's steps in order and returns the announcements
+// they earned: an announce step writes nothing, it records what it earned,
+// and the reconciler announces after the pass has acted — also when Run
+// stops on an error, so what a write earned before the failing step is
+// said once, by this pass. An electing step that does not win stops the
+// run (Owned false); an error stops it too and is returned wrapped with
+// the transition and step.
+func Run(ctx context.Context, p *Pass, d engine.Decision) (Ran, error) {
+	before := len(p.earned)
+	ran := func(owned bool) Ran { return Ran{Owned: owned, Earned: slices.Clip(p.earned[before:])} }
 	for i, st := range d.Steps {
 		run, ok := registry[st.Action]
 		if !ok {
-			return false, fmt.Errorf("transition %s step %d: action %q is not implemented", d.Transition, i+1, st.Action)
+			return ran(false), fmt.Errorf("transition %s step %d: action %q is not implemented", d.Transition, i+1, st.Action)
 		}
 		p.electing = st.Elect
 		res, err := run(ctx, p, st.Args)
 		res.Action = st.Action
 		p.Results = append(p.Results, res)
 		if err != nil {
-			return false, fmt.Errorf("transition %s step %d (%s): %w", d.Transition, i+1, st.Action, err)
+			return ran(false), fmt.Errorf("transition %s step %d (%s): %w", d.Transition, i+1, st.Action, err)
 		}
 		if p.stale {
-			return false, fmt.Errorf("transition %s step %d (%s): %w", d.Transition, i+1, st.Action, ErrStale)
+			return ran(false), fmt.Errorf("transition %s step %d (%s): %w", d.Transition, i+1, st.Action, ErrStale)
 		}
 		if st.Elect && !res.Won() {
-			return false, nil
+			return ran(false), nil
 		}
 	}
-	return true, nil
+	return ran(true), nil
 }
 
-// claimAnnotation reads the rotation claim's annotation as last written in
-// this pass, or as observed.
+// claimAnnotation reads the rotation claim's annotation on the pass's
+// newest copy: as this pass last wrote it, or as observed.
 func (p *Pass) claimAnnotation(key string) string {
-	for i := len(p.Results) - 1; i >= 0; i-- {
-		if v, ok := p.Results[i].Values["claim:"+key]; ok {
-			return v
-		}
-	}
-	if p.Targets.ClaimObject == nil {
-		return ""
-	}
-	return p.Targets.ClaimObject.Annotations[key]
+	return p.claim(p.Targets.Claim).Annotations[key]
 }
 
 // write is a conditional write decided on obj, the pass's newest copy of

@@ -1,7 +1,6 @@
 package actions
 
 import (
-	"context"
 	"errors"
 	"slices"
 	"strings"
@@ -15,19 +14,18 @@ import (
 	"github.com/noderotation/node-rotation-controller/rules"
 )
 
-// announced records what the announce hook was handed.
+// announced is an earned announcement as the tests read it.
 type announced struct {
 	what    Announcement
 	results []Result
 }
 
-func recordAnnouncements(p *Pass, err error) *[]announced {
-	var got []announced
-	p.Announce = func(_ context.Context, what Announcement, results []Result) error {
-		got = append(got, announced{what, slices.Clone(results)})
-		return err
+func announcedOf(ran Ran) []announced {
+	got := make([]announced, len(ran.Earned))
+	for i, e := range ran.Earned {
+		got[i] = announced{e.What, e.Before}
 	}
-	return &got
+	return got
 }
 
 func decision(id string, steps ...engine.Step) engine.Decision {
@@ -37,17 +35,16 @@ func decision(id string, steps ...engine.Step) engine.Decision {
 func TestRunStopsWhenAnElectingStepLoses(t *testing.T) {
 	e := newEnv(t, mkPool(poolName, ann(keyAnchor, claimA)), mkClaim(claimA, ann(keyState, "pending")))
 	p := e.pass(e.targets())
-	got := recordAnnouncements(p, nil)
-	owned, err := Run(ctxb, p, decision("failed.force-expiry",
+	ran, err := Run(ctxb, p, decision("failed.force-expiry",
 		engine.Step{Action: "claim-state", Elect: true, Args: map[string]any{"from": []any{"failed"}, "to": "expired"}},
 		engine.Step{Action: "announce", Args: map[string]any{"what": "RotationExpired"}},
 		engine.Step{Action: "anchor-clear"},
 	))
-	if err != nil || owned {
-		t.Fatalf("owned %v err %v, want a lost election", owned, err)
+	if err != nil || ran.Owned {
+		t.Fatalf("ran %+v err %v, want a lost election", ran, err)
 	}
-	if len(*got) != 0 {
-		t.Fatalf("announced %v after losing", *got)
+	if got := announcedOf(ran); len(got) != 0 {
+		t.Fatalf("announced %v after losing", got)
 	}
 	if len(p.Results) != 1 || p.Results[0].Action != "claim-state" || p.Results[0].Outcome != Raced {
 		t.Fatalf("results %+v", p.Results)
@@ -62,17 +59,16 @@ func TestRunANonElectingRaceContinues(t *testing.T) {
 	// a claim already reset does not stop the anchor clear.
 	e := newEnv(t, mkPool(poolName, ann(keyAnchor, claimA)), mkClaim(claimA, nil))
 	p := e.pass(e.targets())
-	got := recordAnnouncements(p, nil)
-	owned, err := Run(ctxb, p, decision("draining.governance-lost",
+	ran, err := Run(ctxb, p, decision("draining.governance-lost",
 		engine.Step{Action: "claim-state", Args: map[string]any{"from": []any{"draining"}, "to": "none"}},
 		engine.Step{Action: "anchor-clear", Elect: true},
 		engine.Step{Action: "announce", Args: map[string]any{"what": "GovernanceLost"}},
 	))
-	if err != nil || !owned {
-		t.Fatalf("owned %v err %v", owned, err)
+	if err != nil || !ran.Owned {
+		t.Fatalf("ran %+v err %v", ran, err)
 	}
-	if len(*got) != 1 || (*got)[0].what != GovernanceLost {
-		t.Fatalf("announced %+v", *got)
+	if got := announcedOf(ran); len(got) != 1 || got[0].what != GovernanceLost {
+		t.Fatalf("announced %+v", got)
 	}
 	if e.pool(poolName).Annotations[keyAnchor] != "" {
 		t.Fatal("anchor not cleared")
@@ -82,32 +78,31 @@ func TestRunANonElectingRaceContinues(t *testing.T) {
 func TestRunElectOnAnUnconditionalStepContinues(t *testing.T) {
 	e := newEnv(t, mkNode(oldNode, nil, nil, true)) // an operator's cordon: cordon's write races
 	p := e.pass(e.targets())
-	owned, err := Run(ctxb, p, decision("t",
+	ran, err := Run(ctxb, p, decision("t",
 		engine.Step{Action: "cordon", Elect: true},
 		engine.Step{Action: "announce", Args: map[string]any{"what": "SurgeWaiting"}},
 	))
-	if err != nil || !owned || len(p.Results) != 2 {
-		t.Fatalf("owned %v err %v results %+v: Done always wins", owned, err, p.Results)
+	if err != nil || !ran.Owned || len(p.Results) != 2 {
+		t.Fatalf("ran %+v err %v results %+v: Done always wins", ran, err, p.Results)
 	}
 }
 
 func TestRunErrorNamesTransitionAndStep(t *testing.T) {
 	e := newEnv(t, mkClaim(claimA, ann(keyState, "pending")))
 	p := e.pass(e.targets()) // no NewPlaceholder: placeholder-ensure errors
-	got := recordAnnouncements(p, nil)
-	owned, err := Run(ctxb, p, decision("pending.create-placeholder",
+	ran, err := Run(ctxb, p, decision("pending.create-placeholder",
 		engine.Step{Action: "claim-state", Elect: true, Args: map[string]any{"from": []any{"none", "pending"}, "to": "pending"}},
 		engine.Step{Action: "placeholder-ensure"},
 		engine.Step{Action: "announce", Args: map[string]any{"what": "PlaceholderCreated"}},
 	))
-	if owned || err == nil {
-		t.Fatalf("owned %v err %v", owned, err)
+	if ran.Owned || err == nil {
+		t.Fatalf("ran %+v err %v", ran, err)
 	}
 	if want := "transition pending.create-placeholder step 2 (placeholder-ensure): placeholder for " + claimA; !strings.HasPrefix(err.Error(), want) {
 		t.Fatalf("error %q, want it to start %q", err, want)
 	}
-	if len(*got) != 0 {
-		t.Fatal("announced after an error")
+	if len(ran.Earned) != 0 {
+		t.Fatal("announced what no step before the error earned")
 	}
 	if len(p.Results) != 2 || p.Results[1].Action != "placeholder-ensure" {
 		t.Fatalf("results %+v: the failed step is recorded", p.Results)
@@ -117,78 +112,82 @@ func TestRunErrorNamesTransitionAndStep(t *testing.T) {
 func TestRunUnknownAction(t *testing.T) {
 	e := newEnv(t)
 	p := e.pass(e.targets())
-	owned, err := Run(ctxb, p, decision("x.y", engine.Step{Action: "announce", Args: map[string]any{"what": "NoCandidate"}}, engine.Step{Action: "drain-everything"}))
-	if owned || err == nil || err.Error() != `transition x.y step 2: action "drain-everything" is not implemented` {
-		t.Fatalf("owned %v err %v", owned, err)
+	ran, err := Run(ctxb, p, decision("x.y", engine.Step{Action: "announce", Args: map[string]any{"what": "NoCandidate"}}, engine.Step{Action: "drain-everything"}))
+	if ran.Owned || err == nil || err.Error() != `transition x.y step 2: action "drain-everything" is not implemented` {
+		t.Fatalf("ran %+v err %v", ran, err)
 	}
 }
 
 func TestRunEmptyDecisionOwns(t *testing.T) {
 	e := newEnv(t)
-	owned, err := Run(ctxb, e.pass(e.targets()), decision("window.open.stamped"))
-	if err != nil || !owned {
-		t.Fatalf("owned %v err %v", owned, err)
+	ran, err := Run(ctxb, e.pass(e.targets()), decision("window.open.stamped"))
+	if err != nil || !ran.Owned {
+		t.Fatalf("ran %+v err %v", ran, err)
 	}
 }
 
 func TestAnnounceHandsTheResultsSoFar(t *testing.T) {
 	e := newEnv(t, mkPool(poolName, nil), mkClaim(claimA, nil))
 	p := e.pass(e.targets())
-	got := recordAnnouncements(p, nil)
-	owned, err := Run(ctxb, p, decision("idle.start",
+	ran, err := Run(ctxb, p, decision("idle.start",
 		engine.Step{Action: "anchor-write", Elect: true, Args: map[string]any{"mode": "forcefulFallback"}},
 		engine.Step{Action: "claim-state", Elect: true, Args: map[string]any{"to": "draining"}},
 		engine.Step{Action: "announce", Args: map[string]any{"what": "ForcefulFallback"}},
 		engine.Step{Action: "announce", Args: map[string]any{"what": "DrainStarted"}},
 	))
-	if err != nil || !owned {
-		t.Fatalf("owned %v err %v", owned, err)
+	if err != nil || !ran.Owned {
+		t.Fatalf("ran %+v err %v", ran, err)
 	}
-	if len(*got) != 2 || (*got)[0].what != ForcefulFallback || (*got)[1].what != DrainStarted {
-		t.Fatalf("announcements %+v", *got)
+	got := announcedOf(ran)
+	if len(got) != 2 || got[0].what != ForcefulFallback || got[1].what != DrainStarted {
+		t.Fatalf("announcements %+v", got)
 	}
-	first := (*got)[0].results
+	first := got[0].results
 	if len(first) != 2 || first[0].Action != "anchor-write" || first[1].Action != "claim-state" {
 		t.Fatalf("first announcement saw %+v", first)
 	}
-	if r, ok := Last(first, "claim-state"); !ok || r.Values["claim:"+keyState] != "draining" {
-		t.Fatalf("claim-state values %+v", r)
+	if r, ok := Last(first, ActionClaimState); !ok || r.Outcome != Claimed {
+		t.Fatalf("claim-state result %+v", r)
 	}
-	if len((*got)[1].results) != 3 || (*got)[1].results[2].Did != "announced ForcefulFallback" {
-		t.Fatalf("second announcement saw %+v", (*got)[1].results)
+	if len(got[1].results) != 3 || got[1].results[2].Did != "announced ForcefulFallback" {
+		t.Fatalf("second announcement saw %+v", got[1].results)
 	}
 }
 
-func TestAnnounceErrorStopsTheRun(t *testing.T) {
+// What a step earned before a later step fails is returned with the error:
+// the reconciler announces it, as the write that earned it landed.
+func TestRunReturnsWhatWasEarnedBeforeAnError(t *testing.T) {
 	e := newEnv(t, mkPool(poolName, ann(keyAnchor, claimA)), mkClaim(claimA, nil))
-	p := e.pass(e.targets())
-	got := recordAnnouncements(p, errors.New("no handler for RotationExpired"))
-	owned, err := Run(ctxb, p, decision("pending.force-expiry",
+	p := e.pass(e.targets()) // no NewPlaceholder: placeholder-ensure errors
+	ran, err := Run(ctxb, p, decision("pending.force-expiry",
 		engine.Step{Action: "claim-state", Elect: true, Args: map[string]any{"from": []any{"none", "pending"}, "to": "expired"}},
 		engine.Step{Action: "announce", Args: map[string]any{"what": "RotationExpired"}},
-		engine.Step{Action: "anchor-clear"},
+		engine.Step{Action: "placeholder-ensure"},
+		engine.Step{Action: "announce", Args: map[string]any{"what": "PlaceholderCreated"}},
 	))
-	if owned || err == nil {
-		t.Fatalf("owned %v err %v", owned, err)
+	if ran.Owned || err == nil || !strings.Contains(err.Error(), "step 3 (placeholder-ensure)") {
+		t.Fatalf("ran %+v err %v, want the third step's error", ran, err)
 	}
-	for _, want := range []string{"step 2 (announce)", "announcing RotationExpired", "no handler for RotationExpired"} {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("error %q lacks %q", err, want)
-		}
+	got := announcedOf(ran)
+	if len(got) != 1 || got[0].what != RotationExpired || len(got[0].results) != 1 || got[0].results[0].Action != ActionClaimState {
+		t.Fatalf("earned %+v, want RotationExpired after the claim-state write alone", got)
 	}
-	if len(*got) != 1 {
-		t.Fatalf("hook called %d times", len(*got))
-	}
-	if e.pool(poolName).Annotations[keyAnchor] != claimA {
-		t.Fatal("anchor-clear ran after the failed announcement")
+	if e.claim(claimA).Annotations[keyState] != "expired" {
+		t.Fatal("the write that earned the announcement did not land")
 	}
 }
 
-func TestAnnounceWithoutAHook(t *testing.T) {
+// An announce step writes nothing and records what it earned; a second
+// decision's Run returns its own share only.
+func TestAnnounceRecordsWhatWasEarned(t *testing.T) {
 	p := &Pass{}
-	res, err := step(p, "announce", map[string]any{"what": "NoCandidate"})
-	if err != nil || res.Outcome != Done || res.Did != "announced NoCandidate" {
-		t.Fatalf("%+v %v", res, err)
+	res, err := step(p, ActionAnnounce, map[string]any{"what": "NoCandidate"})
+	if err != nil || res.Outcome != Done || res.Did != "announced NoCandidate" || len(p.earned) != 1 || p.earned[0].What != NoCandidate {
+		t.Fatalf("%+v %v earned %+v", res, err, p.earned)
+	}
+	ran, err := Run(ctxb, p, decision("window.closed.idle", engine.Step{Action: ActionAnnounce, Args: map[string]any{"what": "SkipHeld"}}))
+	if err != nil || !ran.Owned || len(ran.Earned) != 1 || ran.Earned[0].What != SkipHeld || len(ran.Earned[0].Before) != 1 {
+		t.Fatalf("ran %+v err %v: want SkipHeld alone, after the one earlier result", ran, err)
 	}
 }
 
@@ -319,10 +318,9 @@ func TestShippedReadyTimeoutRollback(t *testing.T) {
 	d := shippedSteps(t, "pending.ready-timeout")
 
 	p := e.pass(targets)
-	got := recordAnnouncements(p, nil)
-	owned, err := Run(ctxb, p, d)
-	if err != nil || !owned {
-		t.Fatalf("owned %v err %v", owned, err)
+	ran, err := Run(ctxb, p, d)
+	if err != nil || !ran.Owned {
+		t.Fatalf("ran %+v err %v", ran, err)
 	}
 	c := e.claim(claimA)
 	wantAnn(t, "claim", c.Annotations, ann(keyState, "failed", keyFailed, nowStamp, keyRetry, "2", keyStarted, "", keySurge, ""))
@@ -340,11 +338,12 @@ func TestShippedReadyTimeoutRollback(t *testing.T) {
 	if !e.exists(ds) {
 		t.Fatal("a DaemonSet Pod was deleted")
 	}
-	if len(*got) != 1 || (*got)[0].what != RotationFailed {
-		t.Fatalf("announcements %+v", *got)
+	got := announcedOf(ran)
+	if len(got) != 1 || got[0].what != RotationFailed {
+		t.Fatalf("announcements %+v", got)
 	}
-	if r, _ := Last((*got)[0].results, "claim-state"); r.Values["claim:"+keyRetry] != "2" {
-		t.Fatalf("RotationFailed reads retry-count %q", r.Values["claim:"+keyRetry])
+	if r, _ := Last(got[0].results, ActionClaimState); r.Failure == nil || *r.Failure != (Failure{Reason: "Timeout", FailedAt: nowStamp, RetryCount: "2"}) {
+		t.Fatalf("RotationFailed reads the failure record %+v", r.Failure)
 	}
 
 	// a second pass that observed the same pending claim: its electing
@@ -353,13 +352,12 @@ func TestShippedReadyTimeoutRollback(t *testing.T) {
 	after := e.state()
 	e.resetLog()
 	p2 := e.pass(targets)
-	got2 := recordAnnouncements(p2, nil)
-	owned, err = Run(ctxb, p2, d)
-	if !errors.Is(err, ErrStale) || owned {
-		t.Fatalf("second pass: owned %v err %v, want stale", owned, err)
+	ran2, err := Run(ctxb, p2, d)
+	if !errors.Is(err, ErrStale) || ran2.Owned {
+		t.Fatalf("second pass: ran %+v err %v, want stale", ran2, err)
 	}
-	if len(*got2) != 0 || !slices.Equal(e.writes, []string{"patch NodeClaim/" + claimA}) || e.state() != after {
-		t.Fatalf("second pass announced %v, wrote %v", *got2, e.writes)
+	if got2 := announcedOf(ran2); len(got2) != 0 || !slices.Equal(e.writes, []string{"patch NodeClaim/" + claimA}) || e.state() != after {
+		t.Fatalf("second pass announced %v, wrote %v", ran2.Earned, e.writes)
 	}
 	if e.bodies[0] != `{"metadata":{"resourceVersion":"`+targets.ClaimObject.ResourceVersion+`"}}` {
 		t.Fatalf("confirmation %s, want the observed resourceVersion alone", e.bodies[0])
@@ -376,13 +374,16 @@ func TestShippedCompletion(t *testing.T) {
 	var announcedOutcomes []string
 	for range 2 {
 		p := e.pass(targets)
-		p.Announce = func(_ context.Context, what Announcement, results []Result) error {
-			r, _ := Last(results, "anchor-release")
-			announcedOutcomes = append(announcedOutcomes, string(what)+" "+r.Values["outcome"]+" "+r.Values["drainingAt"]+" "+r.Values["surgeWait"])
-			return nil
-		}
-		if _, err := Run(ctxb, p, d); err != nil && !errors.Is(err, ErrStale) {
+		ran, err := Run(ctxb, p, d)
+		if err != nil && !errors.Is(err, ErrStale) {
 			t.Fatal(err)
+		}
+		for _, e := range ran.Earned {
+			r, _ := Last(e.Before, ActionAnchorRelease)
+			if r.Released == nil {
+				t.Fatalf("%s earned after a release that read no outcome", e.What)
+			}
+			announcedOutcomes = append(announcedOutcomes, string(e.What)+" "+r.Released.Outcome+" "+r.Released.DrainingAt+" "+r.Released.SurgeWait)
 		}
 	}
 	if want := []string{"RotationCompleted success 2026-11-30T09:50:00Z 2m0s"}; !slices.Equal(announcedOutcomes, want) {
@@ -403,16 +404,16 @@ func TestShippedWindowMissedOnce(t *testing.T) {
 	var all []announced
 	for range 2 {
 		p := e.pass(targets)
-		got := recordAnnouncements(p, nil)
-		if _, err := Run(ctxb, p, d); err != nil && !errors.Is(err, ErrStale) {
+		ran, err := Run(ctxb, p, d)
+		if err != nil && !errors.Is(err, ErrStale) {
 			t.Fatal(err)
 		}
-		all = append(all, *got...)
+		all = append(all, announcedOf(ran)...)
 	}
 	if len(all) != 1 || all[0].what != WindowMissed {
 		t.Fatalf("announcements %+v", all)
 	}
-	if r, _ := Last(all[0].results, "window-clear"); r.Values["windowOpenedAt"] != "2026-11-30T02:00:00Z" {
-		t.Fatalf("window-clear values %v", r.Values)
+	if r, _ := Last(all[0].results, ActionWindowClear); r.WindowOpenedAt != "2026-11-30T02:00:00Z" {
+		t.Fatalf("window-clear result %+v", r)
 	}
 }

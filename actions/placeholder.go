@@ -15,11 +15,11 @@ import (
 // The surge placeholder (docs/design.md#surge).
 var (
 	placeholderEnsureAction = action{
-		spec: engine.ActionSpec{Name: "placeholder-ensure", Description: "create the surge placeholder Pod if it does not exist"},
+		spec: engine.ActionSpec{Name: ActionPlaceholderEnsure, Description: "create the surge placeholder Pod if it does not exist"},
 		run:  placeholderEnsure,
 	}
 	placeholderDeleteAction = action{
-		spec: engine.ActionSpec{Name: "placeholder-delete", Description: "delete the surge placeholder Pod if it exists"},
+		spec: engine.ActionSpec{Name: ActionPlaceholderDelete, Description: "delete the surge placeholder Pod if it exists"},
 		run:  placeholderDelete,
 	}
 )
@@ -46,7 +46,7 @@ func placeholderEnsure(ctx context.Context, p *Pass, _ map[string]any) (Result, 
 	case err != nil:
 		return Result{}, fmt.Errorf("creating placeholder %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
-	return Result{Outcome: Done, Changed: true, Did: "created placeholder " + pod.Name, Values: map[string]string{"placeholder": pod.Name}}, nil
+	return Result{Outcome: Done, Changed: true, Did: "created placeholder " + pod.Name}, nil
 }
 
 // placeholderDelete deletes the placeholder immediately (grace period 0: it

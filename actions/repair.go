@@ -15,7 +15,7 @@ import (
 )
 
 var repairStrandedAction = action{
-	spec: engine.ActionSpec{Name: "repair-stranded",
+	spec: engine.ActionSpec{Name: ActionRepairStranded,
 		Description: "repair the pool's rotation artefacts no anchor names, as the startup sweep does, each re-checked against a fresh read of the pool's anchor: a stranded pending or draining claim is failed with a failure record, its placeholder deleted, its nodes unfrozen and uncordoned"},
 	run: repairStranded,
 }
@@ -62,8 +62,7 @@ func repairStranded(ctx context.Context, p *Pass, _ map[string]any) (Result, err
 	if len(did) == 0 {
 		return Result{Outcome: Done, Did: "nothing stranded on a fresh read"}, nil
 	}
-	return Result{Outcome: Done, Changed: true, Did: strings.Join(did, "; "),
-		Values: map[string]string{"repaired": strings.Join(did, "; "), "failed": strings.Join(failed, " ")}}, nil
+	return Result{Outcome: Done, Changed: true, Did: strings.Join(did, "; "), Repaired: strings.Join(did, "; "), FailedClaims: failed}, nil
 }
 
 // failStranded writes a failure record on each stranded claim still in

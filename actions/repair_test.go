@@ -1,6 +1,7 @@
 package actions
 
 import (
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -47,8 +48,8 @@ func TestRepairStranded(t *testing.T) {
 	if a.Labels[labelPair] != claimA || a.Annotations[keyOwned] != "true" {
 		t.Error("the anchored rotation's node was touched")
 	}
-	if res.Values["failed"] != "claim-b" {
-		t.Errorf("failed %q, want claim-b", res.Values["failed"])
+	if !slices.Equal(res.FailedClaims, []string{"claim-b"}) || res.Repaired != res.Did {
+		t.Errorf("failed %q, repaired %q: want [claim-b] and what it did", res.FailedClaims, res.Repaired)
 	}
 	// twice: nothing left to do, nothing to announce
 	e.resetLog()

@@ -11,11 +11,11 @@ import (
 // The window-missed evaluation's stamps (docs/design.md#window-missed).
 var (
 	windowStampAction = action{
-		spec: engine.ActionSpec{Name: "window-stamp", Description: "stamp noderotation.io/window-opened-at on the NodePool, only if absent"},
+		spec: engine.ActionSpec{Name: ActionWindowStamp, Description: "stamp noderotation.io/window-opened-at on the NodePool, only if absent"},
 		run:  windowStamp,
 	}
 	windowClearAction = action{
-		spec: engine.ActionSpec{Name: "window-clear", Reports: true, Description: "clear window-opened-at, conditional on the stamp this pass read; reports whether this pass cleared it"},
+		spec: engine.ActionSpec{Name: ActionWindowClear, Reports: true, Description: "clear window-opened-at, conditional on the stamp this pass read; reports whether this pass cleared it"},
 		run:  windowClear,
 	}
 )
@@ -46,5 +46,5 @@ func windowClear(ctx context.Context, p *Pass, _ map[string]any) (Result, error)
 		conditional.DeleteAnnotations(np, v1alpha1.AnnotationWindowOpenedAt)
 		return true, nil
 	})
-	return Result{Outcome: out, Did: "clear window-opened-at: " + string(out), Values: map[string]string{"windowOpenedAt": seen}}, err
+	return Result{Outcome: out, Did: "clear window-opened-at: " + string(out), WindowOpenedAt: seen}, err
 }

@@ -37,8 +37,8 @@ func TestWindowClear(t *testing.T) {
 			if res.Won() != (tc.out == Claimed) {
 				t.Fatal("Won disagrees with the outcome")
 			}
-			if res.Values["windowOpenedAt"] != tc.observed {
-				t.Fatalf("Values[windowOpenedAt] = %q, want the observed %q", res.Values["windowOpenedAt"], tc.observed)
+			if res.WindowOpenedAt != tc.observed {
+				t.Fatalf("window opened at %q, want the observed %q", res.WindowOpenedAt, tc.observed)
 			}
 			if got := e.pool(poolName).Annotations[keyWindow]; got != tc.wantAfter {
 				t.Fatalf("window-opened-at %q, want %q", got, tc.wantAfter)

@@ -2,6 +2,8 @@ package announce
 
 import (
 	"fmt"
+	"sync/atomic"
+	"time"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
@@ -11,7 +13,6 @@ import (
 
 	"github.com/noderotation/node-rotation-controller/actions"
 	"github.com/noderotation/node-rotation-controller/internal/metrics"
-	"github.com/noderotation/node-rotation-controller/internal/observe"
 )
 
 // Announcer turns announcements into log lines, Events and metrics.
@@ -19,6 +20,7 @@ type Announcer struct {
 	Log      logr.Logger
 	Recorder record.EventRecorder
 	seen     *dedup
+	lastBeat atomic.Pointer[time.Time]
 }
 
 // New returns an announcer.
@@ -26,21 +28,21 @@ func New(log logr.Logger, rec record.EventRecorder) *Announcer {
 	return &Announcer{Log: log, Recorder: rec, seen: newDedup()}
 }
 
-// EndPass clears the pool's level-triggered conditions not re-asserted in
+// endPass clears the pool's level-triggered conditions not re-asserted in
 // the pass that just ended, so they re-fire when they return.
-func (a *Announcer) EndPass(pool string) { a.seen.endPass(pool) }
+func (a *Announcer) endPass(pool string) { a.seen.endPass(pool) }
 
 // Forget drops a deleted pool's state.
 func (a *Announcer) Forget(pool string) { a.seen.forget(pool) }
 
 // Warn emits a deduplicated Warning Event with a log line.
-func (a *Announcer) Warn(pool string, obj runtime.Object, reason, msg string, kv ...any) {
-	a.WarnKeyed(pool, reason, obj, reason, msg, kv...)
+func (a *Announcer) warn(pool string, obj runtime.Object, reason, msg string, kv ...any) {
+	a.warnKeyed(pool, reason, obj, reason, msg, kv...)
 }
 
-// WarnKeyed is Warn with an explicit deduplication key, for a condition that
+// warnKeyed is Warn with an explicit deduplication key, for a condition that
 // can hold for several objects of one pool at once (e.g. ShortLead claims).
-func (a *Announcer) WarnKeyed(pool, key string, obj runtime.Object, reason, msg string, kv ...any) {
+func (a *Announcer) warnKeyed(pool, key string, obj runtime.Object, reason, msg string, kv ...any) {
 	if a.seen.enter(pool, "warn:"+key, msg) {
 		a.event(obj, corev1.EventTypeWarning, reason, msg)
 		a.Log.Info(msg, append([]any{"nodepool", pool, "reason", reason}, kv...)...)
@@ -53,31 +55,19 @@ func (a *Announcer) event(obj runtime.Object, typ, reason, msg string) {
 	}
 }
 
-// step is one announce step as the reconciler hands it over: what the pass
-// observed, and what the steps before it reported.
+// step is one earned announcement as the handlers read it: what the pass
+// observed, and what the pass's steps reported before the announce step.
 type step struct {
-	obs     *observe.Observation
-	results []actions.Result
-	log     logr.Logger
+	view   *View
+	before []actions.Result
+	log    logr.Logger
 }
 
-func (s step) pool() string  { return s.obs.Pool.Name }
-func (s step) claim() string { return s.obs.SubjectName }
+func (s step) pool() string  { return s.view.Pool.Name }
+func (s step) claim() string { return s.view.SubjectName }
 
 // last is the latest result of the named action before this step.
-func (s step) last(action string) (actions.Result, bool) { return actions.Last(s.results, action) }
-
-// Announce emits what's log line, Event and metric (docs/observability.md)
-// for the pass that observed obs, after the steps that reported results. An
-// announcement with no handler is an error, never a silent no-op.
-func (a *Announcer) Announce(what actions.Announcement, obs *observe.Observation, results []actions.Result) error {
-	h, ok := handlers[what]
-	if !ok {
-		return fmt.Errorf("announcement %q has no handler", what)
-	}
-	h(a, step{obs: obs, results: results, log: a.Log.WithValues("nodepool", obs.Pool.Name, "rotation", obs.SubjectName)})
-	return nil
-}
+func (s step) last(action string) (actions.Result, bool) { return actions.Last(s.before, action) }
 
 // Check fails when an announcement the action catalog allows has no
 // handler, or a handler answers an announcement the catalog does not know:

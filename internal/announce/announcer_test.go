@@ -23,7 +23,6 @@ import (
 	"github.com/noderotation/node-rotation-controller/internal/census"
 	_ "github.com/noderotation/node-rotation-controller/internal/golden"
 	"github.com/noderotation/node-rotation-controller/internal/metrics"
-	"github.com/noderotation/node-rotation-controller/internal/observe"
 	"github.com/noderotation/node-rotation-controller/internal/policy"
 	"github.com/noderotation/node-rotation-controller/internal/schedule"
 	"github.com/noderotation/node-rotation-controller/internal/surge"
@@ -63,7 +62,10 @@ type harness struct {
 	rec   *recorder
 }
 
-func newHarness(t *testing.T) harness {
+func newHarness(t *testing.T) harness { return newHarnessV(t, 0) }
+
+// newHarnessV logs up to verbosity v.
+func newHarnessV(t *testing.T, v int) harness {
 	var lines []line
 	log := funcr.NewJSON(func(obj string) {
 		kv := map[string]any{}
@@ -72,7 +74,7 @@ func newHarness(t *testing.T) harness {
 		}
 		msg, _ := kv["msg"].(string)
 		lines = append(lines, line{msg: msg, kv: kv})
-	}, funcr.Options{})
+	}, funcr.Options{Verbosity: v})
 	rec := &recorder{}
 	return harness{a: New(log, rec), lines: &lines, rec: rec}
 }
@@ -86,16 +88,16 @@ func (h harness) one(t *testing.T) line {
 	return (*h.lines)[0]
 }
 
-func (h harness) announce(t *testing.T, what actions.Announcement, obs *observe.Observation, results ...actions.Result) {
+func (h harness) announce(t *testing.T, what actions.Announcement, obs *View, results ...actions.Result) {
 	t.Helper()
-	if err := h.a.Announce(what, obs, results); err != nil {
+	if err := h.a.earned(obs, []actions.Earned{{What: what, Before: results}}); err != nil {
 		t.Fatal(err)
 	}
 }
 
 // observation is one pass of pool "general" rotating general-a, started
 // 5m ago (11:55), its surge host node-b's claim general-b created 4m ago.
-func observation(t *testing.T) *observe.Observation {
+func observation(t *testing.T) *View {
 	claim := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "general-a", CreationTimestamp: metav1.NewTime(now.Add(-6 * 24 * time.Hour)),
 		Annotations: map[string]string{v1alpha1.AnnotationStartedAt: now.Add(-5 * time.Minute).Format(time.RFC3339)}}}
 	claim.Status.NodeName = "node-a"
@@ -106,7 +108,7 @@ func observation(t *testing.T) *observe.Observation {
 	}
 	hostClaim := karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "general-b", CreationTimestamp: metav1.NewTime(now.Add(-4 * time.Minute))}}
 	hostClaim.Status.NodeName = "node-b"
-	obs := &observe.Observation{
+	obs := &View{
 		Now: now, Pool: pool, Subject: claim, SubjectName: claim.Name, Settings: settings,
 		Governance: policy.Governance{Policy: &v1alpha1.RotationPolicy{ObjectMeta: metav1.ObjectMeta{Name: "api"}}},
 		Census: census.Result{
@@ -124,15 +126,14 @@ func observation(t *testing.T) *observe.Observation {
 }
 
 // karpenterRefused: Karpenter said it cannot schedule the placeholder.
-func karpenterRefused(o *observe.Observation) {
+func karpenterRefused(o *View) {
 	o.Placeholder = &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "nrc-surge-general-a"}}
 	o.Unservable = &surge.Unservable{Reason: surge.ReasonUnschedulable, Object: "Pod/nrc-surge-general-a", Message: "Failed to schedule pod, all available instance types exceed limits"}
 }
 
 // failedFor is the result of a failure write recording reason.
 func failedFor(reason string) []actions.Result {
-	return []actions.Result{{Action: "claim-state", Values: map[string]string{"claim:" + v1alpha1.AnnotationRetryCount: "3",
-		"claim:" + v1alpha1.AnnotationFailedAt: "2026-11-30T12:00:00Z", "claim:" + v1alpha1.AnnotationFailureReason: reason}}}
+	return []actions.Result{{Action: actions.ActionClaimState, Failure: &actions.Failure{Reason: reason, FailedAt: "2026-11-30T12:00:00Z", RetryCount: "3"}}}
 }
 
 // counter reads a counter series. (prometheus/testutil would need a
@@ -162,12 +163,12 @@ func TestLogLinesHaveTheExactTexts(t *testing.T) {
 		msg     string
 		fields  map[string]any
 		results []actions.Result
-		mutate  func(*observe.Observation)
+		mutate  func(*View)
 	}{
 		{what: actions.RotationStarted, msg: "rotation candidate selected",
 			fields: map[string]any{"nodeclaim": "general-a", "age": "144h0m0s", "deadline": "2026-12-08T12:00:00Z", "surgeless": false}},
 		{what: actions.ForcefulFallback, msg: "rotation candidate selected", fields: map[string]any{"nodeclaim": "general-a", "surgeless": true},
-			mutate: func(o *observe.Observation) { o.Census.Candidate.Kind = "forcefulFallback" }},
+			mutate: func(o *View) { o.Census.Candidate.Kind = "forcefulFallback" }},
 		{what: actions.NoCandidate, msg: "no rotation candidate", fields: map[string]any{"reason": "every due claim is inside its retryBackoff"}},
 		{what: actions.PlaceholderCreated, msg: "surge placeholder created", fields: map[string]any{"placeholder": "nrc-surge-general-a", "clamped": []any{"cpu"}}},
 		{what: actions.InsufficientHeadroom, msg: "insufficient limits headroom; cannot surge",
@@ -175,38 +176,36 @@ func TestLogLinesHaveTheExactTexts(t *testing.T) {
 		{what: actions.SurgeReady, msg: "surge node ready", fields: map[string]any{"surgeNode": "node-b", "surgeWait": "5m0s", "surgePath": "provisioned"}},
 		{what: actions.DrainStarted, msg: "drain started", fields: map[string]any{"node": "node-a", "mode": "surge"}},
 		{what: actions.RotationFailed, msg: "rotation attempt failed",
-			fields: map[string]any{"reason": "Timeout", "readyTimeout": "15m0s", "retryCount": "2", "backoffUntil": "2026-11-30T13:00:00Z"},
-			results: []actions.Result{{Action: "claim-state", Values: map[string]string{"claim:" + v1alpha1.AnnotationRetryCount: "2",
-				"claim:" + v1alpha1.AnnotationFailedAt: "2026-11-30T12:00:00Z", "claim:" + v1alpha1.AnnotationFailureReason: "Timeout"}}}},
+			fields:  map[string]any{"reason": "Timeout", "readyTimeout": "15m0s", "retryCount": "2", "backoffUntil": "2026-11-30T13:00:00Z"},
+			results: []actions.Result{{Action: actions.ActionClaimState, Failure: &actions.Failure{Reason: "Timeout", FailedAt: "2026-11-30T12:00:00Z", RetryCount: "2"}}}},
 		{what: actions.RotationFailed, msg: "rotation attempt failed",
-			fields: map[string]any{"reason": "Unschedulable", "retryCount": "1", "backoffUntil": "2026-11-30T12:30:00Z"},
-			results: []actions.Result{{Action: "claim-state", Values: map[string]string{"claim:" + v1alpha1.AnnotationRetryCount: "1",
-				"claim:" + v1alpha1.AnnotationFailedAt: "2026-11-30T12:00:00Z", "claim:" + v1alpha1.AnnotationFailureReason: "Unschedulable"}}}},
+			fields:  map[string]any{"reason": "Unschedulable", "retryCount": "1", "backoffUntil": "2026-11-30T12:30:00Z"},
+			results: []actions.Result{{Action: actions.ActionClaimState, Failure: &actions.Failure{Reason: "Unschedulable", FailedAt: "2026-11-30T12:00:00Z", RetryCount: "1"}}}},
 		{what: actions.SurgeUnservable, msg: "surge placeholder is not schedulable",
 			fields: map[string]any{"placeholder": "nrc-surge-general-a", "reason": "Unschedulable", "detail": "Failed to schedule pod, all available instance types exceed limits"},
 			mutate: karpenterRefused},
 		{what: actions.SurgeUnservable, msg: "surge NodeClaim failed to launch",
 			fields: map[string]any{"surgeClaim": "NodeClaim/general-s", "detail": "LaunchFailed: quota exceeded"},
-			mutate: func(o *observe.Observation) {
+			mutate: func(o *View) {
 				o.Unservable = &surge.Unservable{Reason: surge.ReasonLaunchFailed, Object: "NodeClaim/general-s", Message: "LaunchFailed: quota exceeded"}
 			}},
 		{what: actions.RotationCompleted, msg: "rotation complete",
 			fields: map[string]any{"outcome": "success", "mode": "surge", "drain": "10m0s", "surgeNode": "node-b", "surgeWait": "5m0s", "surgePath": "provisioned", "total": "15m0s"},
-			results: []actions.Result{{Action: "unfreeze", Values: map[string]string{"nodes": "node-b"}},
-				{Action: "anchor-release", Values: map[string]string{"outcome": "success", "drainingAt": "2026-11-30T11:50:00Z", "surgeWait": "5m0s"}}}},
+			results: []actions.Result{{Action: actions.ActionUnfreeze, Unfrozen: []string{"node-b"}},
+				{Action: actions.ActionAnchorRelease, Outcome: actions.Claimed, Released: &actions.Released{Outcome: "success", DrainingAt: "2026-11-30T11:50:00Z", SurgeWait: "5m0s"}}}},
 		{what: actions.RotationExpired, msg: "rotation complete", fields: map[string]any{"outcome": "expired", "mode": "forceful-fallback"},
-			mutate: func(o *observe.Observation) {
+			mutate: func(o *View) {
 				o.Pool.Annotations[v1alpha1.AnnotationRotationMode] = v1alpha1.RotationModeFallback
 			}},
 		{what: actions.WindowMissed, msg: "maintenance window closed with candidates unrotated",
 			fields:  map[string]any{"windowOpenedAt": "2026-11-30T08:00:00Z", "eligible": 1.0, "inBackoffTriggered": 2.0},
-			results: []actions.Result{{Action: "window-clear", Values: map[string]string{"windowOpenedAt": "2026-11-30T08:00:00Z"}}}},
+			results: []actions.Result{{Action: actions.ActionWindowClear, WindowOpenedAt: "2026-11-30T08:00:00Z"}}},
 		{what: actions.GovernanceLost, msg: "in-flight rotation rolled back: the NodePool left governance", fields: map[string]any{}},
 		{what: actions.DrainStuck, msg: "drain exceeds terminationGracePeriod + buffer; the rotation gate stays held", fields: map[string]any{"nodeclaim": "general-a"}},
 		{what: actions.PolicyInvalid, msg: "governing policy is invalid; no rotation starts", fields: map[string]any{"policy": "api", "error": "spec.prePull.enabled: no"},
-			mutate: func(o *observe.Observation) { o.PolicyErr = errors.New("spec.prePull.enabled: no") }},
+			mutate: func(o *View) { o.PolicyErr = errors.New("spec.prePull.enabled: no") }},
 		{what: actions.Infeasible, msg: "fatal schedule findings block rotation starts", fields: map[string]any{"findings": []any{"NoWindows: the maintenance windows never open"}},
-			mutate: func(o *observe.Observation) {
+			mutate: func(o *View) {
 				o.Findings = []schedule.Finding{
 					{Reason: "NoWindows", Severity: schedule.Fatal, Message: "the maintenance windows never open"},
 					{Reason: "TGPUnset", Severity: schedule.Warning, Message: "terminationGracePeriod is unset"},
@@ -254,32 +253,32 @@ func TestEvents(t *testing.T) {
 		typ, reason, message string
 		on                   string // pool, subject
 	}
-	unschedulable := func(o *observe.Observation) {
+	unschedulable := func(o *View) {
 		o.Placeholder = &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "nrc-surge-general-a"}}
 		o.Placeholder.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: "Unschedulable", Message: "0/3 nodes are available"}}
 	}
 	cases := []struct {
 		what    actions.Announcement
-		mutate  func(*observe.Observation)
+		mutate  func(*View)
 		results []actions.Result
 		want    *want
 	}{
 		{what: actions.RotationStarted, want: &want{"Normal", "RotationStarted", "rotating NodeClaim general-a (deadline 2026-12-08T12:00:00Z)", "pool"}},
-		{what: actions.ForcefulFallback, mutate: func(o *observe.Observation) { o.Census.Candidate.Kind = "forcefulFallback" },
+		{what: actions.ForcefulFallback, mutate: func(o *View) { o.Census.Candidate.Kind = "forcefulFallback" },
 			want: &want{"Warning", "ForcefulFallback", "surge-less rotation of general-a begins: its deadline 2026-12-08T12:00:00Z is nearer than t_rot", "pool"}},
 		{what: actions.InsufficientHeadroom, want: &want{"Warning", "InsufficientHeadroom", "NodePool limits leave 1 of 10 for cpu; the placeholder needs 2", "pool"}},
 		{what: actions.StaticNodePool, want: &want{"Warning", "StaticNodePool", "spec.replicas is set: a surge can never rotate this NodePool, so no rotation starts", "pool"}},
-		{what: actions.PolicyConflict, mutate: func(o *observe.Observation) {
+		{what: actions.PolicyConflict, mutate: func(o *View) {
 			o.Governance = policy.Governance{Conflict: []string{"a", "b"}, Specificity: 1}
 		}, want: &want{"Warning", "PolicyConflict", "RotationPolicies a, b tie at specificity 1; the NodePool is not rotated", "pool"}},
 		{what: actions.PlaceholderCreated, want: &want{"Normal", "SurgeClamped", "placeholder clamped to allocatable less DaemonSet overhead for [cpu]", "subject"}},
-		{what: actions.PlaceholderCreated, mutate: func(o *observe.Observation) { o.Sizing.BandExceed = []corev1.ResourceName{corev1.ResourceCPU} },
+		{what: actions.PlaceholderCreated, mutate: func(o *View) { o.Sizing.BandExceed = []corev1.ResourceName{corev1.ResourceCPU} },
 			want: &want{"Warning", "SurgeClampBandExceeded", "placeholder clamped by more than 10% for [cpu]: the drained Pods may not all fit", "subject"}},
-		{what: actions.PlaceholderCreated, mutate: func(o *observe.Observation) {
+		{what: actions.PlaceholderCreated, mutate: func(o *View) {
 			o.Sizing.BandExceed = []corev1.ResourceName{corev1.ResourceCPU}
 			o.Sizing.Refused = []corev1.ResourceName{corev1.ResourceMemory}
 		}, want: &want{"Warning", "SurgeClampRefused", "DaemonSet overhead exhausts the claim's allocatable for [memory]; the placeholder keeps its full request", "subject"}},
-		{what: actions.PlaceholderCreated, mutate: func(o *observe.Observation) { o.Sizing.Clamped = nil }},
+		{what: actions.PlaceholderCreated, mutate: func(o *View) { o.Sizing.Clamped = nil }},
 		{what: actions.SurgeWaiting, mutate: unschedulable,
 			want: &want{"Warning", "SurgeUnschedulable", "placeholder nrc-surge-general-a: Unschedulable: 0/3 nodes are available", "subject"}},
 		{what: actions.RotationFailed,
@@ -287,29 +286,29 @@ func TestEvents(t *testing.T) {
 			want:    &want{"Warning", "RotationFailed", "Timeout: the surge was not ready within readyTimeout 15m0s; rolled back (retry 3, backoff until 2026-11-30T14:00:00Z)", "subject"}},
 		{what: actions.RotationFailed, results: failedFor("Unschedulable"),
 			want: &want{"Warning", "RotationFailed", "Unschedulable: Karpenter cannot provision the surge for the placeholder after 1m0s; rolled back (retry 3, backoff until 2026-11-30T14:00:00Z)", "subject"}},
-		{what: actions.RotationFailed, results: failedFor("LaunchFailed"), mutate: func(o *observe.Observation) {
+		{what: actions.RotationFailed, results: failedFor("LaunchFailed"), mutate: func(o *View) {
 			o.Unservable = &surge.Unservable{Reason: surge.ReasonLaunchFailed, Object: "NodeClaim/general-s", Message: "LaunchFailed: quota exceeded"}
 		}, want: &want{"Warning", "RotationFailed", "LaunchFailed: NodeClaim/general-s failed to launch; rolled back (retry 3, backoff until 2026-11-30T14:00:00Z)", "subject"}},
 		{what: actions.SurgeUnservable, mutate: karpenterRefused,
 			want: &want{"Warning", "SurgeUnschedulable", "placeholder nrc-surge-general-a: Unschedulable: Failed to schedule pod, all available instance types exceed limits", "subject"}},
-		{what: actions.SurgeUnservable, mutate: func(o *observe.Observation) {
+		{what: actions.SurgeUnservable, mutate: func(o *View) {
 			o.Unservable = &surge.Unservable{Reason: surge.ReasonLaunchFailed, Object: "NodeClaim/general-s", Message: "LaunchFailed: quota exceeded"}
 		}, want: &want{"Warning", "SurgeLaunchFailed", "NodeClaim/general-s: LaunchFailed: quota exceeded", "subject"}},
 		{what: actions.RotationCompleted,
-			results: []actions.Result{{Action: "unfreeze", Values: map[string]string{"nodes": "node-b"}},
-				{Action: "anchor-release", Values: map[string]string{"outcome": "success", "drainingAt": "2026-11-30T11:50:00Z", "surgeWait": "5m0s"}}},
+			results: []actions.Result{{Action: actions.ActionUnfreeze, Unfrozen: []string{"node-b"}},
+				{Action: actions.ActionAnchorRelease, Outcome: actions.Claimed, Released: &actions.Released{Outcome: "success", DrainingAt: "2026-11-30T11:50:00Z", SurgeWait: "5m0s"}}},
 			want: &want{"Normal", "RotationCompleted", "old NodeClaim general-a finalized; surgePath provisioned", "pool"}},
 		{what: actions.RotationCompleted, // no surge host known: no path
-			results: []actions.Result{{Action: "anchor-release", Values: map[string]string{"outcome": "success", "drainingAt": "2026-11-30T11:50:00Z"}}},
+			results: []actions.Result{{Action: actions.ActionAnchorRelease, Outcome: actions.Claimed, Released: &actions.Released{Outcome: "success", DrainingAt: "2026-11-30T11:50:00Z"}}},
 			want:    &want{"Normal", "RotationCompleted", "old NodeClaim general-a finalized", "pool"}},
-		{what: actions.RotationCompleted, results: []actions.Result{{Action: "anchor-release", Values: map[string]string{"outcome": "expired"}}}},
+		{what: actions.RotationCompleted, results: []actions.Result{{Action: actions.ActionAnchorRelease, Outcome: actions.Claimed, Released: &actions.Released{Outcome: "expired"}}}},
 		{what: actions.GovernanceLost, want: &want{"Warning", "GovernanceLost", "rotation of general-a rolled back: the NodePool is no longer governed by exactly one valid RotationPolicy", "pool"}},
-		{what: actions.WindowMissed, results: []actions.Result{{Action: "window-clear", Values: map[string]string{"windowOpenedAt": "2026-11-30T08:00:00Z"}}},
+		{what: actions.WindowMissed, results: []actions.Result{{Action: actions.ActionWindowClear, WindowOpenedAt: "2026-11-30T08:00:00Z"}},
 			want: &want{"Warning", "WindowMissed", "the window opened at 2026-11-30T08:00:00Z closed with 3 claim(s) outstanding and no rotation completed in it", "pool"}},
 		// Log-only announcements.
 		{what: actions.NoCandidate}, {what: actions.SurgeReady}, {what: actions.DrainStarted}, {what: actions.RotationExpired},
 		{what: actions.DrainStuck}, {what: actions.Infeasible},
-		{what: actions.PolicyInvalid, mutate: func(o *observe.Observation) { o.PolicyErr = errors.New("bad") }},
+		{what: actions.PolicyInvalid, mutate: func(o *View) { o.PolicyErr = errors.New("bad") }},
 	}
 	for _, c := range cases {
 		t.Run(string(c.what), func(t *testing.T) {
@@ -347,10 +346,10 @@ func TestEvents(t *testing.T) {
 // them, by exactly one observation each.
 func TestMetrics(t *testing.T) {
 	const pool = "general"
-	released := []actions.Result{{Action: "unfreeze", Values: map[string]string{"nodes": "node-b"}},
-		{Action: "anchor-release", Values: map[string]string{"outcome": "success", "drainingAt": "2026-11-30T11:50:00Z", "surgeWait": "5m0s"}}}
-	failed := []actions.Result{{Action: "claim-state", Values: map[string]string{"claim:" + v1alpha1.AnnotationRetryCount: "1", "claim:" + v1alpha1.AnnotationFailedAt: "2026-11-30T12:00:00Z"}}}
-	expired := []actions.Result{{Action: "anchor-release", Values: map[string]string{"outcome": "expired"}}}
+	released := []actions.Result{{Action: actions.ActionUnfreeze, Unfrozen: []string{"node-b"}},
+		{Action: actions.ActionAnchorRelease, Outcome: actions.Claimed, Released: &actions.Released{Outcome: "success", DrainingAt: "2026-11-30T11:50:00Z", SurgeWait: "5m0s"}}}
+	failed := []actions.Result{{Action: actions.ActionClaimState, Failure: &actions.Failure{FailedAt: "2026-11-30T12:00:00Z", RetryCount: "1"}}}
+	expired := []actions.Result{{Action: actions.ActionAnchorRelease, Outcome: actions.Claimed, Released: &actions.Released{Outcome: "expired"}}}
 	type reading struct {
 		success, failure, expired, fallback, missed float64
 		waits, drains                               uint64
@@ -367,18 +366,18 @@ func TestMetrics(t *testing.T) {
 	cases := []struct {
 		what    actions.Announcement
 		results []actions.Result
-		mutate  func(*observe.Observation)
+		mutate  func(*View)
 		delta   reading
 	}{
 		{what: actions.RotationStarted},
-		{what: actions.ForcefulFallback, mutate: func(o *observe.Observation) { o.Census.Candidate.Kind = "forcefulFallback" }, delta: reading{fallback: 1}},
+		{what: actions.ForcefulFallback, mutate: func(o *View) { o.Census.Candidate.Kind = "forcefulFallback" }, delta: reading{fallback: 1}},
 		{what: actions.SurgeReady, delta: reading{waits: 1, waitSum: 300}},
-		{what: actions.SurgeReady, mutate: func(o *observe.Observation) { delete(o.Subject.Annotations, v1alpha1.AnnotationStartedAt) }},
+		{what: actions.SurgeReady, mutate: func(o *View) { delete(o.Subject.Annotations, v1alpha1.AnnotationStartedAt) }},
 		{what: actions.RotationFailed, results: failed, delta: reading{failure: 1}},
 		{what: actions.RotationExpired, delta: reading{expired: 1}},
 		{what: actions.RotationCompleted, results: released, delta: reading{success: 1, drains: 1, drainSum: 600}},
 		{what: actions.RotationCompleted, results: expired, delta: reading{expired: 1}},
-		{what: actions.WindowMissed, results: []actions.Result{{Action: "window-clear", Values: map[string]string{"windowOpenedAt": "x"}}}, delta: reading{missed: 1}},
+		{what: actions.WindowMissed, results: []actions.Result{{Action: actions.ActionWindowClear, WindowOpenedAt: "x"}}, delta: reading{missed: 1}},
 		{what: actions.DrainStarted},
 	}
 	for _, c := range cases {
@@ -416,7 +415,7 @@ func TestUnknownFiguresAreOmitted(t *testing.T) {
 	}
 	h = newHarness(t)
 	h.announce(t, actions.RotationCompleted, observation(t),
-		actions.Result{Action: "anchor-release", Values: map[string]string{"outcome": "success", "drainingAt": "bad", "surgeWait": "5m0s"}})
+		actions.Result{Action: actions.ActionAnchorRelease, Outcome: actions.Claimed, Released: &actions.Released{Outcome: "success", DrainingAt: "bad", SurgeWait: "5m0s"}})
 	if len(*h.lines) != 2 {
 		t.Fatalf("%d lines, want the Warning about the garbled figure and the completion: %+v", len(*h.lines), *h.lines)
 	}
@@ -436,8 +435,8 @@ func TestUnknownFiguresAreOmitted(t *testing.T) {
 func TestCompletionFiguresFromTheRecord(t *testing.T) {
 	h := newHarness(t)
 	h.announce(t, actions.RotationCompleted, observation(t),
-		actions.Result{Action: "unfreeze", Values: map[string]string{"nodes": ""}},
-		actions.Result{Action: "anchor-release", Values: map[string]string{"outcome": "success", "drainingAt": "2026-11-30T11:50:00Z", "surgeWait": "5m0s", "surgeNode": "node-b"}})
+		actions.Result{Action: actions.ActionUnfreeze, Unfrozen: []string{}},
+		actions.Result{Action: actions.ActionAnchorRelease, Outcome: actions.Claimed, Released: &actions.Released{Outcome: "success", DrainingAt: "2026-11-30T11:50:00Z", SurgeWait: "5m0s", SurgeNode: "node-b"}})
 	kv := h.one(t).kv
 	for k, want := range map[string]string{"surgeNode": "node-b", "surgeWait": "5m0s", "surgePath": "provisioned", "total": "15m0s", "drain": "10m0s"} {
 		if kv[k] != want {
@@ -497,7 +496,7 @@ func TestDrainStartedMode(t *testing.T) {
 		}
 		var results []actions.Result
 		if c.wrote {
-			results = append(results, actions.Result{Action: "anchor-write", Outcome: actions.Claimed})
+			results = append(results, actions.Result{Action: actions.ActionAnchorWrite, Outcome: actions.Claimed})
 		}
 		h.announce(t, actions.DrainStarted, obs, results...)
 		if got := h.one(t).kv["mode"]; got != c.want {
@@ -513,24 +512,24 @@ func TestDeduplication(t *testing.T) {
 	obs := observation(t)
 	for i := 0; i < 3; i++ {
 		h.announce(t, actions.InsufficientHeadroom, obs)
-		h.a.EndPass("general")
+		h.a.endPass("general")
 	}
 	if len(*h.lines) != 1 || len(h.rec.events) != 1 {
 		t.Fatalf("repeated condition: %d lines, %d events; want 1 and 1", len(*h.lines), len(h.rec.events))
 	}
-	h.a.EndPass("general") // a pass without the condition clears it
+	h.a.endPass("general") // a pass without the condition clears it
 	h.announce(t, actions.InsufficientHeadroom, obs)
 	if len(*h.lines) != 2 || len(h.rec.events) != 2 {
 		t.Fatalf("after clearing: %d lines, %d events; want 2 and 2", len(*h.lines), len(h.rec.events))
 	}
 	obs.Shortfall.Remaining = resource.MustParse("0")
-	h.a.EndPass("general")
+	h.a.endPass("general")
 	h.announce(t, actions.InsufficientHeadroom, obs)
 	if len(*h.lines) != 3 || h.rec.events[2].message != "NodePool limits leave 0 of 10 for cpu; the placeholder needs 2" {
 		t.Fatalf("a changed message re-fires: %d lines, events %+v", len(*h.lines), h.rec.events)
 	}
 	// Another pool's passes do not clear this pool's condition.
-	h.a.EndPass("other")
+	h.a.endPass("other")
 	h.announce(t, actions.InsufficientHeadroom, obs)
 	if len(*h.lines) != 3 {
 		t.Errorf("another pool's pass cleared the condition: %d lines", len(*h.lines))
@@ -547,22 +546,22 @@ func TestDeduplication(t *testing.T) {
 func TestDeduplicatedAnnouncements(t *testing.T) {
 	for _, c := range []struct {
 		what   actions.Announcement
-		mutate func(*observe.Observation)
-		change func(*observe.Observation)
+		mutate func(*View)
+		change func(*View)
 	}{
-		{actions.NoCandidate, nil, func(o *observe.Observation) { o.Census.Census.InBackoff = 1 }},
-		{actions.PolicyInvalid, func(o *observe.Observation) { o.PolicyErr = errors.New("one") }, func(o *observe.Observation) { o.PolicyErr = errors.New("two") }},
-		{actions.Infeasible, nil, func(o *observe.Observation) {
+		{actions.NoCandidate, nil, func(o *View) { o.Census.Census.InBackoff = 1 }},
+		{actions.PolicyInvalid, func(o *View) { o.PolicyErr = errors.New("one") }, func(o *View) { o.PolicyErr = errors.New("two") }},
+		{actions.Infeasible, nil, func(o *View) {
 			o.Findings = []schedule.Finding{{Reason: "NoWindows", Severity: schedule.Fatal}}
 		}},
-		{actions.DrainStuck, nil, func(o *observe.Observation) { o.SubjectName = "general-z" }},
+		{actions.DrainStuck, nil, func(o *View) { o.SubjectName = "general-z" }},
 		{actions.StaticNodePool, nil, nil},
-		{actions.PolicyConflict, func(o *observe.Observation) { o.Governance.Conflict = []string{"a", "b"} }, func(o *observe.Observation) { o.Governance.Conflict = []string{"a", "c"} }},
-		{actions.SurgeWaiting, func(o *observe.Observation) {
+		{actions.PolicyConflict, func(o *View) { o.Governance.Conflict = []string{"a", "b"} }, func(o *View) { o.Governance.Conflict = []string{"a", "c"} }},
+		{actions.SurgeWaiting, func(o *View) {
 			o.Placeholder = &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "nrc-surge-general-a", CreationTimestamp: metav1.NewTime(o.Now.Add(-time.Hour))}}
 			o.Placeholder.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: "Unschedulable", Message: "no room"}}
 			o.InducedClaim = nil
-		}, func(o *observe.Observation) { o.Placeholder.Status.Conditions[0].Reason = "SchedulerError" }}, // a new reason re-fires; a new message alone does not
+		}, func(o *View) { o.Placeholder.Status.Conditions[0].Reason = "SchedulerError" }}, // a new reason re-fires; a new message alone does not
 	} {
 		t.Run(string(c.what), func(t *testing.T) {
 			h := newHarness(t)
@@ -571,9 +570,9 @@ func TestDeduplicatedAnnouncements(t *testing.T) {
 				c.mutate(obs)
 			}
 			h.announce(t, c.what, obs)
-			h.a.EndPass("general")
+			h.a.endPass("general")
 			h.announce(t, c.what, obs)
-			h.a.EndPass("general")
+			h.a.endPass("general")
 			if len(*h.lines) != 1 {
 				t.Fatalf("%d lines over two passes, want 1", len(*h.lines))
 			}
@@ -592,13 +591,13 @@ func TestDeduplicatedAnnouncements(t *testing.T) {
 func TestNothingToAnnounce(t *testing.T) {
 	for _, c := range []struct {
 		what   actions.Announcement
-		mutate func(*observe.Observation)
+		mutate func(*View)
 	}{
-		{actions.RotationStarted, func(o *observe.Observation) { o.Census.Candidate = nil }},
-		{actions.InsufficientHeadroom, func(o *observe.Observation) { o.Shortfall = nil }},
-		{actions.PlaceholderCreated, func(o *observe.Observation) { o.Sizing = nil }},
-		{actions.SurgeWaiting, func(o *observe.Observation) { o.Placeholder = nil }},
-		{actions.SurgeWaiting, func(o *observe.Observation) {
+		{actions.RotationStarted, func(o *View) { o.Census.Candidate = nil }},
+		{actions.InsufficientHeadroom, func(o *View) { o.Shortfall = nil }},
+		{actions.PlaceholderCreated, func(o *View) { o.Sizing = nil }},
+		{actions.SurgeWaiting, func(o *View) { o.Placeholder = nil }},
+		{actions.SurgeWaiting, func(o *View) {
 			o.Placeholder = &corev1.Pod{}
 			o.Placeholder.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue}}
 		}},
@@ -618,10 +617,10 @@ func TestWarn(t *testing.T) {
 	pool := observation(t).Pool
 	claimA := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "a"}}
 	claimB := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "b"}}
-	h.a.Warn("general", pool, "TGPUnset", "tgp is unset", "extra", "x")
-	h.a.WarnKeyed("general", "ShortLead/a", claimA, "ShortLead", "short")
-	h.a.WarnKeyed("general", "ShortLead/b", claimB, "ShortLead", "short")
-	h.a.WarnKeyed("general", "ShortLead/a", claimA, "ShortLead", "short") // same pass, same key: once
+	h.a.warn("general", pool, "TGPUnset", "tgp is unset", "extra", "x")
+	h.a.warnKeyed("general", "ShortLead/a", claimA, "ShortLead", "short")
+	h.a.warnKeyed("general", "ShortLead/b", claimB, "ShortLead", "short")
+	h.a.warnKeyed("general", "ShortLead/a", claimA, "ShortLead", "short") // same pass, same key: once
 	want := []event{{pool, "Warning", "TGPUnset", "tgp is unset"}, {claimA, "Warning", "ShortLead", "short"}, {claimB, "Warning", "ShortLead", "short"}}
 	if !reflect.DeepEqual(h.rec.events, want) {
 		t.Errorf("events %+v", h.rec.events)
@@ -644,7 +643,7 @@ func TestNoRecorder(t *testing.T) {
 
 func TestUnknownAnnouncementIsAnError(t *testing.T) {
 	h := newHarness(t)
-	err := h.a.Announce("Bogus", observation(t), nil)
+	err := h.a.earned(observation(t), []actions.Earned{{What: "Bogus"}})
 	if err == nil || err.Error() != `announcement "Bogus" has no handler` {
 		t.Errorf("error %v", err)
 	}
@@ -711,7 +710,7 @@ func TestSurgeUnschedulableIgnoresMessageChurn(t *testing.T) {
 		obs.Placeholder.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: "Unschedulable",
 			Message: fmt.Sprintf("0/%d nodes are available", 10+i)}}
 		h.announce(t, actions.SurgeWaiting, obs)
-		h.a.EndPass("general")
+		h.a.endPass("general")
 	}
 	if len(h.rec.events) != 1 {
 		t.Errorf("%d Events, want 1", len(h.rec.events))
@@ -724,10 +723,10 @@ func TestWindowEndingSaidOncePerOccurrence(t *testing.T) {
 	h := newHarness(t)
 	obs := observation(t)
 	closes := now.Add(9 * time.Minute)
-	obs.WindowEnd = observe.WindowEnd{Forecast: 14 * time.Minute, Learned: true, Hold: 14 * time.Minute, Close: closes, Left: 9 * time.Minute, Ending: true}
+	obs.WindowEnd = WindowEnd{Forecast: 14 * time.Minute, Learned: true, Close: closes, Left: 9 * time.Minute}
 	for range 3 {
 		h.announce(t, actions.WindowEnding, obs)
-		h.a.EndPass("general")
+		h.a.endPass("general")
 	}
 	l := h.one(t)
 	if l.msg != "not starting: too little of the window is left for the rotation's forecast" ||
@@ -753,7 +752,7 @@ func TestSurgeUnschedulableCarriesKarpenterWordOnFailFast(t *testing.T) {
 	obs.Placeholder.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: "Unschedulable", Message: "0/3 nodes are available"}}
 	obs.InducedClaim = nil
 	h.announce(t, actions.SurgeWaiting, obs)
-	h.a.EndPass("general")
+	h.a.endPass("general")
 	karpenterRefused(obs)
 	h.announce(t, actions.SurgeUnservable, obs)
 	h.announce(t, actions.SurgeUnservable, obs)

@@ -2,15 +2,14 @@ package announce
 
 import (
 	"fmt"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
+	"github.com/noderotation/node-rotation-controller/actions"
 	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
 	"github.com/noderotation/node-rotation-controller/internal/metrics"
-	"github.com/noderotation/node-rotation-controller/internal/observe"
 	"github.com/noderotation/node-rotation-controller/internal/surge"
 )
 
@@ -18,36 +17,39 @@ import (
 // pool it cleared: success with the drain and surge figures, or a late
 // force-expiry.
 func (an *Announcer) rotationCompleted(s step) {
-	res, _ := s.last("anchor-release")
-	v := res.Values
-	pool, now := s.pool(), s.obs.Now
-	if v["outcome"] == "recorded" {
+	res, _ := s.last(actions.ActionAnchorRelease)
+	v := res.Released
+	if v == nil {
+		return // no outcome read: the release did not land in this pass
+	}
+	pool, now := s.pool(), s.view.Now
+	if v.Outcome == actions.ReleasedRecorded {
 		return // the expiry was announced by the pass that recorded it
 	}
-	if v["outcome"] != "success" {
+	if v.Outcome != actions.ReleasedSuccess {
 		metrics.Completed.WithLabelValues(pool, "expired").Inc()
-		s.log.Info("rotation complete", "outcome", "expired", "mode", mode(v["mode"]))
+		s.log.Info("rotation complete", "outcome", "expired", "mode", mode(v.Mode))
 		return
 	}
 	metrics.Completed.WithLabelValues(pool, "success").Inc()
-	kv := []any{"outcome", "success", "mode", mode(v["mode"])}
-	drainingAt, err := time.Parse(time.RFC3339, v["drainingAt"])
+	kv := []any{"outcome", "success", "mode", mode(v.Mode)}
+	drainingAt, err := time.Parse(time.RFC3339, v.DrainingAt)
 	if err == nil {
 		kv = append(kv, "drain", now.Sub(drainingAt).Round(time.Second).String())
 		metrics.Duration.WithLabelValues(pool, "drain").Observe(now.Sub(drainingAt).Seconds())
-	} else if v["drainingAt"] != "" {
-		an.garbled(s, v1alpha1.AnnotationDrainingAt, v["drainingAt"], "not an RFC3339 time")
+	} else if v.DrainingAt != "" {
+		an.garbled(s, v1alpha1.AnnotationDrainingAt, v.DrainingAt, "not an RFC3339 time")
 	}
-	wait, waitErr := time.ParseDuration(v["surgeWait"])
-	if waitErr != nil && v["surgeWait"] != "" {
-		an.garbled(s, v1alpha1.AnnotationSurgeWait, v["surgeWait"], "not a Go duration")
+	wait, waitErr := time.ParseDuration(v.SurgeWait)
+	if waitErr != nil && v.SurgeWait != "" {
+		an.garbled(s, v1alpha1.AnnotationSurgeWait, v.SurgeWait, "not a Go duration")
 	}
 	path := ""
 	if host := surgeHostAtCompletion(s, v); host != "" {
 		kv = append(kv, "surgeNode", host)
 		if waitErr == nil && !drainingAt.IsZero() {
 			kv = append(kv, "surgeWait", wait.String())
-			path = surge.Path(claimOnNode(s.obs, host), drainingAt.Add(-wait))
+			path = surge.Path(claimOnNode(s.view, host), drainingAt.Add(-wait))
 			if path != "" {
 				kv = append(kv, "surgePath", path)
 			}
@@ -59,13 +61,13 @@ func (an *Announcer) rotationCompleted(s step) {
 	if path != "" {
 		msg += "; surgePath " + path
 	}
-	an.event(s.obs.Pool, corev1.EventTypeNormal, "RotationCompleted", msg)
+	an.event(s.view.Pool, corev1.EventTypeNormal, "RotationCompleted", msg)
 }
 
 // garbled reports a malformed figure of the rotation the completion line
 // had to leave out: said once per key and value, never silently dropped.
 func (an *Announcer) garbled(s step, key, value, problem string) {
-	an.WarnKeyed(s.pool(), "InvalidAnnotation/NodePool/"+key, s.obs.Pool, "InvalidAnnotation",
+	an.warnKeyed(s.pool(), "InvalidAnnotation/NodePool/"+key, s.view.Pool, "InvalidAnnotation",
 		fmt.Sprintf("NodePool/%s: annotation %s=%q is %s; the completion figures omit it", s.pool(), key, value, problem))
 }
 
@@ -73,22 +75,18 @@ func (an *Announcer) garbled(s step, key, value, problem string) {
 // at surge-ready (so a completion retried after its unfreeze landed keeps
 // it), else the node the unfreeze step of this pass released (the old node
 // is gone by completion, so it is the surge host).
-func surgeHostAtCompletion(s step, released map[string]string) string {
-	if host := released["surgeNode"]; host != "" {
-		return host
+func surgeHostAtCompletion(s step, released *actions.Released) string {
+	if released.SurgeNode != "" {
+		return released.SurgeNode
 	}
-	res, ok := s.last("unfreeze")
-	if !ok {
+	res, ok := s.last(actions.ActionUnfreeze)
+	if !ok || len(res.Unfrozen) == 0 {
 		return ""
 	}
-	nodes := strings.Fields(res.Values["nodes"])
-	if len(nodes) == 0 {
-		return ""
-	}
-	return nodes[0]
+	return res.Unfrozen[0]
 }
 
-func claimOnNode(o *observe.Observation, node string) *karpv1.NodeClaim {
+func claimOnNode(o *View, node string) *karpv1.NodeClaim {
 	for i := range o.Claims {
 		if o.Claims[i].Status.NodeName == node {
 			return &o.Claims[i]

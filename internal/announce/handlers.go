@@ -10,7 +10,6 @@ import (
 	a "github.com/noderotation/node-rotation-controller/actions"
 	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
 	"github.com/noderotation/node-rotation-controller/internal/metrics"
-	"github.com/noderotation/node-rotation-controller/internal/observe"
 	"github.com/noderotation/node-rotation-controller/internal/schedule"
 	"github.com/noderotation/node-rotation-controller/internal/surge"
 )
@@ -49,7 +48,7 @@ var handlers = map[a.Announcement]func(*Announcer, step){
 // rotationStarted announces RotationStarted, or ForcefulFallback when the
 // candidate takes the surge-less path.
 func (an *Announcer) rotationStarted(s step) {
-	c := s.obs.Candidate()
+	c := s.view.Candidate()
 	if c == nil {
 		return
 	}
@@ -61,17 +60,17 @@ func (an *Announcer) rotationStarted(s step) {
 	s.log.Info("rotation candidate selected", "nodeclaim", c.Claim.Name, "age", c.Age.Round(time.Second).String(),
 		"deadline", deadline, "surgeless", surgeless)
 	if surgeless {
-		an.event(s.obs.Pool, corev1.EventTypeWarning, "ForcefulFallback", fmt.Sprintf("surge-less rotation of %s begins: its deadline %s is nearer than t_rot", c.Claim.Name, deadline))
+		an.event(s.view.Pool, corev1.EventTypeWarning, "ForcefulFallback", fmt.Sprintf("surge-less rotation of %s begins: its deadline %s is nearer than t_rot", c.Claim.Name, deadline))
 		// A surge start of a blocked claim says DrainBlocked through its own
 		// row; the surge-less start has none, so its blockers are said here.
 		an.drainBlocked(s)
 	} else {
-		an.event(s.obs.Pool, corev1.EventTypeNormal, "RotationStarted", fmt.Sprintf("rotating NodeClaim %s (deadline %s)", c.Claim.Name, deadline))
+		an.event(s.view.Pool, corev1.EventTypeNormal, "RotationStarted", fmt.Sprintf("rotating NodeClaim %s (deadline %s)", c.Claim.Name, deadline))
 	}
 }
 
 func (an *Announcer) noCandidate(s step) {
-	c := s.obs.Census.Census
+	c := s.view.Census.Census
 	reason := c.NoCandidateReason()
 	if an.seen.enter(s.pool(), string(a.NoCandidate), fmt.Sprintf("%s %+v", reason, c)) {
 		s.log.Info("no rotation candidate", "reason", reason, "census", c)
@@ -79,7 +78,7 @@ func (an *Announcer) noCandidate(s step) {
 }
 
 func (an *Announcer) insufficientHeadroom(s step) {
-	sf := s.obs.Shortfall
+	sf := s.view.Shortfall
 	if sf == nil {
 		return
 	}
@@ -87,28 +86,28 @@ func (an *Announcer) insufficientHeadroom(s step) {
 	if an.seen.enter(s.pool(), string(a.InsufficientHeadroom), msg) {
 		s.log.Info("insufficient limits headroom; cannot surge", "candidate", s.claim(), "resource", string(sf.Resource),
 			"want", sf.Want.String(), "remaining", sf.Remaining.String(), "limit", sf.Limit.String())
-		an.event(s.obs.Pool, corev1.EventTypeWarning, "InsufficientHeadroom", msg)
+		an.event(s.view.Pool, corev1.EventTypeWarning, "InsufficientHeadroom", msg)
 	}
 }
 
 func (an *Announcer) staticNodePool(s step) {
-	an.Warn(s.pool(), s.obs.Pool, string(a.StaticNodePool), "spec.replicas is set: a surge can never rotate this NodePool, so no rotation starts")
+	an.warn(s.pool(), s.view.Pool, string(a.StaticNodePool), "spec.replicas is set: a surge can never rotate this NodePool, so no rotation starts")
 }
 
 func (an *Announcer) policyConflict(s step) {
-	g := s.obs.Governance
-	an.Warn(s.pool(), s.obs.Pool, string(a.PolicyConflict), fmt.Sprintf("RotationPolicies %s tie at specificity %d; the NodePool is not rotated", strings.Join(g.Conflict, ", "), g.Specificity))
+	g := s.view.Governance
+	an.warn(s.pool(), s.view.Pool, string(a.PolicyConflict), fmt.Sprintf("RotationPolicies %s tie at specificity %d; the NodePool is not rotated", strings.Join(g.Conflict, ", "), g.Specificity))
 }
 
 func (an *Announcer) policyInvalid(s step) {
-	if an.seen.enter(s.pool(), string(a.PolicyInvalid), fmt.Sprint(s.obs.PolicyErr)) {
-		s.log.Info("governing policy is invalid; no rotation starts", "policy", s.obs.Governance.Policy.Name, "error", fmt.Sprint(s.obs.PolicyErr))
+	if an.seen.enter(s.pool(), string(a.PolicyInvalid), fmt.Sprint(s.view.PolicyErr)) {
+		s.log.Info("governing policy is invalid; no rotation starts", "policy", s.view.Governance.Policy.Name, "error", fmt.Sprint(s.view.PolicyErr))
 	}
 }
 
 func (an *Announcer) infeasible(s step) {
 	var reasons []string
-	for _, f := range s.obs.Findings {
+	for _, f := range s.view.Findings {
 		if f.Severity == schedule.Fatal {
 			reasons = append(reasons, f.Reason+": "+f.Message)
 		}
@@ -119,7 +118,7 @@ func (an *Announcer) infeasible(s step) {
 }
 
 func (an *Announcer) placeholderCreated(s step) {
-	o := s.obs
+	o := s.view
 	if o.Sizing == nil {
 		return
 	}
@@ -142,8 +141,8 @@ func (an *Announcer) placeholderCreated(s step) {
 // period is over. When Karpenter says why, the fail-fast rollback says it
 // (surgeUnservable), under the same key, so it is said once.
 func (an *Announcer) surgeWaiting(s step) {
-	ph := s.obs.Placeholder
-	if ph == nil || s.obs.InducedClaim != nil || s.obs.Now.Sub(ph.CreationTimestamp.Time) < surge.UnservableGrace {
+	ph := s.view.Placeholder
+	if ph == nil || s.view.InducedClaim != nil || s.view.Now.Sub(ph.CreationTimestamp.Time) < surge.UnservableGrace {
 		return
 	}
 	for _, c := range ph.Status.Conditions {
@@ -160,12 +159,12 @@ func (an *Announcer) surgeWaiting(s step) {
 // so Karpenter's message is said by the pass that rolls back even when the
 // placeholder's condition was said before Karpenter spoke.
 func (an *Announcer) unschedulable(s step, fingerprint, reason, detail string) {
-	ph := s.obs.Placeholder
+	ph := s.view.Placeholder
 	if ph == nil || !an.seen.enter(s.pool(), "SurgeUnschedulable", fingerprint) {
 		return
 	}
 	s.log.Info("surge placeholder is not schedulable", "placeholder", ph.Name, "reason", reason, "detail", detail)
-	an.event(s.obs.Subject, corev1.EventTypeWarning, "SurgeUnschedulable", fmt.Sprintf("placeholder %s: %s: %s", ph.Name, reason, detail))
+	an.event(s.view.Subject, corev1.EventTypeWarning, "SurgeUnschedulable", fmt.Sprintf("placeholder %s: %s: %s", ph.Name, reason, detail))
 }
 
 // surgeUnservable: the fail-fast rollback's cause, said by the pass whose
@@ -173,7 +172,7 @@ func (an *Announcer) unschedulable(s step, fingerprint, reason, detail string) {
 // SurgeUnschedulable with Karpenter's message, or SurgeLaunchFailed naming
 // the surge NodeClaim and its Launched condition.
 func (an *Announcer) surgeUnservable(s step) {
-	u := s.obs.Unservable
+	u := s.view.Unservable
 	if u == nil {
 		return
 	}
@@ -182,11 +181,11 @@ func (an *Announcer) surgeUnservable(s step) {
 		return
 	}
 	s.log.Info("surge NodeClaim failed to launch", "surgeClaim", u.Object, "detail", u.Message)
-	an.event(s.obs.Subject, corev1.EventTypeWarning, "SurgeLaunchFailed", fmt.Sprintf("%s: %s", u.Object, u.Message))
+	an.event(s.view.Subject, corev1.EventTypeWarning, "SurgeLaunchFailed", fmt.Sprintf("%s: %s", u.Object, u.Message))
 }
 
 func (an *Announcer) surgeReady(s step) {
-	o := s.obs
+	o := s.view
 	s.log.Info("surge node ready", surgeFields(s)...)
 	if started, err := time.Parse(time.RFC3339, o.Subject.Annotations[v1alpha1.AnnotationStartedAt]); err == nil {
 		metrics.Duration.WithLabelValues(s.pool(), "surge_wait").Observe(o.Now.Sub(started).Seconds())
@@ -196,7 +195,7 @@ func (an *Announcer) surgeReady(s step) {
 // surgeFields are the surge figures of the surge-ready line; surgePath is
 // omitted, never guessed, when the host's claim is unknown.
 func surgeFields(s step) []any {
-	o := s.obs
+	o := s.view
 	kv := []any{}
 	started, _ := time.Parse(time.RFC3339, o.Subject.Annotations[v1alpha1.AnnotationStartedAt])
 	if o.SurgeHost != nil {
@@ -213,22 +212,25 @@ func surgeFields(s step) []any {
 
 func (an *Announcer) drainStarted(s step) {
 	node := ""
-	if s.obs.OldNode != nil {
-		node = s.obs.OldNode.Name
+	if s.view.OldNode != nil {
+		node = s.view.OldNode.Name
 	}
-	m := mode(s.obs.Pool.Annotations[v1alpha1.AnnotationRotationMode])
-	if _, ok := s.last("anchor-write"); ok && s.obs.Candidate() != nil && s.obs.Candidate().Kind == "forcefulFallback" {
+	m := mode(s.view.Pool.Annotations[v1alpha1.AnnotationRotationMode])
+	if _, ok := s.last(a.ActionAnchorWrite); ok && s.view.Candidate() != nil && s.view.Candidate().Kind == "forcefulFallback" {
 		m = "forceful-fallback"
 	}
 	s.log.Info("drain started", "node", node, "mode", m)
 }
 
 func (an *Announcer) rotationFailed(s step) {
-	o := s.obs
-	res, _ := s.last("claim-state")
-	retry := res.Values["claim:"+v1alpha1.AnnotationRetryCount]
-	reason := res.Values["claim:"+v1alpha1.AnnotationFailureReason]
-	failedAt, _ := time.Parse(time.RFC3339, res.Values["claim:"+v1alpha1.AnnotationFailedAt])
+	o := s.view
+	res, _ := s.last(a.ActionClaimState)
+	var f a.Failure
+	if res.Failure != nil {
+		f = *res.Failure
+	}
+	retry, reason := f.RetryCount, f.Reason
+	failedAt, _ := time.Parse(time.RFC3339, f.FailedAt)
 	var count int
 	fmt.Sscan(retry, &count)
 	wait, _ := o.Settings.Calendar.RetryWait(failedAt, o.Settings.RetryBackoff, count)
@@ -241,7 +243,7 @@ func (an *Announcer) rotationFailed(s step) {
 }
 
 // failureCause is the RotationFailed Event's account of why.
-func failureCause(reason string, o *observe.Observation) string {
+func failureCause(reason string, o *View) string {
 	switch reason {
 	case surge.ReasonUnschedulable:
 		return fmt.Sprintf("Unschedulable: Karpenter cannot provision the surge for the placeholder after %s", surge.UnservableGrace)
@@ -257,22 +259,22 @@ func failureCause(reason string, o *observe.Observation) string {
 
 func (an *Announcer) rotationExpired(s step) {
 	metrics.Completed.WithLabelValues(s.pool(), "expired").Inc()
-	s.log.Info("rotation complete", "outcome", "expired", "mode", mode(s.obs.Pool.Annotations[v1alpha1.AnnotationRotationMode]))
+	s.log.Info("rotation complete", "outcome", "expired", "mode", mode(s.view.Pool.Annotations[v1alpha1.AnnotationRotationMode]))
 }
 
 func (an *Announcer) governanceLost(s step) {
 	s.log.Info("in-flight rotation rolled back: the NodePool left governance")
-	an.event(s.obs.Pool, corev1.EventTypeWarning, "GovernanceLost", fmt.Sprintf("rotation of %s rolled back: the NodePool is no longer governed by exactly one valid RotationPolicy", s.claim()))
+	an.event(s.view.Pool, corev1.EventTypeWarning, "GovernanceLost", fmt.Sprintf("rotation of %s rolled back: the NodePool is no longer governed by exactly one valid RotationPolicy", s.claim()))
 }
 
 func (an *Announcer) windowMissed(s step) {
-	res, _ := s.last("window-clear")
-	c := s.obs.Census.Census
+	res, _ := s.last(a.ActionWindowClear)
+	c := s.view.Census.Census
 	metrics.WindowMissed.WithLabelValues(s.pool()).Inc()
-	s.log.Info("maintenance window closed with candidates unrotated", "windowOpenedAt", res.Values["windowOpenedAt"],
+	s.log.Info("maintenance window closed with candidates unrotated", "windowOpenedAt", res.WindowOpenedAt,
 		"eligible", c.Candidates, "inBackoffTriggered", c.InBackoff)
-	an.event(s.obs.Pool, corev1.EventTypeWarning, "WindowMissed",
-		fmt.Sprintf("the window opened at %s closed with %d claim(s) outstanding and no rotation completed in it", res.Values["windowOpenedAt"], c.Outstanding()))
+	an.event(s.view.Pool, corev1.EventTypeWarning, "WindowMissed",
+		fmt.Sprintf("the window opened at %s closed with %d claim(s) outstanding and no rotation completed in it", res.WindowOpenedAt, c.Outstanding()))
 }
 
 func (an *Announcer) drainStuck(s step) {
@@ -286,7 +288,7 @@ func (an *Announcer) drainStuck(s step) {
 // (docs/design.md#drain-blockers); said once, by the pass whose anchor
 // write started the rotation.
 func (an *Announcer) drainBlocked(s step) {
-	c := s.obs.Candidate()
+	c := s.view.Candidate()
 	if c == nil || len(c.Blockers) == 0 {
 		return
 	}
@@ -304,16 +306,16 @@ func (an *Announcer) drainBlocked(s step) {
 // windowEnding says once per occurrence why a pool with a candidate does
 // not start near the close (docs/design.md#window-end).
 func (an *Announcer) windowEnding(s step) {
-	w := s.obs.WindowEnd
+	w := s.view.WindowEnd
 	if !an.seen.enter(s.pool(), string(a.WindowEnding), w.Close.UTC().Format(time.RFC3339)) {
 		return
 	}
 	kv := []any{"left", w.Left.Round(time.Second).String(), "forecast", w.Forecast.Round(time.Second).String(),
 		"learned", w.Learned, "windowCloses", w.Close.UTC().Format(time.RFC3339)}
-	if c := s.obs.Settings.StartCutoff; c != nil {
+	if c := s.view.Settings.StartCutoff; c != nil {
 		kv = append(kv, "startCutoff", c.String())
 	}
-	if c := s.obs.Candidate(); c != nil {
+	if c := s.view.Candidate(); c != nil {
 		kv = append(kv, "candidate", c.Claim.Name)
 	}
 	s.log.Info("not starting: too little of the window is left for the rotation's forecast", kv...)
@@ -325,8 +327,8 @@ func (an *Announcer) clusterCap(s step) {
 	if !an.seen.enter(s.pool(), string(a.ClusterCap), "") {
 		return
 	}
-	kv := []any{"inFlight", s.obs.ClusterInFlight, "maxConcurrentRotations", s.obs.ClusterCap}
-	if c := s.obs.Candidate(); c != nil {
+	kv := []any{"inFlight", s.view.ClusterInFlight, "maxConcurrentRotations", s.view.ClusterCap}
+	if c := s.view.Candidate(); c != nil {
 		kv = append(kv, "candidate", c.Claim.Name)
 	}
 	s.log.Info("not starting: the cluster's cap on rotations in flight is reached", kv...)
@@ -336,7 +338,7 @@ func (an *Announcer) clusterCap(s step) {
 // rotate-next (docs/design.md#manual-controls); said once, by the pass
 // whose anchor write started it.
 func (an *Announcer) rotationRequested(s step) {
-	c := s.obs.Candidate()
+	c := s.view.Candidate()
 	if c == nil || !c.Requested {
 		return
 	}
@@ -348,7 +350,7 @@ func (an *Announcer) rotationRequested(s step) {
 // skipHeld says once per set of held claims and their skip-until why a
 // pool with due claims starts nothing (docs/design.md#manual-controls).
 func (an *Announcer) skipHeld(s step) {
-	held := s.obs.Census.SkipHeld
+	held := s.view.Census.SkipHeld
 	if len(held) == 0 {
 		return
 	}
@@ -360,7 +362,7 @@ func (an *Announcer) skipHeld(s step) {
 		return
 	}
 	s.log.Info("not starting: an operator's skip-until keeps the due claims out", "claims", claims)
-	an.event(s.obs.Pool, corev1.EventTypeNormal, string(a.SkipHeld), fmt.Sprintf(
+	an.event(s.view.Pool, corev1.EventTypeNormal, string(a.SkipHeld), fmt.Sprintf(
 		"no rotation starts: %s keeps out %s", v1alpha1.AnnotationSkipUntil, strings.Join(claims, ", ")))
 }
 
@@ -374,22 +376,22 @@ func mode(m string) string {
 // anchorRestored: the pool had lost its anchor while a rotation was live;
 // the rotation is the pool's serial gate again.
 func (an *Announcer) anchorRestored(s step) {
-	res, _ := s.last("anchor-write")
+	res, _ := s.last(a.ActionAnchorWrite)
 	msg := fmt.Sprintf("NodePool lost its %s while NodeClaim %s was %s; the rotation is re-adopted and nothing new starts until it ends",
-		v1alpha1.AnnotationActiveRotation, s.claim(), res.Values["state"])
-	s.log.Info("stranded rotation re-adopted", "nodeclaim", s.claim(), "state", res.Values["state"])
-	an.event(s.obs.Pool, corev1.EventTypeWarning, string(a.AnchorRestored), msg)
+		v1alpha1.AnnotationActiveRotation, s.claim(), res.Readopted)
+	s.log.Info("stranded rotation re-adopted", "nodeclaim", s.claim(), "state", res.Readopted)
+	an.event(s.view.Pool, corev1.EventTypeWarning, string(a.AnchorRestored), msg)
 }
 
 // strandedRepaired: rotation artefacts no anchor named were repaired; a
 // stranded claim this pass failed counts as a failed attempt, as the
 // startup sweep counts it.
 func (an *Announcer) strandedRepaired(s step) {
-	res, _ := s.last("repair-stranded")
-	failed := strings.Fields(res.Values["failed"])
-	s.log.Info("stranded rotation artefacts repaired", "failed", failed, "repaired", res.Values["repaired"])
-	an.event(s.obs.Pool, corev1.EventTypeWarning, string(a.StrandedRepaired),
-		fmt.Sprintf("rotation artefacts no %s names were repaired (NodeClaims failed: %s): %s", v1alpha1.AnnotationActiveRotation, orNone(strings.Join(failed, ", ")), res.Values["repaired"]))
+	res, _ := s.last(a.ActionRepairStranded)
+	failed := append([]string{}, res.FailedClaims...)
+	s.log.Info("stranded rotation artefacts repaired", "failed", failed, "repaired", res.Repaired)
+	an.event(s.view.Pool, corev1.EventTypeWarning, string(a.StrandedRepaired),
+		fmt.Sprintf("rotation artefacts no %s names were repaired (NodeClaims failed: %s): %s", v1alpha1.AnnotationActiveRotation, orNone(strings.Join(failed, ", ")), res.Repaired))
 	for _, c := range failed {
 		metrics.Completed.WithLabelValues(s.pool(), "failure").Inc()
 		s.log.Info("rotation attempt failed", "reason", "stranded", "nodeclaim", c)
@@ -400,7 +402,7 @@ func (an *Announcer) strandedRepaired(s step) {
 // rotation; it was released, not counted as an expiry.
 func (an *Announcer) orphanedAnchor(s step) {
 	s.log.Info("orphaned anchor released", "nodeclaim", s.claim())
-	an.event(s.obs.Pool, corev1.EventTypeWarning, string(a.OrphanedAnchor),
+	an.event(s.view.Pool, corev1.EventTypeWarning, string(a.OrphanedAnchor),
 		fmt.Sprintf("%s named NodeClaim %s, which does not exist and left no trace of a rotation; released, not counted as an expiry", v1alpha1.AnnotationActiveRotation, s.claim()))
 }
 

@@ -19,7 +19,7 @@ import (
 )
 
 // CacheOptions keeps the cache small, because it holds every Node and
-// NodeClaim of the cluster (docs/performance.md#fleet-scale): Pods only in
+// NodeClaim of the cluster (docs/performance.md#memory): Pods only in
 // the controller's namespace and only our placeholders (no cluster-wide Pod
 // cache), only the Nodes of a NodePool (every Node a fact reads is a
 // claim's, a placeholder's host or a surge node, and Karpenter's nodes

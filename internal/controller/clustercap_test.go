@@ -10,7 +10,6 @@ import (
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
-	"github.com/noderotation/node-rotation-controller/internal/observe"
 )
 
 // twoDuePools are pools general and second, governed by the same policy,
@@ -50,7 +49,7 @@ func TestClusterCapHoldsTheSecondStart(t *testing.T) {
 		api := newAPI(t, nil, twoDuePools()...)
 		lagging := newAPI(t, nil, twoDuePools()...) // the cache: never sees a write
 		w := wire(t, lagging, api)
-		w.r.Observer.Cap = observe.NewClusterCap(1)
+		w.r.Cap = NewClusterCap(1)
 		var wg sync.WaitGroup
 		var mu sync.Mutex
 		for _, pool := range []string{"general", "second"} {

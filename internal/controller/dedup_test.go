@@ -29,8 +29,7 @@ func TestTwoInvalidAnnotationsAreEachSaidOnce(t *testing.T) {
 		{Object: "NodeClaim/b", Key: v1alpha1.AnnotationRetryCount, Value: "-1", Problem: "not a non-negative integer"},
 	}
 	for pass := 0; pass < 3; pass++ {
-		r.warnFindings(obs)
-		r.Announcer.EndPass(obs.Pool.Name)
+		say(t, r, obs)
 	}
 	if got := rec.drain(); len(got) != 2 {
 		t.Errorf("%d Events over three passes, want 2 (one per bad value): %q", len(got), got)
@@ -38,8 +37,7 @@ func TestTwoInvalidAnnotationsAreEachSaidOnce(t *testing.T) {
 	// A value that changes is new: said again, once.
 	obs.BadAnnotations[1].Value = "-2"
 	for pass := 0; pass < 2; pass++ {
-		r.warnFindings(obs)
-		r.Announcer.EndPass(obs.Pool.Name)
+		say(t, r, obs)
 	}
 	if got := rec.drain(); len(got) != 1 {
 		t.Errorf("after a change: %d Events, want 1: %q", len(got), got)

@@ -26,15 +26,22 @@ func gauges(obs *observe.Observation, decisions []engine.Decision) metrics.Pool 
 	return p
 }
 
+// The table names the gauges read (checked against the table at startup).
+var (
+	rotationMachine = engine.UsesMachine("rotation")
+	drainingState   = engine.UsesState("rotation", "draining")
+	drainStuckFact  = engine.UsesFact("drainStuck")
+)
+
 // drainStuck is the rotation machine's drainStuck fact when it decided a
 // draining rotation; false otherwise (including when nothing was decided).
 func drainStuck(decisions []engine.Decision) bool {
 	for _, d := range decisions {
-		if d.Machine != "rotation" || d.From != "draining" {
+		if d.Machine != rotationMachine || d.From != drainingState {
 			continue
 		}
 		for _, f := range d.Facts {
-			if f.Name == "drainStuck" {
+			if f.Name == drainStuckFact {
 				return f.Value == true
 			}
 		}

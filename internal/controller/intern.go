@@ -28,7 +28,7 @@ const (
 // interned shares label and annotation memory between the cached Nodes
 // and NodeClaims: the informer decodes every object's maps and strings
 // afresh, and of a lean node+claim pair's live heap the maps are the
-// largest part (docs/performance.md#fleet-scale).
+// largest part (docs/performance.md#what-the-cache-keeps).
 var interned = newInternTable(internMax, sharedMapsMax)
 
 type internTable struct {

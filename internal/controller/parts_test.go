@@ -125,37 +125,11 @@ func TestGauges(t *testing.T) {
 	}
 }
 
-// The heartbeat is logged at V(1), at most once a minute.
-func TestHeartbeat(t *testing.T) {
-	eng, err := loadEngine()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var lines []logLine
-	r := &NodePoolReconciler{Engine: eng, Log: capture(t, 1, &lines)}
-	r.heartbeat()
-	r.heartbeat()
-	if len(lines) != 1 || lines[0].msg != "heartbeat" || lines[0].kv["rulesVersion"] != float64(eng.Version()) || lines[0].kv["level"] != 1.0 {
-		t.Fatalf("lines %+v", lines)
-	}
-	past := time.Now().Add(-61 * time.Second)
-	r.lastBeat.Store(&past)
-	r.heartbeat()
-	if len(lines) != 2 {
-		t.Errorf("a minute later: %d heartbeats, want 2", len(lines))
-	}
-	var quiet []logLine
-	r = &NodePoolReconciler{Engine: eng, Log: capture(t, 0, &quiet)}
-	r.heartbeat()
-	if len(quiet) != 0 || r.lastBeat.Load() != nil {
-		t.Errorf("heartbeat at V(0): %+v", quiet)
-	}
-}
-
-// warnFindings: Warning findings are evented on the pool, fatal ones are
-// not; ShortLead on each claim that cannot get its K chances;
-// InvalidAnnotation for a malformed value that kept a claim out.
-func TestWarnFindings(t *testing.T) {
+// A pass's report of what it observed: Warning findings are evented on the
+// pool, fatal ones are not; ShortLead on each claim that cannot get its K
+// chances; InvalidAnnotation for a malformed value that kept a claim out —
+// as the view cut from the observation carries them.
+func TestReportOfFindings(t *testing.T) {
 	rec := &recorder{FakeRecorder: record.NewFakeRecorder(20)}
 	var lines []logLine
 	r := &NodePoolReconciler{Announcer: announce.New(capture(t, 0, &lines), rec)}
@@ -174,7 +148,7 @@ func TestWarnFindings(t *testing.T) {
 	never.Spec.ExpireAfter.Duration = nil
 	obs.Claims = []karpv1.NodeClaim{*short1, *short2, *long, *never}
 	obs.BadAnnotations = []census.BadAnnotation{{Object: "NodeClaim/bad", Key: v1alpha1.AnnotationFailedAt, Value: "x", Problem: "not an RFC3339 time"}}
-	r.warnFindings(obs)
+	say(t, r, obs)
 	want := []string{
 		"Warning TGPUnset terminationGracePeriod is unset; set it",
 		"Warning ShortLead expireAfter 40m is not longer than K·P + t_rot = 49m: the schedule cannot guarantee 2 chances; rotated best-effort first",
@@ -192,8 +166,7 @@ func TestWarnFindings(t *testing.T) {
 		t.Errorf("recorded on %v, want %v", on, want)
 	}
 	// The next pass with the same findings says nothing new.
-	r.Announcer.EndPass("general")
-	r.warnFindings(obs)
+	say(t, r, obs)
 	if got := rec.drain(); len(got) != 0 {
 		t.Errorf("repeated: %q", got)
 	}
@@ -201,13 +174,22 @@ func TestWarnFindings(t *testing.T) {
 	// annotations are still reported.
 	r = &NodePoolReconciler{Announcer: announce.New(capture(t, 0, &lines), rec)}
 	obs.Governance = policy.Governance{}
-	r.warnFindings(obs)
+	say(t, r, obs)
 	if got := rec.drain(); !reflect.DeepEqual(got, want[3:]) {
 		t.Errorf("ungoverned: %q", got)
 	}
 }
 
 func ptrTo(d time.Duration) *time.Duration { return &d }
+
+// say hands the announcer one pass's report of what it observed, as
+// Reconcile does, and ends the pass.
+func say(t *testing.T, r *NodePoolReconciler, obs *observe.Observation) {
+	t.Helper()
+	if err := r.Announcer.Pass(announce.Report{View: view(obs)}); err != nil {
+		t.Fatal(err)
+	}
+}
 
 // targets hands the steps what the pass observed, and the placeholder to
 // create shaped by the controller's configuration.

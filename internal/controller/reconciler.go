@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -35,9 +34,12 @@ const staleRetry = time.Second
 
 // NodePoolReconciler drives each NodePool's rotation one step per pass.
 type NodePoolReconciler struct {
-	Client    client.Client
-	Fresh     client.Reader
-	Observer  *observe.Observer
+	Client   client.Client
+	Fresh    client.Reader
+	Observer *observe.Observer
+	// Cap bounds the rotations in flight across the cluster; its lock
+	// serialises the passes that may start one (docs/design.md#cluster-cap).
+	Cap       *ClusterCap
 	Engine    *engine.Engine
 	Announcer *announce.Announcer
 	Log       logr.Logger
@@ -53,28 +55,30 @@ type NodePoolReconciler struct {
 	// decision (rotationctl simulate: the next instant a fact changes, and
 	// the census it keeps its books on).
 	OnObservation func(obs *observe.Observation)
-	lastBeat      atomic.Pointer[time.Time]
 }
 
 // Reconcile is one pass: observe the pool, decide one transition per
-// machine, run its steps on the pass's targets and hand each announce step
-// to the announcer.
+// machine, run its steps on the pass's targets, then hand the announcer
+// what the pass observed and what its steps earned.
 func (r *NodePoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	if r.Sweep != nil {
 		r.sweepOnce.Do(func() { r.Sweep(ctx) })
 	}
-	capped := r.Observer.Cap.Max() > 0
+	capped := r.Cap.Max() > 0
 	locked := capped && r.mayStart(ctx, req.Name)
 	if locked {
-		r.Observer.Cap.Lock()
-		defer r.Observer.Cap.Unlock()
+		r.Cap.Lock()
+		defer r.Cap.Unlock()
 	}
-	obs, err := r.Observer.Observe(ctx, req.Name)
+	limit, err := r.Cap.count(ctx, r.Client, req.Name)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	obs, err := r.Observer.Observe(ctx, req.Name, limit)
 	var bad *observe.BadStateError
 	switch {
 	case errors.As(err, &bad):
-		r.warnBadState(ctx, req.Name, bad)
-		return ctrl.Result{RequeueAfter: Backstop}, nil
+		return ctrl.Result{RequeueAfter: Backstop}, r.Announcer.Pass(r.badState(ctx, req.Name, bad))
 	case err != nil:
 		return ctrl.Result{}, err
 	case obs == nil:
@@ -87,44 +91,36 @@ func (r *NodePoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		// cap's lock, so two starts never judge the count at once
 		return ctrl.Result{RequeueAfter: immediately}, nil
 	}
-	defer r.Announcer.EndPass(req.Name)
-	for _, e := range obs.ReadErrors {
-		r.Log.Error(e, "a read failed; the pass goes on without it", "nodepool", req.Name)
-	}
 	if r.OnObservation != nil {
 		r.OnObservation(obs)
 	}
-	r.warnFindings(obs)
-	r.heartbeat()
+	r.Announcer.Heartbeat(r.Engine.Version())
 	decisions, err := r.Engine.Decide(&obs.Snapshot)
 	metrics.Record(gauges(obs, decisions))
+	report := announce.Report{View: view(obs)}
 	var fe *engine.FactError
-	if errors.As(err, &fe) {
-		r.warnUndecidable(obs, fe)
-		return ctrl.Result{RequeueAfter: Backstop}, nil
+	switch {
+	case errors.As(err, &fe):
+		report.Undecidable = fe
+		return ctrl.Result{RequeueAfter: Backstop}, r.Announcer.Pass(report)
+	case err != nil:
+		return ctrl.Result{}, errors.Join(err, r.Announcer.Pass(report))
 	}
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	requeue, err := r.act(ctx, obs, decisions)
-	if err != nil {
-		return ctrl.Result{}, err
+	requeue, err := r.act(ctx, obs, decisions, &report)
+	// what the steps earned is said also when a later step failed: the
+	// writes that earned it landed (docs/design.md#announcements)
+	if aerr := r.Announcer.Pass(report); aerr != nil || err != nil {
+		return ctrl.Result{}, errors.Join(err, aerr)
 	}
 	return ctrl.Result{RequeueAfter: requeue}, nil
 }
 
-// act runs each decision's steps and returns when to come back: the
-// soonest of the decisions' requeues (or their onLost when the pass lost
-// an election), the next instant a time-based fact changes, and the
-// backstop.
-func (r *NodePoolReconciler) act(ctx context.Context, obs *observe.Observation, decisions []engine.Decision) (time.Duration, error) {
-	log := r.Log.WithValues("nodepool", obs.Pool.Name)
-	pass := &actions.Pass{
-		Client: r.Client, Fresh: r.Fresh, Targets: r.targets(obs),
-		Announce: func(_ context.Context, what actions.Announcement, results []actions.Result) error {
-			return r.Announcer.Announce(what, obs, results)
-		},
-	}
+// act runs each decision's steps, recording on the report what each ran
+// and earned, and returns when to come back: the soonest of the decisions'
+// requeues (or their onLost when the pass lost an election), the next
+// instant a time-based fact changes, and the backstop.
+func (r *NodePoolReconciler) act(ctx context.Context, obs *observe.Observation, decisions []engine.Decision, report *announce.Report) (time.Duration, error) {
+	pass := &actions.Pass{Client: r.Client, Fresh: r.Fresh, Targets: r.targets(obs)}
 	defer r.recordStart(obs, pass)
 	requeue := Backstop
 	if !obs.NextInstant.IsZero() {
@@ -135,18 +131,16 @@ func (r *NodePoolReconciler) act(ctx context.Context, obs *observe.Observation, 
 			r.OnDecision(obs.Pool.Name, d)
 		}
 		before := len(pass.Results)
-		owned, err := actions.Run(ctx, pass, d)
-		if log.V(1).Enabled() {
-			log.V(1).Info("pass", "machine", d.Machine, "transition", d.Transition, "owned", owned, "facts", d.Facts, "did", did(pass.Results[before:]))
-		}
+		ran, err := actions.Run(ctx, pass, d)
+		report.Earned = append(report.Earned, ran.Earned...)
+		report.Decided = append(report.Decided, announce.Decided{Decision: d, Owned: ran.Owned, Results: pass.Results[before:], Err: err})
 		if errors.Is(err, actions.ErrStale) {
-			log.V(1).Info("pass stopped on a stale cache", "transition", d.Transition, "error", err.Error())
 			return staleRetry, nil
 		}
 		if err != nil {
 			return 0, err
 		}
-		if owned {
+		if ran.Owned {
 			requeue = min(requeue, d.Requeue)
 		} else {
 			requeue = min(requeue, d.OnLost)
@@ -155,32 +149,11 @@ func (r *NodePoolReconciler) act(ctx context.Context, obs *observe.Observation, 
 	return max(requeue, immediately), nil
 }
 
-// heartbeat logs at V(1), at most once a minute, that passes are running.
-func (r *NodePoolReconciler) heartbeat() {
-	if !r.Log.V(1).Enabled() {
-		return
-	}
-	now := time.Now()
-	if last := r.lastBeat.Load(); last != nil && now.Sub(*last) < time.Minute {
-		return
-	}
-	r.lastBeat.Store(&now)
-	r.Log.V(1).Info("heartbeat", "rulesVersion", r.Engine.Version())
-}
-
-func did(rs []actions.Result) []string {
-	out := make([]string, len(rs))
-	for i, r := range rs {
-		out[i] = r.Did
-	}
-	return out
-}
-
 // mayStart peeks at the cached NodePool: only a pool without an anchor can
 // start a rotation, so only its pass takes the cluster cap's lock.
 func (r *NodePoolReconciler) mayStart(ctx context.Context, pool string) bool {
 	np := &karpv1.NodePool{}
-	if err := r.Observer.Cache.Get(ctx, client.ObjectKey{Name: pool}, np); err != nil {
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: pool}, np); err != nil {
 		return true // the pass will find out; taking the lock is the safe side
 	}
 	return np.Annotations[v1alpha1.AnnotationActiveRotation] == ""
@@ -190,12 +163,12 @@ func (r *NodePoolReconciler) mayStart(ctx context.Context, pool string) bool {
 // the next pool's pass counts it before the cache shows it
 // (docs/design.md#cluster-cap).
 func (r *NodePoolReconciler) recordStart(obs *observe.Observation, pass *actions.Pass) {
-	if r.Observer.Cap.Max() <= 0 {
+	if r.Cap.Max() <= 0 {
 		return
 	}
 	for _, res := range pass.Results {
-		if res.Action == "anchor-write" && res.Outcome == actions.Claimed {
-			r.Observer.Cap.Started(obs.Pool.Name, obs.Pool.ResourceVersion)
+		if res.Action == actions.ActionAnchorWrite && res.Outcome == actions.Claimed {
+			r.Cap.Started(obs.Pool.Name, obs.Pool.ResourceVersion)
 		}
 	}
 }

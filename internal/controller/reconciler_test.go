@@ -17,6 +17,8 @@ import (
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
+	"github.com/noderotation/node-rotation-controller/internal/announce"
+	"github.com/noderotation/node-rotation-controller/internal/census"
 	"github.com/noderotation/node-rotation-controller/internal/metrics"
 )
 
@@ -223,8 +225,11 @@ func TestBadStateAnchor(t *testing.T) {
 func TestDeletedPoolIsForgotten(t *testing.T) {
 	w := newWorld(t, nil, governing())
 	metrics.Candidates.WithLabelValues("gone").Set(3)
-	pool := nodePool("gone")
-	w.r.Announcer.Warn("gone", pool, "TGPUnset", "tgp")
+	warned := announce.Report{View: &announce.View{Pool: nodePool("gone"),
+		BadAnnotations: []census.BadAnnotation{{Object: "NodeClaim/gone-a", Key: v1alpha1.AnnotationFailedAt, Value: "x", Problem: "not an RFC3339 time"}}}}
+	if err := w.r.Announcer.Pass(warned); err != nil {
+		t.Fatal(err)
+	}
 	res, err := w.r.Reconcile(context.Background(), request("gone"))
 	if err != nil || res != (reconcile.Result{}) {
 		t.Errorf("Reconcile = %+v, %v; want no requeue", res, err)
@@ -233,7 +238,9 @@ func TestDeletedPoolIsForgotten(t *testing.T) {
 		t.Error("the deleted pool's gauge survived")
 	}
 	// The same warning fires again: its deduplication state was dropped.
-	w.r.Announcer.Warn("gone", pool, "TGPUnset", "tgp")
+	if err := w.r.Announcer.Pass(warned); err != nil {
+		t.Fatal(err)
+	}
 	if ev := w.rec.drain(); len(ev) != 2 {
 		t.Errorf("events %v, want the warning twice", ev)
 	}

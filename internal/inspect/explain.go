@@ -252,7 +252,7 @@ func candidateReason(ex *ClaimExplanation) string {
 		b.WriteString("; waits for the rotation of " + st.InFlight.NodeClaim + " in flight")
 	case st.Blocked != "":
 		b.WriteString("; but the pool starts no rotation: " + st.Blocked)
-	case st.Gate != "" && st.Gate != "open":
+	case st.Gate != "" && st.Gate != gateOpen:
 		b.WriteString("; the " + st.Gate + " gate holds the pool")
 		if st.GateWhy != "" {
 			b.WriteString(" (" + st.GateWhy + ")")
@@ -260,8 +260,8 @@ func candidateReason(ex *ClaimExplanation) string {
 		if !st.GateUntil.IsZero() {
 			b.WriteString(", every gate open at " + stamp(st.GateUntil))
 		}
-	case ex.Place == 1 && st.Transitions["rotation"] != "":
-		b.WriteString("; the pool's pass takes " + st.Transitions["rotation"])
+	case ex.Place == 1 && st.Transitions[rotationMachine] != "":
+		b.WriteString("; the pool's pass takes " + st.Transitions[rotationMachine])
 	}
 	if !ex.ExpectedStart.IsZero() {
 		b.WriteString("; forecast start " + stamp(ex.ExpectedStart))

@@ -42,9 +42,12 @@ func (in *Inspector) look(ctx context.Context, pool string) (obs *observe.Observ
 	if api == nil {
 		api = in.Reader
 	}
-	o := &observe.Observer{Cache: in.Reader, API: api, Namespace: in.Namespace, Clock: in.Clock,
-		Cap: observe.NewClusterCap(in.MaxConcurrentRotations)}
-	obs, err = o.Observe(ctx, pool)
+	limit, err := in.cap(ctx, pool)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	o := &observe.Observer{Cache: in.Reader, API: api, Namespace: in.Namespace, Clock: in.Clock}
+	obs, err = o.Observe(ctx, pool, limit)
 	var bad *observe.BadStateError
 	switch {
 	case errors.As(err, &bad):
@@ -63,6 +66,19 @@ func (in *Inspector) look(ctx context.Context, pool string) (obs *observe.Observ
 		return nil, nil, "", fmt.Errorf("deciding NodePool %s: %w", pool, err)
 	}
 	return obs, decisions, "", nil
+}
+
+// cap is the controller's cluster cap as a pass of pool would count it:
+// the other pools the cluster shows anchored.
+func (in *Inspector) cap(ctx context.Context, pool string) (observe.Cap, error) {
+	if in.MaxConcurrentRotations <= 0 {
+		return observe.NoCap, nil
+	}
+	pools := &karpv1.NodePoolList{}
+	if err := in.Reader.List(ctx, pools); err != nil {
+		return observe.Cap{}, fmt.Errorf("listing NodePools for the cluster cap: %w", err)
+	}
+	return observe.Cap{Max: in.MaxConcurrentRotations, InFlight: observe.AnchoredElsewhere(pools.Items, pool)}, nil
 }
 
 // ErrNoNodePool: the NodePool does not exist (or no longer does).

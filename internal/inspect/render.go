@@ -10,6 +10,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/noderotation/node-rotation-controller/engine"
 	"github.com/noderotation/node-rotation-controller/internal/schedule"
 )
 
@@ -69,7 +70,7 @@ func RenderStatus(w io.Writer, pools []*PoolStatus, format string) error {
 			if p.InFlight != nil && p.InFlight.SurgeNode != "" {
 				surge = p.InFlight.SurgeNode
 			}
-			row = append(row, orDash(p.PolicyReady), fmt.Sprint(p.Census.Total), orDash(p.Transitions["rotation"]), orDash(p.Transitions["window"]), surge)
+			row = append(row, orDash(p.PolicyReady), fmt.Sprint(p.Census.Total), orDash(p.Transitions[rotationMachine]), orDash(p.Transitions[windowMachine]), surge)
 		}
 		fmt.Fprintln(tw, strings.Join(row, "\t"))
 		if p.Problem != "" {
@@ -136,23 +137,23 @@ func when(now, t time.Time, zone string, wide bool) string {
 // holds are the idle transitions that start nothing whatever the gates
 // say, in the words of the GATE column.
 var holds = map[string]string{
-	"idle.static-pool":           "static pool",
-	"idle.infeasible":            "infeasible",
-	"idle.insufficient-headroom": "no headroom",
-	"idle.repair-stranded":       "repairing stranded",
-	"idle.readopt":               "re-adopting",
+	engine.UsesTransition("idle.static-pool"):           "static pool",
+	engine.UsesTransition("idle.infeasible"):            "infeasible",
+	engine.UsesTransition("idle.insufficient-headroom"): "no headroom",
+	repairStranded: "repairing stranded",
+	readopt:        "re-adopting",
 }
 
 func gateCell(p *PoolStatus) string {
-	if h, ok := holds[p.Transitions["rotation"]]; ok {
+	if h, ok := holds[p.Transitions[rotationMachine]]; ok {
 		return h
 	}
 	switch {
 	case p.Gate == "":
 		return "-"
-	case p.Gate == "windowEnding" && p.WindowLeft != "":
+	case p.Gate == gateWindowEnding && p.WindowLeft != "":
 		return p.Gate + " (" + p.WindowLeft + ")"
-	case p.Gate == "open" || p.GateUntil.IsZero():
+	case p.Gate == gateOpen || p.GateUntil.IsZero():
 		return p.Gate
 	}
 	return p.Gate + " (" + schedule.Approx(p.GateUntil.Sub(p.Now)) + ")"

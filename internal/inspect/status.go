@@ -157,7 +157,7 @@ func (in *Inspector) status(pool string, obs *observe.Observation, ds []engine.D
 			st.Transitions[d.Machine] = d.Transition
 		}
 	}
-	st.InFlight = inFlight(obs, decision(ds, "rotation"))
+	st.InFlight = inFlight(obs, decision(ds, rotationMachine))
 	if !obs.Governed() {
 		return st
 	}
@@ -234,24 +234,39 @@ func (st *PoolStatus) describeGovernance(obs *observe.Observation) {
 	}
 }
 
+// The table names the status reads (checked against the table when it
+// loads: table.Load).
+var (
+	rotationMachine  = engine.UsesMachine("rotation")
+	windowMachine    = engine.UsesMachine("window")
+	goneState        = engine.UsesState("rotation", "gone")
+	startGateFact    = engine.UsesFact("startGate")
+	gateOpen         = engine.UsesFactValue("startGate", "open")
+	gateClusterCap   = engine.UsesFactValue("startGate", "clusterCap")
+	gateWindowEnding = engine.UsesFactValue("startGate", "windowEnding")
+	readyTimeoutFact = engine.UsesFact("readyTimeoutElapsed")
+	repairStranded   = engine.UsesTransition("idle.repair-stranded")
+	readopt          = engine.UsesTransition("idle.readopt")
+)
+
 // describeGate evaluates the table's startGate fact — whether or not this
 // pass consults it — and works out when the gate opens.
 func (st *PoolStatus) describeGate(eng *engine.Engine, obs *observe.Observation) {
-	v, err := eng.Evaluate(&obs.Snapshot, "startGate")
+	v, err := eng.Evaluate(&obs.Snapshot, startGateFact)
 	if err != nil {
 		st.Problem = "undecidable until fixed: " + err.Error()
 		return
 	}
 	st.Gate = v.(string)
 	switch st.Gate {
-	case "open":
-	case "clusterCap":
+	case gateOpen:
+	case gateClusterCap:
 		// it opens when another pool's rotation ends: no instant to show
 		st.GateWhy = fmt.Sprintf("%d rotations in flight in other pools, the cap is %d", obs.ClusterInFlight, obs.ClusterCap)
 	default:
 		st.GateUntil = gatesOpen(obs)
 	}
-	if w := obs.WindowEnd; st.Gate == "windowEnding" {
+	if w := obs.WindowEnd; st.Gate == gateWindowEnding {
 		st.GateWhy = WindowEndingWhy(w)
 		st.WindowLeft = schedule.FormatDuration(w.Left.Round(time.Second)) + " left, forecast " + schedule.FormatDuration(w.Forecast.Round(time.Second))
 	}
@@ -342,7 +357,7 @@ func inFlight(obs *observe.Observation, rot *engine.Decision) *InFlight {
 		f.Mode = "forcefulFallback"
 	}
 	if !obs.Snapshot.Claim.Exists {
-		f.State = "gone"
+		f.State = goneState
 	}
 	if rot != nil {
 		f.Phase = rot.Transition
@@ -379,15 +394,15 @@ func forecast(eng *engine.Engine, obs *observe.Observation, st *PoolStatus, n in
 		if !started.IsZero() {
 			end = started.Add(tRotEst)
 		}
-		if end.Before(obs.Now) || st.InFlight.State == "gone" { // overrunning, or ending
+		if end.Before(obs.Now) || st.InFlight.State == goneState { // overrunning, or ending
 			end = obs.Now
 		}
-		if v, err := eng.Evaluate(&obs.Snapshot, "readyTimeoutElapsed"); err == nil && v == true {
+		if v, err := eng.Evaluate(&obs.Snapshot, readyTimeoutFact); err == nil && v == true {
 			end, after = obs.Now, obs.Derivation.FailurePause
 			n++
 		}
 		from = end.Add(after)
-	case st.Transitions["rotation"] == "idle.repair-stranded" || st.Transitions["rotation"] == "idle.readopt":
+	case st.Transitions[rotationMachine] == repairStranded || st.Transitions[rotationMachine] == readopt:
 		from = obs.Now.Add(tRotEst + obs.Settings.CooldownAfter)
 	}
 	if st.GateUntil.After(from) {

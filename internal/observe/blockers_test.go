@@ -126,7 +126,7 @@ func TestObserverPassesOverADrainBlockedCandidate(t *testing.T) {
 		mu.Unlock()
 		return c.List(ctx, list, opts...)
 	}}
-	obs, err := observerOn(newClient(t, funcs, objs...), now).Observe(context.Background(), "general")
+	obs, err := observerOn(newClient(t, funcs, objs...), now).Observe(context.Background(), "general", NoCap)
 	if err != nil {
 		t.Fatal(err)
 	}

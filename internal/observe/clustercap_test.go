@@ -9,59 +9,32 @@ import (
 	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
 )
 
-// The cap counts the other pools' anchors in the cache, and this
-// process's anchor writes until the cache has moved past the copy each
-// was locked on.
-func TestClusterCapInFlight(t *testing.T) {
-	pool := func(name, rv, anchor string) karpv1.NodePool {
-		p := karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: name, ResourceVersion: rv, Annotations: map[string]string{}}}
-		if anchor != "" {
-			p.Annotations[v1alpha1.AnnotationActiveRotation] = anchor
-		}
-		return p
-	}
-	c := NewClusterCap(2)
-	cached := []karpv1.NodePool{pool("a", "1", "a-1"), pool("b", "5", ""), pool("c", "7", ""), pool("self", "9", "self-1")}
-	if n := c.InFlight(cached, "self"); n != 1 {
-		t.Errorf("in flight %d, want 1 (a; never self)", n)
-	}
-	c.Started("b", "5") // anchored on b's copy 5, which the cache still shows
-	if n := c.InFlight(cached, "self"); n != 2 {
-		t.Errorf("in flight %d, want 2 (a, and b not yet in the cache)", n)
-	}
-	if n := c.InFlight(cached, "b"); n != 2 {
-		t.Errorf("b's own pass counts %d, want 2 (a and self, never b)", n)
-	}
-	cached[1] = pool("b", "6", "b-1") // the cache caught up
-	if n := c.InFlight(cached, "self"); n != 2 {
-		t.Errorf("in flight %d, want 2", n)
-	}
-	cached[1] = pool("b", "8", "") // and the rotation ended
-	if n := c.InFlight(cached, "self"); n != 1 {
-		t.Errorf("in flight %d after b's release, want 1: a record outlived the cache", n)
-	}
-	if c.Max() != 2 || NewClusterCap(0).Max() != 0 || (*ClusterCap)(nil).Max() != 0 {
-		t.Error("Max")
-	}
-}
-
 // With a cap, the snapshot says when it is reached; without one, never.
 func TestClusterCapSnapshot(t *testing.T) {
 	other := nodePool(anchored("general-x"))
 	other.Name, other.Labels = "other", map[string]string{"workload": "batch"}
 	for _, c := range []struct {
-		max     int
+		cap     Cap
 		reached bool
-	}{{0, false}, {1, true}, {2, false}} {
+	}{{NoCap, false}, {Cap{Max: 1, InFlight: 1}, true}, {Cap{Max: 2, InFlight: 1}, false}, {Cap{Max: 1, InFlight: 0}, false}} {
 		cl := newClient(t, nil, nodePool(), governing(), other)
-		o := observerOn(cl, now)
-		o.Cap = NewClusterCap(c.max)
-		obs, err := o.Observe(t.Context(), "general")
+		obs, err := observerOn(cl, now).Observe(t.Context(), "general", c.cap)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if obs.Snapshot.Pool.ClusterCapReached != c.reached {
-			t.Errorf("cap %d: reached %v, want %v (in flight %d)", c.max, obs.Snapshot.Pool.ClusterCapReached, c.reached, obs.ClusterInFlight)
+			t.Errorf("cap %+v: reached %v, want %v", c.cap, obs.Snapshot.Pool.ClusterCapReached, c.reached)
 		}
+	}
+}
+
+// AnchoredElsewhere counts the other pools whose copy carries an anchor.
+func TestAnchoredElsewhere(t *testing.T) {
+	pool := func(name, anchor string) karpv1.NodePool {
+		return karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{v1alpha1.AnnotationActiveRotation: anchor}}}
+	}
+	pools := []karpv1.NodePool{pool("a", "a-1"), pool("b", ""), pool("self", "self-1"), pool("c", "c-1")}
+	if n := AnchoredElsewhere(pools, "self"); n != 2 {
+		t.Errorf("%d, want 2 (a and c; never self)", n)
 	}
 }

@@ -188,7 +188,7 @@ func observerOn(c client.Reader, at time.Time) *Observer {
 // observeAt observes pool "general" among objs at the given instant.
 func observeAt(t *testing.T, at time.Time, objs ...client.Object) *Observation {
 	t.Helper()
-	obs, err := observerOn(newClient(t, nil, objs...), at).Observe(context.Background(), "general")
+	obs, err := observerOn(newClient(t, nil, objs...), at).Observe(context.Background(), "general", NoCap)
 	if err != nil {
 		t.Fatal(err)
 	}

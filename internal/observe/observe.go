@@ -25,14 +25,34 @@ type Observer struct {
 	API       client.Reader
 	Namespace string
 	Clock     func() time.Time
-	// Cap, when set with a Max, bounds the rotations in flight across the
-	// cluster (docs/design.md#cluster-cap).
-	Cap *ClusterCap
 }
 
-// Observe builds the observation of the NodePool named pool; nil when the
-// NodePool no longer exists.
-func (o *Observer) Observe(ctx context.Context, pool string) (*Observation, error) {
+// Cap is the cluster cap as one pass sees it (docs/design.md#cluster-cap):
+// its Max, 0 when there is none, and the rotations in flight in the
+// cluster's other pools, -1 when there is no cap. The caller counts them:
+// the controller from the cache and the starts its own process made that
+// the cache has not shown yet (process state the observer does not keep).
+type Cap struct{ Max, InFlight int }
+
+// NoCap is the cap of a pass with no -max-concurrent-rotations.
+var NoCap = Cap{InFlight: -1}
+
+// AnchoredElsewhere counts the pools other than self whose copy carries an
+// anchor: the rotations in flight the cache shows.
+func AnchoredElsewhere(pools []karpv1.NodePool, self string) int {
+	n := 0
+	for i := range pools {
+		if pools[i].Name != self && pools[i].Annotations[v1alpha1.AnnotationActiveRotation] != "" {
+			n++
+		}
+	}
+	return n
+}
+
+// Observe builds the observation of the NodePool named pool, with the
+// cluster cap as counted for this pass; nil when the NodePool no longer
+// exists.
+func (o *Observer) Observe(ctx context.Context, pool string, cap Cap) (*Observation, error) {
 	np := &karpv1.NodePool{}
 	if err := o.Cache.Get(ctx, client.ObjectKey{Name: pool}, np); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -61,9 +81,7 @@ func (o *Observer) Observe(ctx context.Context, pool string) (*Observation, erro
 	if err := o.subject(ctx, obs); err != nil {
 		return nil, err
 	}
-	if err := o.clusterInFlight(ctx, obs); err != nil {
-		return nil, err
-	}
+	obs.ClusterCap, obs.ClusterInFlight = cap.Max, cap.InFlight
 	obs.Snapshot = snapshot(obs)
 	obs.NextInstant = nextInstant(obs)
 	return obs, nil

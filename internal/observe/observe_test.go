@@ -23,7 +23,7 @@ import (
 )
 
 func TestObserveMissingPool(t *testing.T) {
-	obs, err := observerOn(newClient(t, nil, governing()), now).Observe(context.Background(), "general")
+	obs, err := observerOn(newClient(t, nil, governing()), now).Observe(context.Background(), "general", NoCap)
 	if obs != nil || err != nil {
 		t.Errorf("Observe of a missing pool = %v, %v; want nil, nil", obs, err)
 	}
@@ -76,7 +76,7 @@ func TestObserveReadErrors(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			cl := newClient(t, &c.funcs, nodePool(), governing(), nodeClaim("general-a", 20*time.Minute, "node-a"), node("node-a"))
-			obs, err := observerOn(cl, now).Observe(context.Background(), "general")
+			obs, err := observerOn(cl, now).Observe(context.Background(), "general", NoCap)
 			if obs != nil || err == nil || err.Error() != c.want || !errors.Is(err, boom) {
 				t.Errorf("Observe = %v, %v; want %q", obs, err, c.want)
 			}
@@ -317,7 +317,7 @@ func TestObserveSizesOnlyWhenAPlaceholderMayBeCreated(t *testing.T) {
 func TestObserveForeignAnchor(t *testing.T) {
 	cl := newClient(t, nil, nodePool(anchored("other-a")), governing(),
 		nodeClaim("other-a", 40*time.Minute, "", ofPool("other"), inState(v1alpha1.StatePending)))
-	obs, err := observerOn(cl, now).Observe(context.Background(), "general")
+	obs, err := observerOn(cl, now).Observe(context.Background(), "general", NoCap)
 	var bad *BadStateError
 	if obs != nil || !errors.As(err, &bad) {
 		t.Fatalf("Observe = %v, %v; want a *BadStateError", obs, err)

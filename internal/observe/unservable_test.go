@@ -90,7 +90,7 @@ func TestUnservable(t *testing.T) {
 				return cl.List(ctx, list, opts...)
 			}}
 			objs := append([]client.Object{nodePool(anchored("general-a")), governing(), node("node-a")}, c.objs...)
-			obs, err := observerOn(newClient(t, funcs, objs...), now).Observe(context.Background(), "general")
+			obs, err := observerOn(newClient(t, funcs, objs...), now).Observe(context.Background(), "general", NoCap)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -132,7 +132,7 @@ func TestUnservableReadErrorIsNotFatal(t *testing.T) {
 		return cl.List(ctx, list, opts...)
 	}}
 	claim := nodeClaim("general-a", 40*time.Minute, "node-a", inState(v1alpha1.StatePending), startedAt(now.Add(-3*time.Minute)))
-	obs, err := observerOn(newClient(t, funcs, nodePool(anchored("general-a")), governing(), node("node-a"), claim, ph), now).Observe(context.Background(), "general")
+	obs, err := observerOn(newClient(t, funcs, nodePool(anchored("general-a")), governing(), node("node-a"), claim, ph), now).Observe(context.Background(), "general", NoCap)
 	if err != nil {
 		t.Fatalf("the pass failed: %v", err)
 	}

@@ -17,8 +17,20 @@ func FactFuncs() map[string]engine.FactFunc {
 	return map[string]engine.FactFunc{"retryDue": census.RetryDue}
 }
 
-// Load compiles and proves the shipped table.
-func Load() (*engine.Engine, error) { return LoadTable(rules.Table) }
+// Load compiles and proves the shipped table, and checks that it has every
+// machine, state, fact and transition the Go code linked into this binary
+// names (engine.UsesState and its kin): a rename in the rules file that
+// the Go code did not follow refuses to start, naming each site.
+func Load() (*engine.Engine, error) {
+	e, err := LoadTable(rules.Table)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.CheckNames(engine.NameUses()); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
 
 // LoadTable compiles and proves a table against the action catalog and the
 // Go facts: a table naming an unknown action, argument or fact func does

@@ -24,7 +24,6 @@ import (
 	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
 	"github.com/noderotation/node-rotation-controller/engine"
 	"github.com/noderotation/node-rotation-controller/internal/controller"
-	"github.com/noderotation/node-rotation-controller/internal/observe"
 	"github.com/noderotation/node-rotation-controller/test/fakekarpenter"
 	"github.com/noderotation/node-rotation-controller/test/testenv"
 )
@@ -158,7 +157,7 @@ type instanceSet struct {
 	names []string
 	// caps are the instances' cluster caps (-max-concurrent-rotations),
 	// none by default; a spec sets and restores them.
-	caps   []*observe.ClusterCap
+	caps   []*controller.ClusterCap
 	cancel context.CancelFunc
 	done   sync.WaitGroup
 }
@@ -204,7 +203,7 @@ func startInstances(e *testenv.Env, prefix string, n int, leaderElection bool, m
 		Expect(err).NotTo(HaveOccurred())
 		r.OnDecision = func(pool string, d engine.Decision) { coverage.record(name, pool, d) }
 		set.names = append(set.names, name)
-		set.caps = append(set.caps, r.Observer.Cap)
+		set.caps = append(set.caps, r.Cap)
 		set.done.Add(1)
 		go func() {
 			defer GinkgoRecover()

@@ -1,4 +1,4 @@
-package observe
+package controller
 
 import (
 	"context"
@@ -6,9 +6,11 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
+	"github.com/noderotation/node-rotation-controller/internal/observe"
 )
 
 // ClusterCap bounds the rotations in flight across the cluster
@@ -70,37 +72,29 @@ func (c *ClusterCap) Started(pool, rv string) {
 func (c *ClusterCap) InFlight(pools []karpv1.NodePool, self string) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	n := 0
+	n := observe.AnchoredElsewhere(pools, self)
 	for i := range pools {
 		p := &pools[i]
-		anchored := p.Annotations[v1alpha1.AnnotationActiveRotation] != ""
 		rv, mine := c.own[p.Name]
 		switch {
 		case mine && p.ResourceVersion != rv:
 			delete(c.own, p.Name) // the cache has moved past the anchor write
-		case mine && !anchored && p.Name != self:
+		case mine && p.Name != self && p.Annotations[v1alpha1.AnnotationActiveRotation] == "":
 			n++ // anchored here, not yet in the cache
-			continue
-		}
-		if anchored && p.Name != self {
-			n++
 		}
 	}
 	return n
 }
 
-// clusterInFlight counts the other pools' rotations for the cap; -1 when
-// no cap is set.
-func (o *Observer) clusterInFlight(ctx context.Context, obs *Observation) error {
-	obs.ClusterInFlight = -1
-	if o.Cap.Max() <= 0 {
-		return nil
+// count is the cap as a pass of pool self sees it, from the cached
+// NodePools: observe.NoCap when no cap is set.
+func (c *ClusterCap) count(ctx context.Context, cache client.Reader, self string) (observe.Cap, error) {
+	if c.Max() <= 0 {
+		return observe.NoCap, nil
 	}
-	obs.ClusterCap = o.Cap.Max()
 	pools := &karpv1.NodePoolList{}
-	if err := o.Cache.List(ctx, pools); err != nil {
-		return fmt.Errorf("listing NodePools for the cluster cap: %w", err)
+	if err := cache.List(ctx, pools); err != nil {
+		return observe.Cap{}, fmt.Errorf("listing NodePools for the cluster cap: %w", err)
 	}
-	obs.ClusterInFlight = o.Cap.InFlight(pools.Items, obs.Pool.Name)
-	return nil
+	return observe.Cap{Max: c.Max(), InFlight: c.InFlight(pools.Items, self)}, nil
 }
