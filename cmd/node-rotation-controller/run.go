@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/noderotation/node-rotation-controller/internal/cache"
 	"github.com/noderotation/node-rotation-controller/internal/controller"
 	"github.com/noderotation/node-rotation-controller/internal/preflight"
 	"github.com/noderotation/node-rotation-controller/internal/scheme"
@@ -56,9 +57,7 @@ func run(o options) error {
 		return err
 	}
 	opts := managerOptions(o, s)
-	if opts.Cache, err = controller.CacheOptions(o.namespace, cfg); err != nil {
-		return fmt.Errorf("setting up the cache: %w", err)
-	}
+	opts.Cache = cache.Options(o.namespace)
 	mgr, err := ctrl.NewManager(cfg, opts)
 	if err != nil {
 		return fmt.Errorf("creating the manager: %w", err)

@@ -16,7 +16,7 @@ import (
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
-	"github.com/noderotation/node-rotation-controller/internal/controller"
+	leancache "github.com/noderotation/node-rotation-controller/internal/cache"
 	"github.com/noderotation/node-rotation-controller/internal/scheme"
 )
 
@@ -78,10 +78,7 @@ func (k *kubeFlags) view(ctx context.Context) (*clusterView, error) {
 	if err != nil {
 		return nil, fmt.Errorf("connecting to %s: %w", cfg.Host, err)
 	}
-	opts, err := controller.CacheOptions(k.namespace, cfg)
-	if err != nil {
-		return nil, err
-	}
+	opts := leancache.Options(k.namespace)
 	opts.Scheme = s
 	c, err := cache.New(cfg, opts)
 	if err != nil {

@@ -3,8 +3,6 @@ package controller
 import (
 	"context"
 	"errors"
-	"fmt"
-	"github.com/awslabs/operatorpkg/status"
 	"reflect"
 	"testing"
 	"time"
@@ -12,9 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -292,78 +288,5 @@ func TestAllPools(t *testing.T) {
 	}
 	if l := *w.lines; len(l) != 1 || l[0].msg != "listing NodePools to re-resolve after a RotationPolicy change" || l[0].kv["error"] != "boom" {
 		t.Errorf("error line %+v", l)
-	}
-}
-
-// The cache holds Pods only in the controller's namespace and only those
-// labelled surge-for, Nodes only of a NodePool; Nodes, NodeClaims and
-// NodePools through their transforms (cache_test.go).
-func TestCacheOptions(t *testing.T) {
-	opts, err := CacheOptions(ns, &rest.Config{Host: "https://127.0.0.1:1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if opts.NewInformer == nil {
-		t.Error("NodeClaims are watched through client-go's decoder, not internal/claimwatch's")
-	}
-	kinds := map[string]bool{}
-	for obj, by := range opts.ByObject {
-		if _, ok := obj.(*karpv1.NodeClaim); ok && (by.Label != nil || by.Field != nil || opts.DefaultLabelSelector != nil || opts.DefaultFieldSelector != nil) {
-			t.Errorf("NodeClaims cached with a selector (label %v, field %v), which claimwatch's watch would not send", by.Label, by.Field)
-		}
-		kinds[fmt.Sprintf("%T", obj)] = true
-		if by.Transform == nil {
-			t.Errorf("%T cached without a transform", obj)
-		}
-		if _, ok := obj.(*corev1.Node); ok {
-			for set, want := range map[string]bool{karpv1.NodePoolLabelKey + "=general": true, "node-role.kubernetes.io/control-plane=": false, "": false} {
-				l, err := labels.ConvertSelectorToLabelsMap(set)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if by.Label == nil || by.Label.Matches(l) != want {
-					t.Errorf("Node selector %v matches %q: want %v", by.Label, set, want)
-				}
-			}
-		}
-		if _, ok := obj.(*corev1.Pod); !ok {
-			continue
-		}
-		if len(by.Namespaces) != 1 {
-			t.Errorf("namespaces %v", by.Namespaces)
-		}
-		if _, ok := by.Namespaces[ns]; !ok {
-			t.Errorf("namespaces %v lack %s", by.Namespaces, ns)
-		}
-		for set, want := range map[string]bool{v1alpha1.LabelSurgeFor + "=general-a": true, v1alpha1.LabelSurgeFor + "=": true, "app=web": false, "": false} {
-			l, err := labels.ConvertSelectorToLabelsMap(set)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := by.Label.Matches(l); got != want {
-				t.Errorf("selector %s matches %q: %v", by.Label, set, got)
-			}
-		}
-	}
-	want := map[string]bool{"*v1.Pod": true, "*v1.Node": true, "*v1.NodeClaim": true, "*v1.NodePool": true, "*v1.PodDisruptionBudget": true}
-	if !reflect.DeepEqual(kinds, want) {
-		t.Errorf("cached by object: %v, want %v", kinds, want)
-	}
-	// Nodes and NodeClaims go through the lean transforms, not just a
-	// managedFields strip
-	for obj, by := range opts.ByObject {
-		switch obj.(type) {
-		case *corev1.Node:
-			n := &corev1.Node{Status: corev1.NodeStatus{Images: []corev1.ContainerImage{{SizeBytes: 1}}}}
-			if got, _ := by.Transform(n); len(got.(*corev1.Node).Status.Images) != 0 {
-				t.Error("the Node cache keeps the image list")
-			}
-		case *karpv1.NodeClaim:
-			c := &karpv1.NodeClaim{}
-			c.Status.Conditions = []status.Condition{{Type: "Launched", Status: "True"}}
-			if got, _ := by.Transform(c); len(got.(*karpv1.NodeClaim).Status.Conditions) != 0 {
-				t.Error("the NodeClaim cache keeps conditions other than Ready and a Launched that is not True")
-			}
-		}
 	}
 }

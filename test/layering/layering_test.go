@@ -19,7 +19,7 @@ var allowed = map[string][]string{
 	"rules":                        {},
 	"internal":                     {},
 	"internal/conditional":         {},
-	"internal/claimwatch":          {},
+	"internal/cache":               {"api/v1alpha1"},
 	"internal/golden":              {},
 	"internal/preflight":           {},
 	"internal/schedule":            {},
@@ -35,12 +35,12 @@ var allowed = map[string][]string{
 	"internal/table":               {"actions", "engine", "internal/census", "rules"},
 	"internal/observe":             {"api/v1alpha1", "engine", "internal/census", "internal/markers", "internal/policy", "internal/schedule", "internal/surge"},
 	"internal/announce":            {"actions", "api/v1alpha1", "engine", "internal/census", "internal/metrics", "internal/policy", "internal/schedule", "internal/surge"},
-	"internal/controller":          {"actions", "api/v1alpha1", "engine", "internal/announce", "internal/claimwatch", "internal/metrics", "internal/observe", "internal/policy", "internal/schedule", "internal/surge", "internal/sweep", "internal/table"},
-	"cmd/node-rotation-controller": {"internal/controller", "internal/preflight", "internal/scheme", "internal/surge"},
+	"internal/controller":          {"actions", "api/v1alpha1", "engine", "internal/announce", "internal/metrics", "internal/observe", "internal/policy", "internal/schedule", "internal/surge", "internal/sweep", "internal/table"},
+	"cmd/node-rotation-controller": {"internal/cache", "internal/controller", "internal/preflight", "internal/scheme", "internal/surge"},
 	"internal/inspect":             {"api/v1alpha1", "engine", "internal/census", "internal/observe", "internal/schedule"},
 	"internal/inspect/inspecttest": {"api/v1alpha1"},
 	"internal/simulate":            {"api/v1alpha1", "engine", "internal/controller", "internal/observe", "internal/plan", "internal/policy", "internal/schedule", "internal/scheme", "internal/table"},
-	"cmd/rotationctl":              {"api/v1alpha1", "engine", "internal/controller", "internal/inspect", "internal/plan", "internal/schedule", "internal/scheme", "internal/simulate", "internal/table", "rules"},
+	"cmd/rotationctl":              {"api/v1alpha1", "engine", "internal/cache", "internal/controller", "internal/inspect", "internal/plan", "internal/schedule", "internal/scheme", "internal/simulate", "internal/table", "rules"},
 }
 
 // forbidden are the arrows the one-way pass rules out, checked over every
@@ -50,7 +50,7 @@ var forbidden = map[string][]string{
 	"engine":               {"*"}, // cel-go and yaml only: nothing of this domain
 	"rules":                {"*"}, // data: the table and its golden cases
 	"internal/conditional": {"*"},
-	"internal/claimwatch":  {"*"}, // client-go, Karpenter's types and json-iterator only
+	"internal/cache":       {"actions", "engine", "internal/observe", "internal/census", "internal/announce", "internal/controller", "internal/table", "rules"}, // the informer cache's shape: client-go, controller-runtime and Karpenter's types
 	"internal/markers":     {"actions", "internal/observe", "internal/census", "internal/sweep", "internal/controller", "internal/conditional"},
 	"actions":              {"internal/observe", "internal/census", "internal/surge", "internal/announce", "internal/metrics", "internal/controller", "internal/sweep", "internal/table", "rules"},
 	"internal/metrics":     {"internal/observe", "internal/census", "actions", "internal/announce"},

@@ -23,6 +23,7 @@ import (
 
 	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
 	"github.com/noderotation/node-rotation-controller/engine"
+	"github.com/noderotation/node-rotation-controller/internal/cache"
 	"github.com/noderotation/node-rotation-controller/internal/controller"
 	"github.com/noderotation/node-rotation-controller/test/fakekarpenter"
 	"github.com/noderotation/node-rotation-controller/test/testenv"
@@ -180,8 +181,7 @@ func startInstances(e *testenv.Env, prefix string, n int, leaderElection bool, m
 		}
 		cfg := rest.CopyConfig(e.Config)
 		cfg.Wrap(controllerRequests.wrap(name))
-		cacheOpts, err := controller.CacheOptions(controllerNS, cfg)
-		Expect(err).NotTo(HaveOccurred())
+		cacheOpts := cache.Options(controllerNS)
 		opts := ctrl.Options{
 			Scheme: e.Scheme, Metrics: metricsserver.Options{BindAddress: addr}, HealthProbeBindAddress: "0",
 			Cache: cacheOpts,

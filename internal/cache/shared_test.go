@@ -1,4 +1,4 @@
-package controller
+package cache
 
 import (
 	"reflect"
@@ -30,7 +30,7 @@ func TestClaimsShareRequirementsNodeClassAndAllocatable(t *testing.T) {
 		c.Spec.Requirements = reqs
 		c.Spec.NodeClassRef = &karpv1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: class}
 		c.Status.Allocatable = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse("8Gi")}
-		got, err := leanClaim(c)
+		got, err := LeanClaim(c)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,8 @@
-package controller
+// Package cache shapes the controller's informer cache: which objects it
+// holds (Options) and how lean — the transforms that drop what no fact
+// reads, and the sharing of the strings, maps and parts the cached objects
+// repeat (docs/architecture.md).
+package cache
 
 import (
 	"strings"
@@ -9,54 +13,45 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
-	"k8s.io/client-go/rest"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
+	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
-	"github.com/noderotation/node-rotation-controller/internal/claimwatch"
 )
 
-// CacheOptions keeps the cache small, because it holds every Node and
-// NodeClaim of the cluster (docs/performance.md#memory): Pods only in
-// the controller's namespace and only our placeholders (no cluster-wide Pod
+// Options keeps the informer cache small, because it holds every Node and
+// NodeClaim of the cluster (docs/performance.md#memory): Pods only in the
+// controller's namespace and only our placeholders (no cluster-wide Pod
 // cache), only the Nodes of a NodePool (every Node a fact reads is a
 // claim's, a placeholder's host or a surge node, and Karpenter's nodes
 // carry karpenter.sh/nodepool from registration; a managed node group's
 // or the control plane's nodes are never cached), and Nodes and NodeClaims
 // without what no fact reads.
 //
+// Every watch is client-go's own (its reflector, its decoding, its
+// retries); what the cache drops is dropped by a transform, after the
+// decode, so the cache holds only the lean copy.
+//
 // A trimmed copy is safe to write from: every write is a merge patch
 // computed between two copies that lack the same fields, so it never
 // names — and never removes — what the cache dropped; nothing cached is
 // written back whole with Update.
-//
-// NodeClaims, whose status Karpenter rewrites all the time, are watched
-// through internal/claimwatch, which decodes each event in one pass
-// instead of client-go's five; the informer's initial sync streams through
-// that watch too (client-go's WatchList), and client-go's list is left
-// for a server that cannot stream it. claimwatch's watch adds no
-// selector, so NodeClaims are cached whole, without one.
-func CacheOptions(namespace string, cfg *rest.Config) (cache.Options, error) {
-	claims, err := claimwatch.New(cfg)
-	if err != nil {
-		return cache.Options{}, err
-	}
+func Options(namespace string) crcache.Options {
 	surgeFor, _ := labels.NewRequirement(v1alpha1.LabelSurgeFor, selection.Exists, nil)
 	inPool, _ := labels.NewRequirement(karpv1.NodePoolLabelKey, selection.Exists, nil)
-	strip := cache.TransformStripManagedFields()
-	return cache.Options{NewInformer: claims.NewInformer, ByObject: map[client.Object]cache.ByObject{
-		&corev1.Pod{}:       {Namespaces: map[string]cache.Config{namespace: {}}, Label: labels.NewSelector().Add(*surgeFor), Transform: strip},
+	strip := crcache.TransformStripManagedFields()
+	return crcache.Options{ByObject: map[client.Object]crcache.ByObject{
+		&corev1.Pod{}:       {Namespaces: map[string]crcache.Config{namespace: {}}, Label: labels.NewSelector().Add(*surgeFor), Transform: strip},
 		&karpv1.NodePool{}:  {Transform: strip},
-		&karpv1.NodeClaim{}: {Transform: leanClaim},
-		&corev1.Node{}:      {Label: labels.NewSelector().Add(*inPool), Transform: leanNode},
+		&karpv1.NodeClaim{}: {Transform: LeanClaim},
+		&corev1.Node{}:      {Label: labels.NewSelector().Add(*inPool), Transform: LeanNode},
 		// Few and small; read only when a candidate's node has Pods.
 		&policyv1.PodDisruptionBudget{}: {Transform: strip},
-	}}, nil
+	}}
 }
 
-// leanNode keeps of a Node what the facts read — metadata (its label and
+// LeanNode keeps of a Node what the facts read — metadata (its label and
 // annotation strings shared with the other cached objects; its maps are
 // its own, since a real node's annotations name its own address, volume
 // IDs and the like, and sharing would rarely find a twin), spec
@@ -66,7 +61,7 @@ func CacheOptions(namespace string, cfg *rest.Config) (cache.Options, error) {
 // NodeClaim's), volumes, addresses, node info and every other condition,
 // which the kubelet rewrites on each heartbeat. Its labels are kept
 // whole: a policy may name any of them for the placeholder to replicate.
-func leanNode(obj any) (any, error) {
+func LeanNode(obj any) (any, error) {
 	n, ok := obj.(*corev1.Node)
 	if !ok {
 		return obj, nil
@@ -88,7 +83,7 @@ func leanNode(obj any) (any, error) {
 	return n, nil
 }
 
-// leanClaim keeps of a NodeClaim its metadata — of its labels only its
+// LeanClaim keeps of a NodeClaim its metadata — of its labels only its
 // NodePool's and this controller's (claimLabelKept), the only ones a fact
 // reads, which makes a pool's claims' label maps one shared map, and its
 // annotations shared the same way (a pool's claims not in rotation carry
@@ -101,7 +96,7 @@ func leanNode(obj any) (any, error) {
 // Karpenter launched it for and the image ID move no fact; Karpenter's
 // other conditions (Launched once True, Registered, Initialized,
 // Consolidatable, Drifted, …) churn without moving one.
-func leanClaim(obj any) (any, error) {
+func LeanClaim(obj any) (any, error) {
 	c, ok := obj.(*karpv1.NodeClaim)
 	if !ok {
 		return obj, nil

@@ -1,4 +1,4 @@
-package controller
+package cache
 
 import (
 	"hash/maphash"
@@ -16,7 +16,7 @@ const (
 	internMax = 8192
 	// sharedMapsMax bounds each table of shared parts: whole maps, and
 	// the requirements, node classes and allocatables of shared.go. A pool's NodeClaims
-	// carry the same labels (the few kept, leanClaim) and most carry the
+	// carry the same labels (the few kept, LeanClaim) and most carry the
 	// same annotations, as do its Nodes; maps unique to one object (a
 	// claim in rotation, a node's own address) take a slot each, so a
 	// full table is emptied and fills again rather than stopping: maps

@@ -1,4 +1,4 @@
-package controller
+package cache
 
 import (
 	"hash/maphash"

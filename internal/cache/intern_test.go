@@ -1,8 +1,9 @@
-package controller
+package cache
 
 import (
 	"fmt"
 	"reflect"
+	"runtime"
 	"testing"
 	"unsafe"
 
@@ -27,10 +28,10 @@ func TestLeanObjectsShareLabelStrings(t *testing.T) {
 	}
 	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", Labels: labels(), Annotations: map[string]string{decoded("a"): decoded("b")}}}
 	c := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "c", Labels: labels()}}
-	if _, err := leanNode(n); err != nil {
+	if _, err := LeanNode(n); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := leanClaim(c); err != nil {
+	if _, err := LeanClaim(c); err != nil {
 		t.Fatal(err)
 	}
 	if len(n.Labels) != 2 || n.Labels[karpv1.NodePoolLabelKey] != "general" || n.Annotations["a"] != "b" || c.Labels[karpv1.NodePoolLabelKey] != "general" {
@@ -65,6 +66,22 @@ func TestInternTableIsBounded(t *testing.T) {
 	}
 }
 
+// Sharing outlives a garbage collection: a string decoded after one is
+// still the copy the table handed out before. (Go's unique package does
+// not do this for plain strings: its canonical copy is dropped once no
+// unique.Handle is left, and the cached objects hold strings, not handles —
+// docs/performance.md#what-the-cache-keeps.)
+func TestSharingOutlivesACollection(t *testing.T) {
+	tab := newInternTable(16, 2)
+	first := tab.strings(map[string]string{decoded("karpenter.sh/nodepool"): decoded("general")})
+	runtime.GC()
+	runtime.GC()
+	again := tab.strings(map[string]string{decoded("karpenter.sh/nodepool"): decoded("general")})
+	if !sameMemory(first["karpenter.sh/nodepool"], again["karpenter.sh/nodepool"]) {
+		t.Error("a string decoded after a collection is held twice")
+	}
+}
+
 func sameMap(a, b map[string]string) bool {
 	return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
 }
@@ -82,7 +99,7 @@ func TestIdenticalMapsAreShared(t *testing.T) {
 	b := claim("b", map[string]string{decoded("karpenter.sh/nodepool-hash"): decoded("123")})
 	r := claim("r", map[string]string{decoded("karpenter.sh/nodepool-hash"): decoded("123"), decoded(v1alpha1.AnnotationState): decoded("pending")})
 	for _, c := range []*karpv1.NodeClaim{a, b, r} {
-		if _, err := leanClaim(c); err != nil {
+		if _, err := LeanClaim(c); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -98,7 +115,7 @@ func TestIdenticalMapsAreShared(t *testing.T) {
 	// Another pool's claims share their own maps, not the first pool's.
 	other := claim("o", map[string]string{decoded("karpenter.sh/nodepool-hash"): decoded("456")})
 	other.Labels[karpv1.NodePoolLabelKey] = decoded("batch")
-	if _, err := leanClaim(other); err != nil {
+	if _, err := LeanClaim(other); err != nil {
 		t.Fatal(err)
 	}
 	if sameMap(a.Labels, other.Labels) || other.Labels[karpv1.NodePoolLabelKey] != "batch" || other.Annotations["karpenter.sh/nodepool-hash"] != "456" {
@@ -106,11 +123,11 @@ func TestIdenticalMapsAreShared(t *testing.T) {
 	}
 	// The informer may run the transform again on what it holds: the
 	// shared maps come back as they are, unwritten.
-	again, err := leanClaim(a.DeepCopy())
+	again, err := LeanClaim(a.DeepCopy())
 	if err != nil {
 		t.Fatal(err)
 	}
-	twice, err := leanClaim(a)
+	twice, err := LeanClaim(a)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +142,7 @@ func TestNodesKeepTheirOwnAnnotationMaps(t *testing.T) {
 	n1 := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Annotations: map[string]string{decoded("node.alpha.kubernetes.io/ttl"): decoded("0")}}}
 	n2 := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n2", Annotations: map[string]string{decoded("node.alpha.kubernetes.io/ttl"): decoded("0")}}}
 	for _, n := range []*corev1.Node{n1, n2} {
-		if _, err := leanNode(n); err != nil {
+		if _, err := LeanNode(n); err != nil {
 			t.Fatal(err)
 		}
 	}
