@@ -177,6 +177,29 @@ func TestRunReturnsWhatWasEarnedBeforeAnError(t *testing.T) {
 	}
 }
 
+// A pass that goes stale after an announce step returns what was earned
+// before it with ErrStale: the write that earned it landed.
+func TestRunReturnsWhatWasEarnedBeforeAStaleWrite(t *testing.T) {
+	e := newEnv(t, mkPool(poolName, ann(keyAnchor, claimA)), mkClaim(claimA, nil))
+	p := e.pass(e.targets())
+	np := e.pool(poolName)
+	np.Annotations["operator"] = "touched" // the pool moves on past the pass's copy
+	if err := e.base.Update(ctxb, np); err != nil {
+		t.Fatal(err)
+	}
+	ran, err := Run(ctxb, p, decision("pending.force-expiry",
+		engine.Step{Action: ActionClaimState, Elect: true, Args: map[string]any{"from": []any{"none", "pending"}, "to": "expired"}},
+		engine.Step{Action: ActionAnnounce, Args: map[string]any{"what": "RotationExpired"}},
+		engine.Step{Action: ActionAnchorClear},
+	))
+	if !errors.Is(err, ErrStale) || ran.Owned {
+		t.Fatalf("ran %+v err %v, want stale", ran, err)
+	}
+	if got := announcedOf(ran); len(got) != 1 || got[0].what != RotationExpired {
+		t.Fatalf("earned %+v, want RotationExpired", got)
+	}
+}
+
 // An announce step writes nothing and records what it earned; a second
 // decision's Run returns its own share only.
 func TestAnnounceRecordsWhatWasEarned(t *testing.T) {

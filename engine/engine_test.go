@@ -2,6 +2,8 @@ package engine
 
 import (
 	"errors"
+	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -208,25 +210,88 @@ func TestObserverFacts(t *testing.T) {
 	}
 }
 
-// The activation's fast path must agree with the declared inputs.
-func TestActivationMatchesInputs(t *testing.T) {
-	s := &Snapshot{
-		Now:       time.Unix(100, 0),
-		Pool:      PoolObservation{Governance: "g", Static: true, Feasible: true, WindowOpen: true, Anchor: "a", RotationState: "r", Freeze: "f", LastRotationAt: "l", LastFailureAt: "lf", WindowOpenedAt: "w"},
-		Policy:    PolicyObservation{ReadyTimeout: 1, CooldownAfter: 2, FailurePause: 3, DrainBound: 4},
-		Claim:     ClaimObservation{Exists: true, State: "s", StartedAt: "st", FailedAt: "fa", RetryCount: "rc", Deleting: true, DeletedAt: time.Unix(5, 0), RetryAt: time.Unix(6, 0)},
-		Candidate: "c", Surge: SurgeObservation{PlaceholderExists: true, Ready: true, Headroom: true}, Outstanding: 7,
+// inputs is the one list of the snapshot's CEL names: every leaf field of
+// Snapshot, named by its JSON path, is exactly one input, and the input
+// reads that field (each field filled with a value of its own).
+func TestInputsAreTheSnapshotsFields(t *testing.T) {
+	s := &Snapshot{}
+	want := map[string]any{}
+	var bools []string
+	n := 0
+	var fill func(v reflect.Value, prefix string)
+	fill = func(v reflect.Value, prefix string) {
+		for i := range v.NumField() {
+			f, fv := v.Type().Field(i), v.Field(i)
+			name := prefix + strings.Split(f.Tag.Get("json"), ",")[0]
+			n++
+			switch fv.Interface().(type) {
+			case PoolObservation, PolicyObservation, ClaimObservation, SurgeObservation:
+				fill(fv, name+".")
+				continue
+			case time.Time:
+				fv.Set(reflect.ValueOf(time.Unix(int64(n), 0)))
+			case Duration:
+				fv.Set(reflect.ValueOf(Duration(n)))
+				want[name] = time.Duration(n)
+				continue
+			case bool:
+				bools = append(bools, name)
+			case string:
+				fv.SetString(fmt.Sprintf("v%d", n))
+			case int:
+				fv.SetInt(int64(n))
+				want[name] = int64(n)
+				continue
+			default:
+				t.Fatalf("%s: a field of type %s no input can carry", name, f.Type)
+			}
+			want[name] = fv.Interface()
+		}
 	}
+	fill(reflect.ValueOf(s).Elem(), "")
 	act := snapshotActivation{s}
-	for _, in := range inputs {
-		got, ok := act.ResolveName(in.name)
-		if !ok || got != in.get(s) {
-			t.Errorf("%s: activation %v, accessor %v", in.name, got, in.get(s))
+	for name, w := range want {
+		if got, ok := act.ResolveName(name); !ok || got != w {
+			t.Errorf("%s: resolves to %v (%v), want the field's %v", name, got, ok, w)
+		}
+	}
+	if len(inputs) != len(want) {
+		for _, in := range inputs {
+			if _, ok := want[in.name]; !ok {
+				t.Errorf("input %s is no field of the snapshot", in.name)
+			}
 		}
 	}
 	if _, ok := act.ResolveName("pool.nothing"); ok {
 		t.Error("an undeclared name resolved")
 	}
+	// each bool alone set: only its own input reads true
+	for _, b := range bools {
+		one := &Snapshot{}
+		setBool(t, reflect.ValueOf(one).Elem(), strings.Split(b, "."))
+		for _, other := range bools {
+			if got, _ := (snapshotActivation{one}).ResolveName(other); got != (other == b) {
+				t.Errorf("with %s alone set, %s resolves to %v", b, other, got)
+			}
+		}
+	}
+}
+
+// setBool sets the bool field at the JSON path.
+func setBool(t *testing.T, v reflect.Value, path []string) {
+	t.Helper()
+	for i := range v.NumField() {
+		if strings.Split(v.Type().Field(i).Tag.Get("json"), ",")[0] != path[0] {
+			continue
+		}
+		if len(path) == 1 {
+			v.Field(i).SetBool(true)
+		} else {
+			setBool(t, v.Field(i), path[1:])
+		}
+		return
+	}
+	t.Fatalf("no field %s", path[0])
 }
 
 func TestEvaluateComputesAnyFact(t *testing.T) {

@@ -161,53 +161,16 @@ var inputIndex = func() map[string]int {
 	return m
 }()
 
-// snapshotActivation resolves input names straight from the snapshot,
-// without building a map per evaluation. The switch is the hot path of
-// Decide; TestActivationMatchesInputs keeps it in step with inputs.
+// snapshotActivation resolves input names straight from the snapshot
+// through inputs, the one list of them, without building a map per
+// evaluation. (A hand-written switch over the hottest names, kept in step
+// with the list by a test, bought nothing measurable: docs/performance.md,
+// Rules engine.)
 type snapshotActivation struct{ s *Snapshot }
 
 func (a snapshotActivation) ResolveName(name string) (any, bool) {
-	s := a.s
-	switch name {
-	case "now":
-		return s.Now, true
-	case "pool.governance":
-		return s.Pool.Governance, true
-	case "pool.static":
-		return s.Pool.Static, true
-	case "pool.feasible":
-		return s.Pool.Feasible, true
-	case "pool.windowOpen":
-		return s.Pool.WindowOpen, true
-	case "pool.anchor":
-		return s.Pool.Anchor, true
-	case "pool.freeze":
-		return s.Pool.Freeze, true
-	case "pool.lastRotationAt":
-		return s.Pool.LastRotationAt, true
-	case "pool.lastFailureAt":
-		return s.Pool.LastFailureAt, true
-	case "pool.windowOpenedAt":
-		return s.Pool.WindowOpenedAt, true
-	case "claim.exists":
-		return s.Claim.Exists, true
-	case "claim.state":
-		return s.Claim.State, true
-	case "claim.startedAt":
-		return s.Claim.StartedAt, true
-	case "claim.deleting":
-		return s.Claim.Deleting, true
-	case "candidate":
-		return s.Candidate, true
-	case "surge.placeholderExists":
-		return s.Surge.PlaceholderExists, true
-	case "surge.ready":
-		return s.Surge.Ready, true
-	case "surge.headroom":
-		return s.Surge.Headroom, true
-	}
 	if i, ok := inputIndex[name]; ok {
-		return inputs[i].get(s), true
+		return inputs[i].get(a.s), true
 	}
 	return nil, false
 }

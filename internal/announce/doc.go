@@ -3,7 +3,10 @@
 // Kubernetes Events on the object each names, and the counters and
 // histogram (docs/observability.md). Level-triggered conditions are
 // deduplicated (emitted on entering a condition, re-fired after it
-// clears). The reconciler hands each announce step over with the
-// observation and the results of the steps before it; every announcement
-// has exactly one handler (handlers.go), checked at startup.
+// clears). The reconciler hands over one Report per pass, after it acted
+// (Announcer.Pass): a View of what it observed, the announcements its
+// steps earned with the results of the steps before each, the fact it
+// could not decide on; the startup sweep says each claim it failed through
+// SweptClaim. Every announcement has exactly one handler (handlers.go),
+// checked at startup.
 package announce

@@ -9,6 +9,7 @@ import (
 
 	a "github.com/noderotation/node-rotation-controller/actions"
 	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
+	"github.com/noderotation/node-rotation-controller/internal/census"
 	"github.com/noderotation/node-rotation-controller/internal/metrics"
 	"github.com/noderotation/node-rotation-controller/internal/schedule"
 	"github.com/noderotation/node-rotation-controller/internal/surge"
@@ -52,7 +53,7 @@ func (an *Announcer) rotationStarted(s step) {
 	if c == nil {
 		return
 	}
-	surgeless := c.Kind == "forcefulFallback"
+	surgeless := c.Kind == census.KindForcefulFallback
 	if surgeless {
 		metrics.ForcefulFallback.WithLabelValues(s.pool()).Inc()
 	}
@@ -216,7 +217,7 @@ func (an *Announcer) drainStarted(s step) {
 		node = s.view.OldNode.Name
 	}
 	m := mode(s.view.Pool.Annotations[v1alpha1.AnnotationRotationMode])
-	if _, ok := s.last(a.ActionAnchorWrite); ok && s.view.Candidate() != nil && s.view.Candidate().Kind == "forcefulFallback" {
+	if _, ok := s.last(a.ActionAnchorWrite); ok && s.view.Candidate() != nil && s.view.Candidate().Kind == census.KindForcefulFallback {
 		m = "forceful-fallback"
 	}
 	s.log.Info("drain started", "node", node, "mode", m)

@@ -31,6 +31,9 @@ type Report struct {
 	Earned []actions.Earned
 	// Decided: each decision the pass ran, for the V(1) trace.
 	Decided []Decided
+	// RulesVersion: the table the pass decided with, for the V(1)
+	// heartbeat.
+	RulesVersion int
 }
 
 // Decided is one decision the pass ran: whether it owned what its steps
@@ -66,6 +69,7 @@ func (a *Announcer) Pass(r Report) error {
 		return errors.New("a pass report with neither a view nor a bad state")
 	}
 	defer a.seen.endPass(v.Pool.Name)
+	a.heartbeat(r.RulesVersion)
 	for _, e := range v.ReadErrors {
 		a.Log.Error(e, "a read failed; the pass goes on without it", "nodepool", v.Pool.Name)
 	}
@@ -109,9 +113,9 @@ func (a *Announcer) trace(pool string, decided []Decided) {
 	}
 }
 
-// Heartbeat logs at V(1), at most once a minute, that passes are running
+// heartbeat logs at V(1), at most once a minute, that passes are running
 // and on which version of the rules table.
-func (a *Announcer) Heartbeat(rulesVersion int) {
+func (a *Announcer) heartbeat(rulesVersion int) {
 	if !a.Log.V(1).Enabled() {
 		return
 	}
@@ -128,8 +132,7 @@ func (a *Announcer) badState(b *BadState) {
 	if b.Pool == nil {
 		return
 	}
-	err := fmt.Sprintf("%s: annotation %s=%q %s", b.Object, b.Key, b.Value, b.Problem)
-	a.warnKeyed(b.Pool.Name, "InvalidAnnotation/"+b.Object+"/"+b.Key, b.Pool, "InvalidAnnotation", err+"; no step is taken")
+	a.warnKeyed(b.Pool.Name, "InvalidAnnotation/"+b.Object+"/"+b.Key, b.Pool, "InvalidAnnotation", b.Sentence()+"; no step is taken")
 }
 
 // findings emits each schedule warning as a deduplicated Event on the pool

@@ -114,8 +114,8 @@ func TestPassOfABadState(t *testing.T) {
 	}
 }
 
-// The V(1) trace: a line per decision with what its steps did, and the
-// stop on a stale cache.
+// The V(1) trace: the heartbeat, a line per decision with what its steps
+// did, and the stop on a stale cache.
 func TestPassTrace(t *testing.T) {
 	h := newHarnessV(t, 1)
 	v := observation(t)
@@ -128,10 +128,10 @@ func TestPassTrace(t *testing.T) {
 	for _, l := range *h.lines {
 		msgs = append(msgs, l.msg)
 	}
-	if want := []string{"pass", "pass", "pass stopped on a stale cache"}; !reflect.DeepEqual(msgs, want) {
+	if want := []string{"heartbeat", "pass", "pass", "pass stopped on a stale cache"}; !reflect.DeepEqual(msgs, want) {
 		t.Fatalf("lines %q, want %q", msgs, want)
 	}
-	if got := (*h.lines)[1].kv["did"]; !reflect.DeepEqual(got, []any{"anchor general-a: stale"}) {
+	if got := (*h.lines)[2].kv["did"]; !reflect.DeepEqual(got, []any{"anchor general-a: stale"}) {
 		t.Errorf("did %v", got)
 	}
 	quiet := newHarness(t)
@@ -144,19 +144,19 @@ func TestPassTrace(t *testing.T) {
 // The heartbeat is logged at V(1), at most once a minute.
 func TestHeartbeat(t *testing.T) {
 	h := newHarnessV(t, 1)
-	h.a.Heartbeat(11)
-	h.a.Heartbeat(11)
+	h.a.heartbeat(11)
+	h.a.heartbeat(11)
 	if len(*h.lines) != 1 || (*h.lines)[0].msg != "heartbeat" || (*h.lines)[0].kv["rulesVersion"] != 11.0 || (*h.lines)[0].kv["level"] != 1.0 {
 		t.Fatalf("lines %+v", *h.lines)
 	}
 	past := time.Now().Add(-61 * time.Second)
 	h.a.lastBeat.Store(&past)
-	h.a.Heartbeat(11)
+	h.a.heartbeat(11)
 	if len(*h.lines) != 2 {
 		t.Errorf("a minute later: %d heartbeats, want 2", len(*h.lines))
 	}
 	quiet := newHarness(t)
-	quiet.a.Heartbeat(11)
+	quiet.a.heartbeat(11)
 	if len(*quiet.lines) != 0 || quiet.a.lastBeat.Load() != nil {
 		t.Errorf("heartbeat at V(0): %+v", *quiet.lines)
 	}

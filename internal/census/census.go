@@ -93,6 +93,12 @@ type BadAnnotation struct {
 	Effect string
 }
 
+// Sentence says it with the object it is on, as a Warning that stops a
+// pass does: "NodePool/a: annotation k="v" names …".
+func (b BadAnnotation) Sentence() string {
+	return b.Object + ": annotation " + b.Key + "=" + strconv.Quote(b.Value) + " " + b.Problem
+}
+
 // Error says what is wrong in the words the Warnings use.
 func (b BadAnnotation) Error() string {
 	return b.Key + " " + strconv.Quote(b.Value) + " is " + b.Problem

@@ -4,6 +4,8 @@ import (
 	"sort"
 	"time"
 
+	"github.com/noderotation/node-rotation-controller/engine"
+
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
@@ -103,14 +105,20 @@ func (r *Result) pick(in Input, eligible []Figures) *Candidate {
 	return nil
 }
 
+// The candidate fact's values Kind produces (rules/rotation.yaml).
+var (
+	KindSurge            = engine.UsesFactValue("candidate", "surge")
+	KindForcefulFallback = engine.UsesFactValue("candidate", "forcefulFallback")
+)
+
 // Kind is how an eligible claim would be rotated: the surge, or the
 // surge-less forceful fallback when the policy allows it and the deadline
 // is nearer than a surge rotation can take.
 func Kind(in Input, f Figures) string {
 	if in.Settings.ForcefulFallback && !f.Deadline.IsZero() && f.Deadline.Sub(in.Now) < in.Derivation.TRot {
-		return "forcefulFallback"
+		return KindForcefulFallback
 	}
-	return "surge"
+	return KindSurge
 }
 
 // Ahead orders eligible claims: an operator's rotate-next first, then

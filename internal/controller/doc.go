@@ -2,7 +2,8 @@
 // composes one pass, and the arrows point one way: observe
 // (internal/observe) → decide (engine, with the table of internal/table) →
 // act (actions, on the targets the pass hands them) → announce
-// (internal/announce, fed each announce step by the pass). One
+// (internal/announce: one Report after act, with a View cut from the
+// observation and the announcements the steps earned). One
 // non-blocking step per pass, requeued at the next instant that matters
 // and at least every minute (docs/design.md#state-model).
 package controller

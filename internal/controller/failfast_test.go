@@ -1,6 +1,8 @@
 package controller
 
 import (
+	"context"
+	"errors"
 	"reflect"
 	"strings"
 	"testing"
@@ -10,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
@@ -101,4 +104,35 @@ func counterValue(t *testing.T, pool, outcome string) float64 {
 		t.Fatal(err)
 	}
 	return d.GetCounter().GetValue()
+}
+
+// What a pass's steps earned is said also when a later step fails: the
+// anchor clear after RotationFailed fails, the pass returns its error, and
+// the failure written before it is announced, once (docs/design.md#announcements).
+func TestAnnouncedWhenALaterStepFails(t *testing.T) {
+	boom := errors.New("boom")
+	before := counterValue(t, "general", "failure")
+	poolPatchFails := &interceptor.Funcs{Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+		if _, ok := obj.(*karpv1.NodePool); ok {
+			return boom
+		}
+		return c.Patch(ctx, obj, patch, opts...)
+	}}
+	w := newWorld(t, poolPatchFails, nodePool("general", v1alpha1.AnnotationActiveRotation, "general-a"), governing(),
+		nodeClaim("general-a", 40*time.Minute, "node-a", v1alpha1.AnnotationState, "pending", v1alpha1.AnnotationStartedAt, stamp(now.Add(-2*time.Minute))),
+		node("node-a"), waitingPlaceholder(2*time.Minute), karpenterRefusal())
+	_, err := w.r.Reconcile(context.Background(), request("general"))
+	if !errors.Is(err, boom) || !strings.Contains(err.Error(), "(anchor-clear)") {
+		t.Fatalf("error %v, want the anchor clear's", err)
+	}
+	if c := get(t, w.api, "general-a", "", &karpv1.NodeClaim{}); c.Annotations[v1alpha1.AnnotationState] != v1alpha1.StateFailed {
+		t.Fatalf("the failure write did not land: %v", c.Annotations)
+	}
+	events := w.rec.drain()
+	if len(events) != 2 || !strings.HasPrefix(events[0], "Warning SurgeUnschedulable") || !strings.HasPrefix(events[1], "Warning RotationFailed Unschedulable") {
+		t.Errorf("events %q, want SurgeUnschedulable and RotationFailed", events)
+	}
+	if got := counterValue(t, "general", "failure") - before; got != 1 {
+		t.Errorf("completed_total{outcome=failure} +%v, want +1", got)
+	}
 }

@@ -70,7 +70,7 @@ func (r *NodePoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		r.Cap.Lock()
 		defer r.Cap.Unlock()
 	}
-	limit, err := r.Cap.count(ctx, r.Client, req.Name)
+	limit, err := r.Cap.count(ctx, r.Observer.Cache, req.Name)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -94,10 +94,9 @@ func (r *NodePoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	if r.OnObservation != nil {
 		r.OnObservation(obs)
 	}
-	r.Announcer.Heartbeat(r.Engine.Version())
 	decisions, err := r.Engine.Decide(&obs.Snapshot)
 	metrics.Record(gauges(obs, decisions))
-	report := announce.Report{View: view(obs)}
+	report := announce.Report{View: view(obs), RulesVersion: r.Engine.Version()}
 	var fe *engine.FactError
 	switch {
 	case errors.As(err, &fe):
@@ -153,7 +152,7 @@ func (r *NodePoolReconciler) act(ctx context.Context, obs *observe.Observation, 
 // start a rotation, so only its pass takes the cluster cap's lock.
 func (r *NodePoolReconciler) mayStart(ctx context.Context, pool string) bool {
 	np := &karpv1.NodePool{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Name: pool}, np); err != nil {
+	if err := r.Observer.Cache.Get(ctx, client.ObjectKey{Name: pool}, np); err != nil {
 		return true // the pass will find out; taking the lock is the safe side
 	}
 	return np.Annotations[v1alpha1.AnnotationActiveRotation] == ""

@@ -86,7 +86,7 @@ func (in *Inspector) ExplainClaim(ctx context.Context, name string) (*ClaimExpla
 	ex := &ClaimExplanation{NodeClaim: name, NodePool: c.Labels[karpv1.NodePoolLabelKey], RetryCount: c.Annotations[v1alpha1.AnnotationRetryCount],
 		FailureReason: c.Annotations[v1alpha1.AnnotationFailureReason]}
 	if ex.NodePool == "" {
-		ex.Class, ex.Reason = "ungoverned", "it carries no "+karpv1.NodePoolLabelKey+" label: no NodePool, so no policy, governs it"
+		ex.Class, ex.Reason = ungoverned, "it carries no "+karpv1.NodePoolLabelKey+" label: no NodePool, so no policy, governs it"
 		return ex, nil
 	}
 	obs, ds, problem, err := in.look(ctx, ex.NodePool)
@@ -108,12 +108,12 @@ func (in *Inspector) ExplainClaim(ctx context.Context, name string) (*ClaimExpla
 
 func governanceReason(obs *observe.Observation) (string, string) {
 	switch g := obs.GovernanceState(); g {
-	case "conflict":
+	case conflict:
 		return g, "policies " + strings.Join(obs.Governance.Conflict, ", ") + " tie for its NodePool " + obs.Pool.Name + ": no rotation until one is more specific"
-	case "invalid":
+	case invalid:
 		return g, fmt.Sprintf("its NodePool's policy %s does not resolve: %v", obs.Governance.Policy.Name, obs.PolicyErr)
 	}
-	return "ungoverned", "no RotationPolicy selects its NodePool " + obs.Pool.Name
+	return ungoverned, "no RotationPolicy selects its NodePool " + obs.Pool.Name
 }
 
 // classify fills the claim's census class, its figures and, when it waits

@@ -89,16 +89,16 @@ func RenderStatus(w io.Writer, pools []*PoolStatus, format string) error {
 func policyCell(p *PoolStatus) string {
 	var s string
 	switch p.Governance {
-	case "governed":
+	case governed:
 		s = p.Policy
-	case "conflict":
+	case conflict:
 		s = "conflict: " + strings.Join(p.Conflict, ",")
-	case "invalid":
+	case invalid:
 		s = "invalid: " + p.Policy
 	default:
 		return "<none>"
 	}
-	if p.Governance == "governed" && !p.Feasible {
+	if p.Governance == governed && !p.Feasible {
 		s += " (infeasible)"
 	}
 	return s

@@ -246,6 +246,10 @@ var (
 	gateWindowEnding = engine.UsesFactValue("startGate", "windowEnding")
 	readyTimeoutFact = engine.UsesFact("readyTimeoutElapsed")
 	repairStranded   = engine.UsesTransition("idle.repair-stranded")
+	governed         = engine.UsesFactValue("governance", "governed")
+	ungoverned       = engine.UsesFactValue("governance", "ungoverned")
+	conflict         = engine.UsesFactValue("governance", "conflict")
+	invalid          = engine.UsesFactValue("governance", "invalid")
 	readopt          = engine.UsesTransition("idle.readopt")
 )
 

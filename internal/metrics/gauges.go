@@ -3,6 +3,8 @@ package metrics
 import (
 	"time"
 
+	"github.com/noderotation/node-rotation-controller/engine"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/noderotation/node-rotation-controller/internal/schedule"
@@ -30,15 +32,22 @@ type Pool struct {
 	Derivation   schedule.Derivation
 }
 
+// The governance fact's values the gauges tell apart.
+var (
+	governanceUngoverned = engine.UsesFactValue("governance", "ungoverned")
+	governanceConflict   = engine.UsesFactValue("governance", "conflict")
+	governanceInvalid    = engine.UsesFactValue("governance", "invalid")
+)
+
 // Record sets the pool's gauges from one pass (docs/observability.md). An
 // ungoverned pool's series are dropped instead.
 func Record(p Pool) {
-	if p.Governance == "ungoverned" {
+	if p.Governance == governanceUngoverned {
 		Forget(p.Name)
 		return
 	}
 	name := p.Name
-	PolicyConflict.WithLabelValues(name).Set(b2f(p.Governance == "conflict" || p.Governance == "invalid"))
+	PolicyConflict.WithLabelValues(name).Set(b2f(p.Governance == governanceConflict || p.Governance == governanceInvalid))
 	Candidates.WithLabelValues(name).Set(float64(p.Candidates))
 	InBackoff.WithLabelValues(name).Set(float64(p.InBackoff))
 	InProgress.WithLabelValues(name).Set(b2f(p.InFlight))
@@ -63,7 +72,7 @@ func Record(p Pool) {
 // policy is invalid; with no occurrence, only throughput_capacity is 0.
 func derived(p Pool) {
 	name, d := p.Name, p.Derivation
-	if p.Governance == "invalid" || d.NoDeadline {
+	if p.Governance == governanceInvalid || d.NoDeadline {
 		for _, g := range []*prometheus.GaugeVec{AgeThreshold, RotationChances, ThroughputCapacity, TRotEstimate, TRotBound, WindowPeriod} {
 			g.WithLabelValues(name).Set(0)
 		}

@@ -87,21 +87,29 @@ type Observation struct {
 	NextInstant time.Time
 }
 
+// The governance fact's values, as GovernanceState produces them.
+var (
+	governanceGoverned   = engine.UsesFactValue("governance", "governed")
+	governanceUngoverned = engine.UsesFactValue("governance", "ungoverned")
+	governanceConflict   = engine.UsesFactValue("governance", "conflict")
+	governanceInvalid    = engine.UsesFactValue("governance", "invalid")
+)
+
 // Governed reports whether exactly one valid policy governs the pool.
-func (o *Observation) Governed() bool { return o.GovernanceState() == "governed" }
+func (o *Observation) Governed() bool { return o.GovernanceState() == governanceGoverned }
 
 // GovernanceState is the engine's governance fact: governed, ungoverned,
 // conflict (a tie) or invalid (docs/design.md#governance).
 func (o *Observation) GovernanceState() string {
 	switch {
 	case len(o.Governance.Conflict) > 0:
-		return "conflict"
+		return governanceConflict
 	case !o.Governance.Governed():
-		return "ungoverned"
+		return governanceUngoverned
 	case o.PolicyErr != nil:
-		return "invalid"
+		return governanceInvalid
 	}
-	return "governed"
+	return governanceGoverned
 }
 
 // Candidate is the census's selected claim, nil when none.

@@ -12,6 +12,10 @@ import (
 
 // snapshot turns the observation into the engine's input: raw annotation
 // values, resolved durations, and the Go-computed surge and census facts.
+// The candidate fact's value of a pool with none (the census names the
+// others).
+var candidateNone = engine.UsesFactValue("candidate", "none")
+
 func snapshot(obs *Observation) engine.Snapshot {
 	a := obs.Pool.Annotations
 	s := engine.Snapshot{
@@ -31,7 +35,7 @@ func snapshot(obs *Observation) engine.Snapshot {
 			FailurePause:  engine.Duration(obs.Derivation.FailurePause),
 			DrainBound:    engine.Duration(obs.Derivation.TGP + schedule.Buffer),
 		},
-		Candidate:   "none",
+		Candidate:   candidateNone,
 		Stranded:    obs.Stranded.Kind(),
 		Outstanding: obs.Census.Census.Outstanding(),
 	}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/noderotation/node-rotation-controller/engine"
+
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
@@ -28,17 +30,24 @@ type Stranded struct {
 	Nodes []*corev1.Node
 }
 
+// The stranded fact's values, as Kind produces them.
+var (
+	strandedNone      = engine.UsesFactValue("stranded", "none")
+	strandedClaim     = engine.UsesFactValue("stranded", "claim")
+	strandedArtefacts = engine.UsesFactValue("stranded", "artefacts")
+)
+
 // Kind is the table's stranded fact: none, claim (a stranded claim, which
 // an anchorless pool re-adopts) or artefacts (only placeholders or node
 // markers, which are repaired).
 func (s Stranded) Kind() string {
 	switch {
 	case len(s.Claims) > 0:
-		return "claim"
+		return strandedClaim
 	case len(s.Placeholders) > 0 || len(s.Nodes) > 0:
-		return "artefacts"
+		return strandedArtefacts
 	}
-	return "none"
+	return strandedNone
 }
 
 // stranded finds what no anchor of this pool names. Every repair re-checks

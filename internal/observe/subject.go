@@ -65,7 +65,7 @@ func (o *Observer) foreignAnchor(ctx context.Context, obs *Observation, anchor s
 type BadStateError struct{ census.BadAnnotation }
 
 func (e *BadStateError) Error() string {
-	return fmt.Sprintf("%s: annotation %s=%q %s", e.Object, e.Key, e.Value, e.Problem)
+	return e.Sentence()
 }
 
 // around reads the old node, the placeholder, the surge host and its claim.

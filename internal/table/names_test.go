@@ -53,7 +53,54 @@ func TestRenamedTransitionNamesEverySiteThatUsedIt(t *testing.T) {
 	assertMissing(t, e, engine.KindTransition, "idle.readopt")
 }
 
-func assertMissing(t *testing.T, e *engine.Engine, kind engine.NameKind, name string) {
+// A fact value renamed in the rules file names every site that produces
+// or reads it — here three, in three packages.
+func TestRenamedFactValueNamesEverySiteThatUsedIt(t *testing.T) {
+	renamed := strings.Replace(string(rules.Table), "values: [governed, ungoverned, conflict, invalid]", "values: [governed, ungoverned, tie, invalid]", 1)
+	renamed = strings.ReplaceAll(renamed, `governance == "conflict"`, `governance == "tie"`)
+	e, err := table.LoadTable([]byte(renamed))
+	if err != nil {
+		t.Fatalf("the renamed copy does not load: %v", err)
+	}
+	if n := assertMissing(t, e, engine.KindFactValue, "conflict"); n < 3 {
+		t.Errorf("%d sites use governance=conflict, want the producer, the gauges and the status", n)
+	}
+}
+
+// Each kind of name is checked: a name the table has passes, one it
+// lacks is named with its site.
+func TestCheckNamesOfEveryKind(t *testing.T) {
+	e, err := table.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		use     engine.NameUse
+		present bool
+	}{
+		{engine.NameUse{Kind: engine.KindMachine, Value: "rotation"}, true},
+		{engine.NameUse{Kind: engine.KindMachine, Value: "rotations"}, false},
+		{engine.NameUse{Kind: engine.KindState, Scope: "rotation", Value: "draining"}, true},
+		{engine.NameUse{Kind: engine.KindState, Scope: "rotation", Value: "drained"}, false},
+		{engine.NameUse{Kind: engine.KindState, Scope: "window", Value: "draining"}, false},
+		{engine.NameUse{Kind: engine.KindState, Scope: "nowhere", Value: "idle"}, false},
+		{engine.NameUse{Kind: engine.KindFact, Value: "drainStuck"}, true},
+		{engine.NameUse{Kind: engine.KindFact, Value: "drainStalled"}, false},
+		{engine.NameUse{Kind: engine.KindFactValue, Scope: "startGate", Value: "open"}, true},
+		{engine.NameUse{Kind: engine.KindFactValue, Scope: "startGate", Value: "opened"}, false},
+		{engine.NameUse{Kind: engine.KindFactValue, Scope: "drainStuck", Value: "open"}, false},
+		{engine.NameUse{Kind: engine.KindTransition, Value: "idle.readopt"}, true},
+		{engine.NameUse{Kind: engine.KindTransition, Value: "idle.adopt"}, false},
+	} {
+		tc.use.Site = "x.go:1"
+		err := e.CheckNames([]engine.NameUse{tc.use})
+		if (err == nil) != tc.present || (err != nil && !strings.Contains(err.Error(), "x.go:1: "+string(tc.use.Kind))) {
+			t.Errorf("%+v: %v, want present %v", tc.use, err, tc.present)
+		}
+	}
+}
+
+func assertMissing(t *testing.T, e *engine.Engine, kind engine.NameKind, name string) int {
 	t.Helper()
 	err := e.CheckNames(engine.NameUses())
 	if err == nil {
@@ -72,6 +119,7 @@ func assertMissing(t *testing.T, e *engine.Engine, kind engine.NameKind, name st
 	if sites == 0 {
 		t.Fatalf("no Go site uses %s %q: the test proves nothing", kind, name)
 	}
+	return sites
 }
 
 // renameState renames a state of the rotation machine where the table

@@ -28,7 +28,7 @@ var allowed = map[string][]string{
 	"internal/markers":             {"api/v1alpha1"},
 	"internal/policy":              {"api/v1alpha1", "internal/schedule"},
 	"internal/plan":                {"api/v1alpha1", "internal/policy", "internal/schedule"},
-	"internal/metrics":             {"internal/schedule"},
+	"internal/metrics":             {"engine", "internal/schedule"},
 	"internal/census":              {"api/v1alpha1", "engine", "internal/policy", "internal/schedule"},
 	"actions":                      {"api/v1alpha1", "engine", "internal/conditional", "internal/markers"},
 	"internal/sweep":               {"api/v1alpha1", "internal/conditional", "internal/markers"},
