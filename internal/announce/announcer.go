@@ -9,10 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/record"
-	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/noderotation/node-rotation-controller/actions"
-	"github.com/noderotation/node-rotation-controller/internal/metrics"
 )
 
 // Announcer turns announcements into log lines, Events and metrics.
@@ -86,12 +84,4 @@ func Check() error {
 		}
 	}
 	return nil
-}
-
-// SweptClaim alerts on a claim the startup sweep failed: pending or
-// draining with no anchor, which no crash point produces.
-func (a *Announcer) SweptClaim(claim *karpv1.NodeClaim, from string) {
-	metrics.Completed.WithLabelValues(claim.Labels[karpv1.NodePoolLabelKey], "failure").Inc()
-	a.Log.Info("rotation attempt failed", "reason", "startupSweep", "nodeclaim", claim.Name, "from", from)
-	a.event(claim, corev1.EventTypeWarning, "RotationFailed", fmt.Sprintf("startup sweep: the claim was %s with no anchor owning it; marked failed", from))
 }

@@ -681,6 +681,37 @@ func TestCheck(t *testing.T) {
 	}
 }
 
+// The sweep's other lines, worded here, under the logger name "sweep".
+func TestSweepLines(t *testing.T) {
+	h := newHarness(t)
+	h.a.SweptPlaceholder("ph-b", "claim-b")
+	h.a.SweptNode("node-b", "unfroze and uncordoned")
+	h.a.SweptMirror("pool-orphan")
+	h.a.SweepFailed(errors.New("boom"), "listing nodes")
+	h.a.SweepFailed(errors.New("boom"), "skipped: cannot list NodePools")
+	want := []string{
+		"startup sweep deleted a placeholder no anchor references",
+		"startup sweep unfroze and uncordoned a node no anchor references",
+		"startup sweep removed an orphaned active-rotation-state",
+		"startup sweep: listing nodes",
+		"startup sweep skipped: cannot list NodePools",
+	}
+	if len(*h.lines) != len(want) {
+		t.Fatalf("lines %+v", *h.lines)
+	}
+	for i, l := range *h.lines {
+		if l.msg != want[i] || l.kv["logger"] != "sweep" {
+			t.Errorf("line %d: %+v, want %q under sweep", i, l, want[i])
+		}
+	}
+	if l := (*h.lines)[0]; l.kv["placeholder"] != "ph-b" || l.kv["nodeclaim"] != "claim-b" {
+		t.Errorf("placeholder line %+v", l)
+	}
+	if l := (*h.lines)[3]; l.kv["error"] != "boom" {
+		t.Errorf("failure line %+v", l)
+	}
+}
+
 func TestSweptClaim(t *testing.T) {
 	h := newHarness(t)
 	claim := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "swept-a", Labels: map[string]string{karpv1.NodePoolLabelKey: "swept"}}}
@@ -689,8 +720,13 @@ func TestSweptClaim(t *testing.T) {
 	if got := counter(metrics.Completed, "swept", "failure") - before; got != 1 {
 		t.Errorf("completed{failure} moved by %v", got)
 	}
-	l := h.one(t)
-	if l.msg != "rotation attempt failed" || l.kv["reason"] != "startupSweep" || l.kv["nodeclaim"] != "swept-a" || l.kv["from"] != "draining" {
+	if len(*h.lines) != 2 {
+		t.Fatalf("%d lines, want the sweep's and the failure line: %+v", len(*h.lines), *h.lines)
+	}
+	if l := (*h.lines)[0]; l.msg != "startup sweep failed a claim no anchor owns" || l.kv["logger"] != "sweep" || l.kv["nodeclaim"] != "swept-a" || l.kv["from"] != "draining" {
+		t.Errorf("sweep line %+v", l)
+	}
+	if l := (*h.lines)[1]; l.msg != "rotation attempt failed" || l.kv["reason"] != "startupSweep" || l.kv["nodeclaim"] != "swept-a" || l.kv["from"] != "draining" {
 		t.Errorf("line %+v", l)
 	}
 	want := []event{{claim, "Warning", "RotationFailed", "startup sweep: the claim was draining with no anchor owning it; marked failed"}}

@@ -6,7 +6,7 @@
 // clears). The reconciler hands over one Report per pass, after it acted
 // (Announcer.Pass): a View of what it observed, the announcements its
 // steps earned with the results of the steps before each, the fact it
-// could not decide on; the startup sweep says each claim it failed through
-// SweptClaim. Every announcement has exactly one handler (handlers.go),
+// could not decide on; the startup sweep says what it did through the
+// methods of sweep.go (SweptClaim, the alert, among them). Every announcement has exactly one handler (handlers.go),
 // checked at startup.
 package announce

@@ -16,8 +16,8 @@ import (
 
 // Report is everything one pass of one pool has to say, handed over once
 // the pass has acted (docs/architecture.md#one-pass): the announcer is
-// entered once per pass, after act, and once per claim the startup sweep
-// fails (SweptClaim).
+// entered once per pass, after act; the startup sweep says what it did
+// through the methods of sweep.go.
 type Report struct {
 	// View is what the pass observed; nil when the observation stopped on
 	// BadState.

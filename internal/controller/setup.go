@@ -52,7 +52,7 @@ func Setup(mgr ctrl.Manager, cfg Config, log logr.Logger) (*NodePoolReconciler, 
 		cfg.Name = "nodepool-rotation"
 	}
 	r := NewNodePoolReconciler(mgr.GetClient(), mgr.GetAPIReader(), eng, cfg, log, mgr.GetEventRecorderFor("node-rotation-controller"))
-	sw := &sweep.Sweeper{Client: mgr.GetClient(), Fresh: mgr.GetAPIReader(), Namespace: cfg.Namespace, Log: log.WithName("sweep"), Alert: r.Announcer, Clock: cfg.Clock}
+	sw := &sweep.Sweeper{Client: mgr.GetClient(), Fresh: mgr.GetAPIReader(), Namespace: cfg.Namespace, Say: r.Announcer, Clock: cfg.Clock}
 	r.Sweep = sw.Run
 	if err := r.SetupWithManager(mgr, cfg.Name, max(cfg.Workers, 1)); err != nil {
 		return nil, fmt.Errorf("setting up the NodePool reconciler: %w", err)

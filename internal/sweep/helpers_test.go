@@ -21,6 +21,7 @@ import (
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
+	"github.com/noderotation/node-rotation-controller/internal/announce"
 	"github.com/noderotation/node-rotation-controller/internal/scheme"
 )
 
@@ -28,11 +29,16 @@ const ns = "rotation-system"
 
 var ctx = context.Background()
 
-// alerts records what the sweep alerted about.
-type alerts struct{ calls []string }
+// alerts is the announcer the controller gives the sweep, logging into the
+// world's lines, with the claims it was told about recorded.
+type alerts struct {
+	*announce.Announcer
+	calls []string
+}
 
 func (a *alerts) SweptClaim(c *karpv1.NodeClaim, from string) {
 	a.calls = append(a.calls, c.Name+" from "+from+" now "+c.Annotations[v1alpha1.AnnotationState])
+	a.Announcer.SweptClaim(c, from)
 }
 
 // world is a fake API server and a sweeper over it: base is the store, the
@@ -143,7 +149,8 @@ func newWorld(t *testing.T, objs ...client.Object) *world {
 		defer w.mu.Unlock()
 		w.logs = append(w.logs, args)
 	}, funcr.Options{})
-	w.s = &Sweeper{Client: w.c, Fresh: w.c, Namespace: ns, Log: log, Alert: w.alerts}
+	w.alerts.Announcer = announce.New(log, nil)
+	w.s = &Sweeper{Client: w.c, Fresh: w.c, Namespace: ns, Say: w.alerts}
 	return w
 }
 

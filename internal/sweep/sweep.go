@@ -12,7 +12,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,9 +23,15 @@ import (
 	"github.com/noderotation/node-rotation-controller/internal/markers"
 )
 
-// Alerter is told about a claim the sweep failed (an alert: docs/design.md#startup-sweep).
-type Alerter interface {
+// Announcer says what the sweep did and what it could not do: every line
+// of the sweep is worded there (internal/announce), the claim it failed
+// being an alert (docs/design.md#startup-sweep).
+type Announcer interface {
 	SweptClaim(claim *karpv1.NodeClaim, from string)
+	SweptPlaceholder(placeholder, claim string)
+	SweptNode(node, did string)
+	SweptMirror(pool string)
+	SweepFailed(err error, doing string, kv ...any)
 }
 
 // Sweeper holds the sweep's clients.
@@ -34,8 +39,7 @@ type Sweeper struct {
 	Client    client.Client // writes, and the List the sweep selects from
 	Fresh     client.Reader // the reads writes are validated against
 	Namespace string
-	Log       logr.Logger
-	Alert     Alerter
+	Say       Announcer
 	// Clock stamps failed-at; time.Now when nil.
 	Clock func() time.Time
 }
@@ -51,7 +55,7 @@ func (s *Sweeper) now() time.Time {
 func (s *Sweeper) Run(ctx context.Context) {
 	anchored, err := s.anchors(ctx)
 	if err != nil {
-		s.Log.Error(err, "startup sweep skipped: cannot list NodePools")
+		s.Say.SweepFailed(err, "skipped: cannot list NodePools")
 		return
 	}
 	s.placeholders(ctx, anchored)
@@ -78,7 +82,7 @@ func (s *Sweeper) anchors(ctx context.Context) (map[string]bool, error) {
 func (s *Sweeper) placeholders(ctx context.Context, anchored map[string]bool) {
 	pods := &corev1.PodList{}
 	if err := s.Client.List(ctx, pods, client.InNamespace(s.Namespace), client.HasLabels{v1alpha1.LabelSurgeFor}); err != nil {
-		s.Log.Error(err, "startup sweep: listing placeholders")
+		s.Say.SweepFailed(err, "listing placeholders")
 		return
 	}
 	for i := range pods.Items {
@@ -91,9 +95,9 @@ func (s *Sweeper) placeholders(ctx context.Context, anchored map[string]bool) {
 		switch {
 		case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
 		case err != nil:
-			s.Log.Error(err, "startup sweep: deleting placeholder", "placeholder", p.Name)
+			s.Say.SweepFailed(err, "deleting placeholder", "placeholder", p.Name)
 		default:
-			s.Log.Info("startup sweep deleted a placeholder no anchor references", "placeholder", p.Name, "nodeclaim", claim)
+			s.Say.SweptPlaceholder(p.Name, claim)
 		}
 	}
 }
@@ -103,12 +107,12 @@ func (s *Sweeper) placeholders(ctx context.Context, anchored map[string]bool) {
 func (s *Sweeper) nodes(ctx context.Context, anchored map[string]bool) {
 	nodes := &corev1.NodeList{}
 	if err := s.Client.List(ctx, nodes); err != nil {
-		s.Log.Error(err, "startup sweep: listing nodes")
+		s.Say.SweepFailed(err, "listing nodes")
 		return
 	}
 	claimOfNode, err := s.claimsByNode(ctx)
 	if err != nil {
-		s.Log.Error(err, "startup sweep: listing NodeClaims")
+		s.Say.SweepFailed(err, "listing NodeClaims")
 		return
 	}
 	for i := range nodes.Items {
@@ -131,9 +135,9 @@ func (s *Sweeper) nodes(ctx context.Context, anchored map[string]bool) {
 		})
 		switch {
 		case err != nil:
-			s.Log.Error(err, "startup sweep: reversing node markers", "node", n.Name)
+			s.Say.SweepFailed(err, "reversing node markers", "node", n.Name)
 		case out == conditional.Claimed && did != "":
-			s.Log.Info("startup sweep "+did+" a node no anchor references", "node", n.Name)
+			s.Say.SweptNode(n.Name, did)
 		}
 	}
 }
@@ -173,7 +177,7 @@ func (s *Sweeper) claimsByNode(ctx context.Context) (map[string]string, error) {
 func (s *Sweeper) claims(ctx context.Context, anchored map[string]bool) {
 	claims := &karpv1.NodeClaimList{}
 	if err := s.Client.List(ctx, claims); err != nil {
-		s.Log.Error(err, "startup sweep: listing NodeClaims")
+		s.Say.SweepFailed(err, "listing NodeClaims")
 		return
 	}
 	for _, c := range claims.Items {
@@ -194,14 +198,11 @@ func (s *Sweeper) claims(ctx context.Context, anchored map[string]bool) {
 			return true, nil
 		})
 		if err != nil {
-			s.Log.Error(err, "startup sweep: failing an unanchored claim", "nodeclaim", c.Name)
+			s.Say.SweepFailed(err, "failing an unanchored claim", "nodeclaim", c.Name)
 			continue
 		}
 		if out == conditional.Claimed {
-			s.Log.Info("startup sweep failed a claim no anchor owns", "nodeclaim", c.Name, "from", from)
-			if s.Alert != nil {
-				s.Alert.SweptClaim(nc, from)
-			}
+			s.Say.SweptClaim(nc, from)
 		}
 	}
 }
@@ -227,9 +228,9 @@ func (s *Sweeper) mirrors(ctx context.Context) {
 			return true, nil
 		})
 		if err != nil {
-			s.Log.Error(err, "startup sweep: removing an orphaned mirror", "nodepool", p.Name)
+			s.Say.SweepFailed(err, "removing an orphaned mirror", "nodepool", p.Name)
 		} else if out == conditional.Claimed {
-			s.Log.Info("startup sweep removed an orphaned active-rotation-state", "nodepool", p.Name)
+			s.Say.SweptMirror(p.Name)
 		}
 	}
 }

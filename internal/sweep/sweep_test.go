@@ -146,13 +146,15 @@ func TestSweepCleansWhatNoAnchorReferences(t *testing.T) {
 		{"startup sweep failed a claim no anchor owns", `"nodeclaim"="claim-b"`, `"from"="pending"`},
 		{"startup sweep failed a claim no anchor owns", `"nodeclaim"="claim-c"`, `"from"="draining"`},
 		{"startup sweep removed an orphaned active-rotation-state", `"nodepool"="pool-orphan"`},
+		{"rotation attempt failed", `"reason"="startupSweep"`, `"nodeclaim"="claim-b"`},
+		{"rotation attempt failed", `"reason"="startupSweep"`, `"nodeclaim"="claim-c"`},
 	} {
 		if got := w.logged(want...); len(got) != 1 {
 			t.Errorf("log lines with %q: %q", want, got)
 		}
 	}
-	if len(w.logs) != 9 {
-		t.Errorf("%d log lines, want 9 (one per piece of work):\n%s", len(w.logs), strings.Join(w.logs, "\n"))
+	if len(w.logs) != 11 {
+		t.Errorf("%d log lines, want 11 (one per piece of work, and the failure line of each claim failed):\n%s", len(w.logs), strings.Join(w.logs, "\n"))
 	}
 }
 
@@ -318,15 +320,6 @@ func TestSweepClaimWriteRacedDoesNotAlert(t *testing.T) {
 				t.Fatal("the other writer's state was overwritten")
 			}
 		})
-	}
-}
-
-func TestSweepWithoutAnAlerter(t *testing.T) {
-	w := newWorld(t, mkClaim("claim-b", "", ann(keyState, "draining")))
-	w.s.Alert = nil
-	w.run()
-	if w.claim("claim-b").Annotations[keyState] != "failed" {
-		t.Fatal("claim not failed")
 	}
 }
 
