@@ -84,8 +84,11 @@ type ClaimObservation struct {
 	Deleting   bool      `json:"deleting"`
 	DeletedAt  time.Time `json:"deletedAt,omitempty"` // deletionTimestamp
 	// RetryAt is when the claim's escalated, window-clamped backoff ends;
-	// computed by the observer from FailedAt and RetryCount.
-	RetryAt time.Time `json:"retryAt,omitempty"`
+	// computed by the observer from FailedAt and RetryCount, which it
+	// parses once. BackoffError is what was malformed in them (the key,
+	// the value and why), empty when they parse: the retryDue fact's error.
+	RetryAt      time.Time `json:"retryAt,omitempty"`
+	BackoffError string    `json:"backoffError,omitempty"`
 }
 
 // SurgeObservation is the placeholder's and surge host's side.
@@ -140,6 +143,7 @@ var inputs = []input{
 	{"claim.deleting", cel.BoolType, func(s *Snapshot) any { return s.Claim.Deleting }, ""},
 	{"claim.deletedAt", cel.TimestampType, func(s *Snapshot) any { return s.Claim.DeletedAt }, ""},
 	{"claim.retryAt", cel.TimestampType, func(s *Snapshot) any { return s.Claim.RetryAt }, ""},
+	{"claim.backoffError", cel.StringType, func(s *Snapshot) any { return s.Claim.BackoffError }, ""},
 	{"candidate", cel.StringType, func(s *Snapshot) any { return s.Candidate }, ""},
 	{"candidateDrainBlocked", cel.BoolType, func(s *Snapshot) any { return s.CandidateDrainBlocked }, ""},
 	{"candidateRequested", cel.BoolType, func(s *Snapshot) any { return s.CandidateRequested }, ""},

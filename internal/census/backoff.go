@@ -1,6 +1,7 @@
 package census
 
 import (
+	"errors"
 	"strconv"
 	"time"
 
@@ -74,17 +75,17 @@ func ClaimRetryAt(c *karpv1.NodeClaim, s policy.Settings) (time.Time, *BadAnnota
 	return b.RetryAt(s), nil
 }
 
-// RetryDue is the table's retryDue fact: it validates the anchored failed
-// claim's failed-at and retry-count (a malformed value is an error naming
-// the key and value, never a retry) and reports whether the backoff the
-// observer computed into the snapshot's RetryAt is over. A claim with no
-// failure recorded has nothing to wait for.
+// RetryDue is the table's retryDue fact: whether the backoff the observer
+// computed into the snapshot's RetryAt is over. A failure record the
+// observer found malformed (BackoffError) is an error naming the key and
+// value, never a retry; a claim with no failure recorded has nothing to
+// wait for. It parses nothing: the observer parsed the record once.
 func RetryDue(s *engine.Snapshot) (any, error) {
 	if s.Claim.FailedAt == "" {
 		return true, nil
 	}
-	if _, bad := ParseBackoff(s.Claim.FailedAt, s.Claim.RetryCount); bad != nil {
-		return nil, bad
+	if s.Claim.BackoffError != "" {
+		return nil, errors.New(s.Claim.BackoffError)
 	}
 	return !s.Now.Before(s.Claim.RetryAt), nil
 }

@@ -472,8 +472,9 @@ func TestRetryDue(t *testing.T) {
 		errorMsg string
 	}{
 		{"no failure recorded", engine.ClaimObservation{RetryAt: retryAt}, now, true, ""},
-		{"malformed failed-at", engine.ClaimObservation{FailedAt: "x", RetryAt: retryAt}, now, nil, `noderotation.io/failed-at "x" is not an RFC3339 time`},
-		{"malformed retry-count", engine.ClaimObservation{FailedAt: stamp(now), RetryCount: "-1"}, now.Add(time.Hour), nil, `noderotation.io/retry-count "-1" is not a non-negative integer`},
+		{"malformed failed-at", engine.ClaimObservation{FailedAt: "x", BackoffError: `noderotation.io/failed-at "x" is not an RFC3339 time`}, now, nil, `noderotation.io/failed-at "x" is not an RFC3339 time`},
+		{"malformed retry-count", engine.ClaimObservation{FailedAt: stamp(now), RetryCount: "-1", BackoffError: `noderotation.io/retry-count "-1" is not a non-negative integer`}, now.Add(time.Hour), nil, `noderotation.io/retry-count "-1" is not a non-negative integer`},
+		{"malformed retry-count, no failed-at", engine.ClaimObservation{RetryCount: "-1", BackoffError: `noderotation.io/retry-count "-1" is not a non-negative integer`}, now, true, ""},
 		{"before retryAt", engine.ClaimObservation{FailedAt: stamp(now), RetryCount: "2", RetryAt: retryAt}, retryAt.Add(-time.Second), false, ""},
 		{"at retryAt", engine.ClaimObservation{FailedAt: stamp(now), RetryCount: "2", RetryAt: retryAt}, retryAt, true, ""},
 		{"after retryAt", engine.ClaimObservation{FailedAt: stamp(now), RetryAt: retryAt}, retryAt.Add(time.Second), true, ""},

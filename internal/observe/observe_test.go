@@ -19,6 +19,7 @@ import (
 	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
 	"github.com/noderotation/node-rotation-controller/engine"
 	"github.com/noderotation/node-rotation-controller/internal/census"
+	"github.com/noderotation/node-rotation-controller/internal/policy"
 	"github.com/noderotation/node-rotation-controller/internal/surge"
 )
 
@@ -378,11 +379,39 @@ func TestSnapshotRawAnnotationsAndRetryAt(t *testing.T) {
 	// retryDue fact reports it.
 	claim = nodeClaim("general-a", 40*time.Minute, "", inState(v1alpha1.StateFailed), claimAnnotations(v1alpha1.AnnotationFailedAt, "x"))
 	obs := observeNow(t, nodePool(anchored("general-a")), governing(), claim)
-	if obs.Snapshot.Claim.FailedAt != "x" || !obs.Snapshot.Claim.RetryAt.IsZero() {
+	if c := obs.Snapshot.Claim; c.FailedAt != "x" || !c.RetryAt.IsZero() || c.BackoffError != `noderotation.io/failed-at "x" is not an RFC3339 time` {
 		t.Errorf("malformed: %+v", obs.Snapshot.Claim)
 	}
 	if want := []census.BadAnnotation{{Object: "NodeClaim/general-a", Key: v1alpha1.AnnotationFailedAt, Value: "x", Problem: "not an RFC3339 time"}}; !reflect.DeepEqual(obs.BadAnnotations, want) {
 		t.Errorf("bad annotations %+v", obs.BadAnnotations)
+	}
+}
+
+// The failure record is parsed once: the snapshot takes the census's
+// figures of the claim it judged on the same record, and parses only what
+// the census did not look at (an ungoverned pool) or judged on another copy.
+func TestSnapshotBackoffFromTheCensus(t *testing.T) {
+	failedAt := now.Add(-10 * time.Minute)
+	claim := nodeClaim("general-a", 40*time.Minute, "", inState(v1alpha1.StateFailed),
+		claimAnnotations(v1alpha1.AnnotationFailedAt, stamp(failedAt), v1alpha1.AnnotationRetryCount, "2"))
+	settings, err := policy.Resolve(alwaysOpen()) // retryBackoff 30m, open around the clock
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs := &Observation{Subject: claim, Settings: settings, Census: census.Result{Figures: map[string]census.Figures{
+		"general-a": {Claim: claim, RetryAt: now.Add(7 * time.Minute)}}}}
+	if at, bad := backoff(obs, claim); !at.Equal(now.Add(7*time.Minute)) || bad != "" {
+		t.Errorf("from the census: %s %q, want the census's figure", at, bad)
+	}
+	other := claim.DeepCopy()
+	other.Annotations[v1alpha1.AnnotationRetryCount] = "3" // the census judged another copy
+	obs.Census.Figures["general-a"] = census.Figures{Claim: other, RetryAt: now.Add(7 * time.Minute)}
+	if at, bad := backoff(obs, claim); !at.Equal(failedAt.Add(time.Hour)) || bad != "" {
+		t.Errorf("another copy: %s %q, want parsed here (2·30m after failed-at)", at, bad)
+	}
+	obs.Census = census.Result{Bad: []census.BadAnnotation{{Object: "NodeClaim/general-a", Key: v1alpha1.AnnotationRetryCount, Value: "2", Problem: "judged bad"}}}
+	if _, bad := backoff(obs, claim); bad != `noderotation.io/retry-count "2" is judged bad` {
+		t.Errorf("the census's verdict %q, want it carried", bad)
 	}
 }
 

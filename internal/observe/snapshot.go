@@ -8,6 +8,7 @@ import (
 	"github.com/noderotation/node-rotation-controller/internal/census"
 	"github.com/noderotation/node-rotation-controller/internal/schedule"
 	"github.com/noderotation/node-rotation-controller/internal/surge"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 )
 
 // snapshot turns the observation into the engine's input: raw annotation
@@ -54,9 +55,7 @@ func snapshot(obs *Observation) engine.Snapshot {
 			s.Claim.DeletedAt = c.DeletionTimestamp.Time
 		}
 		if s.Claim.State == v1alpha1.StateFailed {
-			if at, bad := census.ClaimRetryAt(c, obs.Settings); bad == nil {
-				s.Claim.RetryAt = at
-			}
+			s.Claim.RetryAt, s.Claim.BackoffError = backoff(obs, c)
 		}
 	}
 	candNode := ""
@@ -73,6 +72,37 @@ func snapshot(obs *Observation) engine.Snapshot {
 		s.Surge.Unservable = obs.Unservable.Reason
 	}
 	return s
+}
+
+// backoff is when a failed claim's backoff ends, or what is malformed in
+// its failure record: as the census parsed it for a governed pool (its
+// figures, or the malformed value that kept it out), parsed here only for
+// a pool the census did not look at.
+func backoff(obs *Observation, c *karpv1.NodeClaim) (time.Time, string) {
+	if f, ok := obs.Census.Figures[c.Name]; ok && sameRecord(f.Claim, c) {
+		return f.RetryAt, ""
+	}
+	for _, b := range obs.Census.Bad {
+		if b.Object == "NodeClaim/"+c.Name && (b.Key == v1alpha1.AnnotationFailedAt || b.Key == v1alpha1.AnnotationRetryCount) && c.Annotations[b.Key] == b.Value {
+			return time.Time{}, b.Error()
+		}
+	}
+	at, bad := census.ClaimRetryAt(c, obs.Settings)
+	if bad != nil {
+		return time.Time{}, bad.Error()
+	}
+	return at, ""
+}
+
+// sameRecord: the census judged the claim on the failure record the pass
+// reads (the subject may be a copy read apart from the census's list).
+func sameRecord(a, b *karpv1.NodeClaim) bool {
+	for _, k := range []string{v1alpha1.AnnotationState, v1alpha1.AnnotationFailedAt, v1alpha1.AnnotationRetryCount} {
+		if a.Annotations[k] != b.Annotations[k] {
+			return false
+		}
+	}
+	return true
 }
 
 // nextInstant is the earliest future moment a time-based fact changes.
