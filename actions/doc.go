@@ -3,8 +3,8 @@
 // claim-state writes, the draining mirror, freeze and cordon, the
 // placeholder, the claim delete and the surge-claim reap, the window stamps
 // — and the announce step, which writes nothing: it records what the steps
-// before it earned, and Run returns it for the reconciler to announce
-// once the pass has acted.
+// before it earned, and RunFrom returns right after it for the reconciler
+// to say before the next step runs.
 //
 // Each action's contract (its catalog entry: arguments, role, whether it
 // reports an outcome to elect on) sits beside its body, in the file of its

@@ -122,11 +122,14 @@ type Earned struct {
 	Before []Result
 }
 
-// Ran is what running one decision's steps came to.
+// Ran is what running a decision's steps came to.
 type Ran struct {
-	// Owned: every electing step won; false when one lost (the pass stops)
-	// or a step failed.
-	Owned bool
+	// Done: the run ended — every step ran, an election was lost, or a
+	// step failed. Owned, once Done: every electing step won; false when
+	// one lost (the pass stops) or a step failed.
+	Done, Owned bool
+	// Next is the step a run that is not Done goes on from.
+	Next int
 	// Earned: the announcements the steps earned, in step order, complete
 	// up to the step that stopped the run (docs/design.md#announcements).
 	Earned []Earned
@@ -182,36 +185,59 @@ func Catalog() engine.Catalog {
 	return c
 }
 
-// Run executes a decision's steps in order and returns the announcements
-// they earned: an announce step writes nothing, it records what it earned,
-// and the reconciler announces after the pass has acted — also when Run
-// stops on an error, so what a write earned before the failing step is
-// said once, by this pass. An electing step that does not win stops the
-// run (Owned false); an error stops it too and is returned wrapped with
-// the transition and step.
+// Run executes all of a decision's steps (RunFrom until done) and returns
+// every announcement they earned: for a caller that says them afterwards,
+// or not at all (a dry run, the tests of the steps).
 func Run(ctx context.Context, p *Pass, d engine.Decision) (Ran, error) {
+	var all Ran
+	for !all.Done {
+		ran, err := RunFrom(ctx, p, d, all.Next)
+		ran.Earned = append(all.Earned, ran.Earned...)
+		all = ran
+		if err != nil {
+			return all, err
+		}
+	}
+	return all, nil
+}
+
+// RunFrom executes a decision's steps in order from step from, and returns
+// after the first announce step that earned something, so the caller says
+// it before the next step runs: an announcement follows the write that
+// earned it and precedes any fallible cleanup, and a process that dies
+// after that cleanup has said it (docs/design.md#announcements). The caller
+// goes on from ran.Next until ran.Done. An electing step that does not win
+// stops the run (Done, Owned false); an error stops it too and is returned
+// wrapped with the transition and step.
+func RunFrom(ctx context.Context, p *Pass, d engine.Decision, from int) (Ran, error) {
 	before := len(p.earned)
-	ran := func(owned bool) Ran { return Ran{Owned: owned, Earned: slices.Clip(p.earned[before:])} }
-	for i, st := range d.Steps {
+	ran := func(next int, done, owned bool) Ran {
+		return Ran{Owned: owned, Done: done, Next: next, Earned: slices.Clip(p.earned[before:])}
+	}
+	for i := from; i < len(d.Steps); i++ {
+		st := d.Steps[i]
 		run, ok := registry[st.Action]
 		if !ok {
-			return ran(false), fmt.Errorf("transition %s step %d: action %q is not implemented", d.Transition, i+1, st.Action)
+			return ran(i, true, false), fmt.Errorf("transition %s step %d: action %q is not implemented", d.Transition, i+1, st.Action)
 		}
 		p.electing = st.Elect
 		res, err := run(ctx, p, st.Args)
 		res.Action = st.Action
 		p.Results = append(p.Results, res)
 		if err != nil {
-			return ran(false), fmt.Errorf("transition %s step %d (%s): %w", d.Transition, i+1, st.Action, err)
+			return ran(i, true, false), fmt.Errorf("transition %s step %d (%s): %w", d.Transition, i+1, st.Action, err)
 		}
 		if p.stale {
-			return ran(false), fmt.Errorf("transition %s step %d (%s): %w", d.Transition, i+1, st.Action, ErrStale)
+			return ran(i, true, false), fmt.Errorf("transition %s step %d (%s): %w", d.Transition, i+1, st.Action, ErrStale)
 		}
 		if st.Elect && !res.Won() {
-			return ran(false), nil
+			return ran(i+1, true, false), nil
+		}
+		if len(p.earned) > before && i+1 < len(d.Steps) {
+			return ran(i+1, false, false), nil
 		}
 	}
-	return ran(true), nil
+	return ran(len(d.Steps), true, true), nil
 }
 
 // claimAnnotation reads the rotation claim's annotation on the pass's

@@ -200,6 +200,39 @@ func TestRunReturnsWhatWasEarnedBeforeAStaleWrite(t *testing.T) {
 	}
 }
 
+// RunFrom returns right after the step that earned an announcement, before
+// the cleanup after it runs, and goes on from there: a process that dies in
+// the cleanup has said what the write before it earned.
+func TestRunFromReturnsAfterWhatWasEarned(t *testing.T) {
+	e := newEnv(t, mkPool(poolName, ann(keyAnchor, claimA)), mkClaim(claimA, nil))
+	p := e.pass(e.targets())
+	d := decision("pending.force-expiry",
+		engine.Step{Action: ActionClaimState, Elect: true, Args: map[string]any{"from": []any{"none", "pending"}, "to": "expired"}},
+		engine.Step{Action: ActionAnnounce, Args: map[string]any{"what": "RotationExpired"}},
+		engine.Step{Action: ActionAnchorClear},
+	)
+	first, err := RunFrom(ctxb, p, d, 0)
+	if err != nil || first.Done || first.Next != 2 || len(first.Earned) != 1 || first.Earned[0].What != RotationExpired {
+		t.Fatalf("first %+v err %v: want RotationExpired, and step 3 next", first, err)
+	}
+	if e.pool(poolName).Annotations[keyAnchor] != claimA {
+		t.Fatal("the cleanup ran before what was earned was returned")
+	}
+	rest, err := RunFrom(ctxb, p, d, first.Next)
+	if err != nil || !rest.Done || !rest.Owned || len(rest.Earned) != 0 {
+		t.Fatalf("rest %+v err %v", rest, err)
+	}
+	if e.pool(poolName).Annotations[keyAnchor] != "" {
+		t.Fatal("the cleanup did not run")
+	}
+	// an announcement at the end of a row ends the run with it
+	p = e.pass(e.targets())
+	last, err := RunFrom(ctxb, p, decision("t", engine.Step{Action: ActionAnnounce, Args: map[string]any{"what": "NoCandidate"}}), 0)
+	if err != nil || !last.Done || !last.Owned || len(last.Earned) != 1 {
+		t.Fatalf("last %+v err %v", last, err)
+	}
+}
+
 // An announce step writes nothing and records what it earned; a second
 // decision's Run returns its own share only.
 func TestAnnounceRecordsWhatWasEarned(t *testing.T) {

@@ -90,7 +90,7 @@ func (h harness) one(t *testing.T) line {
 
 func (h harness) announce(t *testing.T, what actions.Announcement, obs *View, results ...actions.Result) {
 	t.Helper()
-	if err := h.a.earned(obs, []actions.Earned{{What: what, Before: results}}); err != nil {
+	if err := h.a.Earned(obs, []actions.Earned{{What: what, Before: results}}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -643,7 +643,7 @@ func TestNoRecorder(t *testing.T) {
 
 func TestUnknownAnnouncementIsAnError(t *testing.T) {
 	h := newHarness(t)
-	err := h.a.earned(observation(t), []actions.Earned{{What: "Bogus"}})
+	err := h.a.Earned(observation(t), []actions.Earned{{What: "Bogus"}})
 	if err == nil || err.Error() != `announcement "Bogus" has no handler` {
 		t.Errorf("error %v", err)
 	}

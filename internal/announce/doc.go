@@ -3,10 +3,11 @@
 // Kubernetes Events on the object each names, and the counters and
 // histogram (docs/observability.md). Level-triggered conditions are
 // deduplicated (emitted on entering a condition, re-fired after it
-// clears). The reconciler hands over one Report per pass, after it acted
-// (Announcer.Pass): a View of what it observed, the announcements its
-// steps earned with the results of the steps before each, the fact it
-// could not decide on; the startup sweep says what it did through the
-// methods of sweep.go (SweptClaim, the alert, among them). Every announcement has exactly one handler (handlers.go),
+// clears). The reconciler hands over what a step earned as soon as the
+// step has run (Announcer.Earned, with a View of what the pass observed and
+// the results of the steps before), and the rest once the pass has acted
+// (Announcer.Pass: the Warnings of what it observed, the fact it could not
+// decide on); the startup sweep says what it did through the methods of
+// sweep.go (SweptClaim, the alert, among them). Every announcement has exactly one handler (handlers.go),
 // checked at startup.
 package announce

@@ -14,9 +14,10 @@ import (
 	"github.com/noderotation/node-rotation-controller/internal/schedule"
 )
 
-// Report is everything one pass of one pool has to say, handed over once
-// the pass has acted (docs/architecture.md#one-pass): the announcer is
-// entered once per pass, after act; the startup sweep says what it did
+// Report is what one pass of one pool has to say besides what its steps
+// earned, handed over once the pass has acted
+// (docs/architecture.md#one-pass). What a step earned is said through
+// Earned as soon as the step has run; the startup sweep says what it did
 // through the methods of sweep.go.
 type Report struct {
 	// View is what the pass observed; nil when the observation stopped on
@@ -26,9 +27,6 @@ type Report struct {
 	BadState *BadState
 	// Undecidable: a fact the table could not evaluate; no step was taken.
 	Undecidable *engine.FactError
-	// Earned: the announcements the pass's steps earned, in step order
-	// (actions.Run), complete up to a step that failed.
-	Earned []actions.Earned
 	// Decided: each decision the pass ran, for the V(1) trace.
 	Decided []Decided
 	// RulesVersion: the table the pass decided with, for the V(1)
@@ -52,13 +50,11 @@ type BadState struct {
 	census.BadAnnotation
 }
 
-// Pass says what one pass has to say: the read errors and Warnings of what
-// it observed, the fact it could not decide on, and each announcement its
-// steps earned; then it ends the pass's round of the level-triggered
+// Pass says what one pass has to say once it has acted: the read errors
+// and Warnings of what it observed, the fact it could not decide on and the
+// V(1) trace; then it ends the pass's round of the level-triggered
 // conditions. A bad-state pass says its Warning alone and ends no round:
-// it observed nothing that could clear a condition. An announcement with
-// no handler is an error, never a silent no-op (Check refuses to start
-// without one).
+// it observed nothing that could clear a condition.
 func (a *Announcer) Pass(r Report) error {
 	if r.BadState != nil {
 		a.badState(r.BadState)
@@ -78,11 +74,14 @@ func (a *Announcer) Pass(r Report) error {
 	if r.Undecidable != nil {
 		a.warnKeyed(v.Pool.Name, "InvalidAnnotation/fact/"+r.Undecidable.Fact, v.Pool, "InvalidAnnotation", fmt.Sprintf("cannot decide: %v; no step is taken", r.Undecidable))
 	}
-	return a.earned(v, r.Earned)
+	return nil
 }
 
-// earned says each earned announcement through its one handler.
-func (a *Announcer) earned(v *View, earned []actions.Earned) error {
+// Earned says what a step of the pass that observed v earned, each
+// announcement through its one handler, as soon as the step has run
+// (actions.RunFrom). An announcement with no handler is an error, never a
+// silent no-op (Check refuses to start without one).
+func (a *Announcer) Earned(v *View, earned []actions.Earned) error {
 	for _, e := range earned {
 		h, ok := handlers[e.What]
 		if !ok {

@@ -58,8 +58,9 @@ type NodePoolReconciler struct {
 }
 
 // Reconcile is one pass: observe the pool, decide one transition per
-// machine, run its steps on the pass's targets, then hand the announcer
-// what the pass observed and what its steps earned.
+// machine, run its steps on the pass's targets — handing the announcer
+// what a step earned as soon as the step has run — then hand it the rest
+// of what the pass has to say.
 func (r *NodePoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	if r.Sweep != nil {
 		r.sweepOnce.Do(func() { r.Sweep(ctx) })
@@ -106,18 +107,19 @@ func (r *NodePoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		return ctrl.Result{}, errors.Join(err, r.Announcer.Pass(report))
 	}
 	requeue, err := r.act(ctx, obs, decisions, &report)
-	// what the steps earned is said also when a later step failed: the
-	// writes that earned it landed (docs/design.md#announcements)
 	if aerr := r.Announcer.Pass(report); aerr != nil || err != nil {
 		return ctrl.Result{}, errors.Join(err, aerr)
 	}
 	return ctrl.Result{RequeueAfter: requeue}, nil
 }
 
-// act runs each decision's steps, recording on the report what each ran
-// and earned, and returns when to come back: the soonest of the decisions'
-// requeues (or their onLost when the pass lost an election), the next
-// instant a time-based fact changes, and the backstop.
+// act runs each decision's steps, saying what a step earned as soon as it
+// has run — before the cleanup after it, so a process that dies in the
+// cleanup has said it, and also when a later step fails
+// (docs/design.md#announcements) — records on the report what each
+// decision ran, and returns when to come back: the soonest of the
+// decisions' requeues (or their onLost when the pass lost an election),
+// the next instant a time-based fact changes, and the backstop.
 func (r *NodePoolReconciler) act(ctx context.Context, obs *observe.Observation, decisions []engine.Decision, report *announce.Report) (time.Duration, error) {
 	pass := &actions.Pass{Client: r.Client, Fresh: r.Fresh, Targets: r.targets(obs)}
 	defer r.recordStart(obs, pass)
@@ -130,8 +132,7 @@ func (r *NodePoolReconciler) act(ctx context.Context, obs *observe.Observation, 
 			r.OnDecision(obs.Pool.Name, d)
 		}
 		before := len(pass.Results)
-		ran, err := actions.Run(ctx, pass, d)
-		report.Earned = append(report.Earned, ran.Earned...)
+		ran, err := r.run(ctx, pass, d, report.View)
 		report.Decided = append(report.Decided, announce.Decided{Decision: d, Owned: ran.Owned, Results: pass.Results[before:], Err: err})
 		if errors.Is(err, actions.ErrStale) {
 			return staleRetry, nil
@@ -146,6 +147,22 @@ func (r *NodePoolReconciler) act(ctx context.Context, obs *observe.Observation, 
 		}
 	}
 	return max(requeue, immediately), nil
+}
+
+// run runs one decision's steps, handing the announcer what each step
+// earned before the next step runs.
+func (r *NodePoolReconciler) run(ctx context.Context, pass *actions.Pass, d engine.Decision, v *announce.View) (actions.Ran, error) {
+	var ran actions.Ran
+	for !ran.Done {
+		var err error
+		if ran, err = actions.RunFrom(ctx, pass, d, ran.Next); err != nil {
+			return ran, errors.Join(err, r.Announcer.Earned(v, ran.Earned))
+		}
+		if err := r.Announcer.Earned(v, ran.Earned); err != nil {
+			return ran, err
+		}
+	}
+	return ran, nil
 }
 
 // mayStart peeks at the cached NodePool: only a pool without an anchor can
