@@ -136,3 +136,30 @@ func TestAnnouncedWhenALaterStepFails(t *testing.T) {
 		t.Errorf("completed_total{outcome=failure} +%v, want +1", got)
 	}
 }
+
+// What a write earned is said before the cleanup after it is sent: when
+// the rollback's anchor clear reaches the API server, its RotationFailed
+// is already recorded, so a controller killed right after that clear has
+// said it (docs/design.md#announcements).
+func TestAnnouncedBeforeTheCleanupAfterIt(t *testing.T) {
+	var w *world
+	recordedAtClear := -1
+	poolPatch := &interceptor.Funcs{Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+		if np, ok := obj.(*karpv1.NodePool); ok && w != nil && np.Annotations[v1alpha1.AnnotationActiveRotation] == "" {
+			w.rec.mu.Lock()
+			recordedAtClear = len(w.rec.objs)
+			w.rec.mu.Unlock()
+		}
+		return c.Patch(ctx, obj, patch, opts...)
+	}}
+	w = newWorld(t, poolPatch, nodePool("general", v1alpha1.AnnotationActiveRotation, "general-a"), governing(),
+		nodeClaim("general-a", 40*time.Minute, "node-a", v1alpha1.AnnotationState, "pending", v1alpha1.AnnotationStartedAt, stamp(now.Add(-2*time.Minute))),
+		node("node-a"), waitingPlaceholder(2*time.Minute), karpenterRefusal())
+	w.reconcile(t, "general")
+	if events := w.rec.drain(); len(events) != 2 || !strings.HasPrefix(events[1], "Warning RotationFailed") {
+		t.Fatalf("events %q", events)
+	}
+	if recordedAtClear != 2 {
+		t.Errorf("%d Events recorded when the anchor clear was sent, want SurgeUnschedulable and RotationFailed", recordedAtClear)
+	}
+}
