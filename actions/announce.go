@@ -59,8 +59,9 @@ var announceAction = action{
 	run: announce,
 }
 
-// announce records what the step earned; it writes nothing, and the
-// reconciler announces it after the pass has acted (Run returns it). It
+// announce records what the step earned; it writes nothing, and RunFrom
+// returns right after it so the reconciler says it before the next step
+// runs. It
 // needs no confirmed election: an announcement an electing write earns
 // follows one that changes its object (the server answered it);
 // PlaceholderCreated, DrainStarted and StrandedRepaired follow a create or

@@ -25,7 +25,7 @@ type Pass struct {
 	// Results: what each step of this pass reported, in order.
 	Results []Result
 	// earned: the announcements this pass's announce steps earned, in
-	// order (Run returns each decision's share).
+	// order (RunFrom returns each step's share).
 	earned []Earned
 
 	// held is the newest copy of each object the pass observed or wrote

@@ -13,7 +13,8 @@ import (
 )
 
 // View is what the announcer reads of one pass's observation. The
-// reconciler cuts it from the observation once the pass has acted, so the
+// reconciler cuts it from the observation once it has decided, before it
+// acts, and hands it over with what each step earns and at the end, so the
 // announcer depends on the census, the policy and the surge sizing — the
 // figures it reports — and never on the observer: a field here is one the
 // wording below reads.

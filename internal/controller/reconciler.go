@@ -156,6 +156,9 @@ func (r *NodePoolReconciler) run(ctx context.Context, pass *actions.Pass, d engi
 	for !ran.Done {
 		var err error
 		if ran, err = actions.RunFrom(ctx, pass, d, ran.Next); err != nil {
+			// RunFrom returns right after a step that earned something, so
+			// a failing run has earned nothing yet; said all the same, if
+			// that ever changes
 			return ran, errors.Join(err, r.Announcer.Earned(v, ran.Earned))
 		}
 		if err := r.Announcer.Earned(v, ran.Earned); err != nil {

@@ -409,9 +409,19 @@ func TestSnapshotBackoffFromTheCensus(t *testing.T) {
 	if at, bad := backoff(obs, claim); !at.Equal(failedAt.Add(time.Hour)) || bad != "" {
 		t.Errorf("another copy: %s %q, want parsed here (2·30m after failed-at)", at, bad)
 	}
+	stateOnly := claim.DeepCopy()
+	stateOnly.Annotations[v1alpha1.AnnotationState] = v1alpha1.StatePending // the census judged it before the failure
+	obs.Census.Figures["general-a"] = census.Figures{Claim: stateOnly, RetryAt: now.Add(7 * time.Minute)}
+	if at, _ := backoff(obs, claim); !at.Equal(failedAt.Add(time.Hour)) {
+		t.Errorf("another state: %s, want parsed here", at)
+	}
 	obs.Census = census.Result{Bad: []census.BadAnnotation{{Object: "NodeClaim/general-a", Key: v1alpha1.AnnotationRetryCount, Value: "2", Problem: "judged bad"}}}
 	if _, bad := backoff(obs, claim); bad != `noderotation.io/retry-count "2" is judged bad` {
 		t.Errorf("the census's verdict %q, want it carried", bad)
+	}
+	obs.Census.Bad[0].Value = "-1" // a verdict on another value
+	if at, bad := backoff(obs, claim); bad != "" || !at.Equal(failedAt.Add(time.Hour)) {
+		t.Errorf("a verdict on another value: %s %q, want parsed here", at, bad)
 	}
 }
 

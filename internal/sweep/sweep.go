@@ -39,7 +39,8 @@ type Sweeper struct {
 	Client    client.Client // writes, and the List the sweep selects from
 	Fresh     client.Reader // the reads writes are validated against
 	Namespace string
-	Say       Announcer
+	// Say is required: every line of the sweep is said through it.
+	Say Announcer
 	// Clock stamps failed-at; time.Now when nil.
 	Clock func() time.Time
 }
