@@ -41,6 +41,8 @@ type fact struct {
 	prg      cel.Program
 	observer FactFunc
 	inputs   []string // the snapshot inputs the expression reads
+	// changes are the compiled changesAt expressions.
+	changes []cel.Program
 	// direct reads the value straight from the snapshot when the
 	// expression is nothing but one input: same result, no interpretation.
 	direct func(*Snapshot) any
@@ -98,6 +100,9 @@ func compileFacts(defs []FactDef, observers map[string]FactFunc) ([]*fact, error
 	for i, d := range defs {
 		f := &fact{def: d, index: i}
 		facts = append(facts, f)
+		if err := f.compileChanges(env); err != nil {
+			errs = append(errs, err)
+		}
 		if d.Observer != "" {
 			if f.observer = observers[d.Observer]; f.observer == nil {
 				errs = append(errs, fmt.Errorf("rules: line %d: fact %q names observer %q, which is not registered", d.line, d.Name, d.Observer))
@@ -114,11 +119,36 @@ func compileFacts(defs []FactDef, observers map[string]FactFunc) ([]*fact, error
 			continue
 		}
 		f.prg, f.inputs = prg, refs
+		switch readsNow := slices.Contains(refs, "now"); {
+		case readsNow && len(d.ChangesAt) == 0:
+			errs = append(errs, fmt.Errorf("rules: line %d: fact %q reads now but declares no changesAt: no pass would wake when its value changes", d.line, d.Name))
+		case !readsNow && len(d.ChangesAt) > 0:
+			errs = append(errs, fmt.Errorf("rules: line %d: fact %q declares changesAt but does not read now: its value changes only with the observation", d.line, d.Name))
+		}
 		if ast, _ := env.Compile(d.Expr); isLoneInput(ast.NativeRep()) {
 			f.direct = inputs[inputIndex[refs[0]]].get
 		}
 	}
 	return facts, errors.Join(errs...)
+}
+
+// compileChanges type-checks the fact's changesAt: each a timestamp over
+// the inputs other than now (an instant that moves with the clock is no
+// instant to wake at).
+func (f *fact) compileChanges(env *cel.Env) error {
+	var errs []error
+	for _, expr := range f.def.ChangesAt {
+		prg, refs, err := compile(env, expr, cel.TimestampType)
+		if err == nil && slices.Contains(refs, "now") {
+			err = fmt.Errorf("%q reads now", expr)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("rules: line %d: fact %q changesAt: %w", f.def.line, f.def.Name, err))
+			continue
+		}
+		f.changes = append(f.changes, prg)
+	}
+	return errors.Join(errs...)
 }
 
 // compileGuard type-checks a guard against the facts only: a guard that

@@ -22,6 +22,7 @@ facts:
     type: bool
     description: freeze in force
     expr: pool.freeze != "" && timestamp(pool.freeze) > now
+    changesAt: [timestamp(pool.freeze)]
   - name: deleting
     type: bool
     description: claim deleting
@@ -102,7 +103,7 @@ func TestBrokenTablesFailPrecisely(t *testing.T) {
 		{"hole", `guard: "!frozen"`, `guard: "!frozen && !deleting"`,
 			`machine rotation, state idle: no transition matches {deleting=true, frozen=false} (incomplete)`},
 		{"overlap", `guard: frozen`, `guard: frozen || deleting`,
-			`machine rotation, state idle: transitions "idle.frozen" (line 22), "idle.start" (line 29) all match {deleting=true, frozen=false} (not deterministic)`},
+			`machine rotation, state idle: transitions "idle.frozen" (line 23), "idle.start" (line 30) all match {deleting=true, frozen=false} (not deterministic)`},
 		{"dead row", `      - id: gone.done`, `      - id: idle.never
         cite: test
         from: [idle]
@@ -110,7 +111,7 @@ func TestBrokenTablesFailPrecisely(t *testing.T) {
         to: idle
         steps: []
         requeue: 1m
-      - id: gone.done`, `transition "idle.never" (line 38) never matches any combination of facts (dead row)`},
+      - id: gone.done`, `transition "idle.never" (line 39) never matches any combination of facts (dead row)`},
 		{"unknown action", `{action: say, args: {what: bye}}`, `{action: shout}`,
 			`transition "gone.done" step 2 (shout): unknown action; known: clear-anchor, poke, say, write-anchor`},
 		{"bad argument value", `{what: bye}`, `{what: ciao}`, `argument "what": "ciao" is not one of hello, bye`},
@@ -130,7 +131,7 @@ func TestBrokenTablesFailPrecisely(t *testing.T) {
 		{"unknown key", `    cite: test
         from: [gone]`, `    cite: test
         colour: blue
-        from: [gone]`, `line 40: field colour not found`},
+        from: [gone]`, `line 41: field colour not found`},
 		{"unknown state", `to: idle
         steps:
           - {action: clear-anchor`, `to: limbo
@@ -138,6 +139,11 @@ func TestBrokenTablesFailPrecisely(t *testing.T) {
           - {action: clear-anchor`, `transition "gone.done": "limbo" is not a state of state`},
 		{"unregistered observer", `expr: claim.deleting`, `observer: deletingObserver`, `fact "deleting" names observer "deletingObserver", which is not registered`},
 		{"bad requeue", `requeue: 0s`, `requeue: soon`, `transition "idle.start": requeue "soon" is not a duration`},
+		{"clock read with no changesAt", "    changesAt: [timestamp(pool.freeze)]\n", "", `fact "frozen" reads now but declares no changesAt`},
+		{"changesAt that reads the clock", `changesAt: [timestamp(pool.freeze)]`, `changesAt: [now]`, `fact "frozen" changesAt: "now" reads now`},
+		{"changesAt not an instant", `changesAt: [timestamp(pool.freeze)]`, `changesAt: [pool.freeze]`, `fact "frozen" changesAt: "pool.freeze" evaluates to string, want google.protobuf.Timestamp`},
+		{"changesAt on a fact the clock does not move", `expr: claim.deleting`, `expr: claim.deleting
+    changesAt: [claim.deletedAt]`, `fact "deleting" declares changesAt but does not read now`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

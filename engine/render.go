@@ -23,6 +23,9 @@ func (e *Engine) RenderMarkdown(w io.Writer, source string) error {
 		if f.Observer != "" {
 			src = "Go observer `" + f.Observer + "`"
 		}
+		if len(f.ChangesAt) > 0 {
+			src += "; changes at `" + cell(strings.Join(f.ChangesAt, "`, `")) + "`"
+		}
 		p.f("| `%s` | %s | %s | %s | %s |\n", f.Name, f.Type, values, src, cell(f.Description))
 	}
 	for _, m := range e.machines {

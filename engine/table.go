@@ -30,7 +30,13 @@ type FactDef struct {
 	Description string   `yaml:"description"`
 	Expr        string   `yaml:"expr,omitempty"`
 	Observer    string   `yaml:"observer,omitempty"`
-	line        int
+	// ChangesAt lists CEL expressions over the inputs, each the instant at
+	// which the fact's value may change with the observation held — the
+	// first instant of the new value, so a pass woken then sees it. A
+	// fact whose expression reads now must declare them: they are when
+	// the controller wakes (docs/design.md#requeue-instants).
+	ChangesAt []string `yaml:"changesAt,omitempty"`
+	line      int
 }
 
 // Machine is one state machine of the table: the fact that names its state

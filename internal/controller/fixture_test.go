@@ -213,7 +213,7 @@ func wire(t *testing.T, cache client.Reader, api client.WithWatch) *world {
 	w := &world{api: api, rec: rec, lines: &lines}
 	w.r = &NodePoolReconciler{
 		Client: api, Fresh: api, Engine: eng, Log: log,
-		Observer:    &observe.Observer{Cache: cache, API: api, Namespace: ns, Clock: func() time.Time { return now }},
+		Observer:    &observe.Observer{Cache: cache, API: api, Namespace: ns, Clock: func() time.Time { return now }, Rules: eng},
 		Announcer:   announce.New(log, rec),
 		Placeholder: PlaceholderConfig{Namespace: ns, PriorityClass: "nrc-placeholder", Image: "example.com/pause:1"},
 		OnDecision:  func(_ string, d engine.Decision) { w.decisions = append(w.decisions, d) },

@@ -46,7 +46,7 @@ func (in *Inspector) look(ctx context.Context, pool string) (obs *observe.Observ
 	if err != nil {
 		return nil, nil, "", err
 	}
-	o := &observe.Observer{Cache: in.Reader, API: api, Namespace: in.Namespace, Clock: in.Clock}
+	o := &observe.Observer{Cache: in.Reader, API: api, Namespace: in.Namespace, Clock: in.Clock, Rules: in.Engine}
 	obs, err = o.Observe(ctx, pool, limit)
 	var bad *observe.BadStateError
 	switch {

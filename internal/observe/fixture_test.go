@@ -16,8 +16,10 @@ import (
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
+	"github.com/noderotation/node-rotation-controller/engine"
 	_ "github.com/noderotation/node-rotation-controller/internal/golden"
 	"github.com/noderotation/node-rotation-controller/internal/scheme"
+	"github.com/noderotation/node-rotation-controller/internal/table"
 )
 
 // The fixture: NodePool "general" (workload=api, expireAfter 14d,
@@ -182,8 +184,18 @@ func newClient(t *testing.T, funcs *interceptor.Funcs, objs ...client.Object) cl
 }
 
 func observerOn(c client.Reader, at time.Time) *Observer {
-	return &Observer{Cache: c, API: c, Namespace: ns, Clock: func() time.Time { return at }}
+	return &Observer{Cache: c, API: c, Namespace: ns, Clock: func() time.Time { return at }, Rules: shipped}
 }
+
+// shipped is the rules table the controller ships: it declares when the
+// facts it computes from the clock change.
+var shipped = func() *engine.Engine {
+	e, err := table.Load()
+	if err != nil {
+		panic(err)
+	}
+	return e
+}()
 
 // observeAt observes pool "general" among objs at the given instant.
 func observeAt(t *testing.T, at time.Time, objs ...client.Object) *Observation {

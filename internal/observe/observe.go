@@ -2,6 +2,7 @@ package observe
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
+	"github.com/noderotation/node-rotation-controller/engine"
 	"github.com/noderotation/node-rotation-controller/internal/census"
 	"github.com/noderotation/node-rotation-controller/internal/policy"
 )
@@ -25,6 +27,9 @@ type Observer struct {
 	API       client.Reader
 	Namespace string
 	Clock     func() time.Time
+	// Rules is the table the pass decides with: it declares when the
+	// facts it computes from the clock change (engine.NextChange).
+	Rules *engine.Engine
 }
 
 // Cap is the cluster cap as one pass sees it (docs/design.md#cluster-cap):
@@ -53,6 +58,9 @@ func AnchoredElsewhere(pools []karpv1.NodePool, self string) int {
 // cluster cap as counted for this pass; nil when the NodePool no longer
 // exists.
 func (o *Observer) Observe(ctx context.Context, pool string, cap Cap) (*Observation, error) {
+	if o.Rules == nil {
+		return nil, errors.New("observer: no rules table to tell when its facts change")
+	}
 	np := &karpv1.NodePool{}
 	if err := o.Cache.Get(ctx, client.ObjectKey{Name: pool}, np); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -83,7 +91,7 @@ func (o *Observer) Observe(ctx context.Context, pool string, cap Cap) (*Observat
 	}
 	obs.ClusterCap, obs.ClusterInFlight = cap.Max, cap.InFlight
 	obs.Snapshot = snapshot(obs)
-	obs.NextInstant = nextInstant(obs)
+	obs.NextInstant = nextInstant(obs, o.Rules)
 	return obs, nil
 }
 

@@ -105,14 +105,19 @@ func sameRecord(a, b *karpv1.NodeClaim) bool {
 	return true
 }
 
-// nextInstant is the earliest future moment a time-based fact changes.
-func nextInstant(obs *Observation) time.Time {
+// nextInstant is the earliest future moment a time-based fact changes:
+// the instants the table declares for the facts it computes from the
+// clock (a freeze's end, a cooldown's, a backoff's), and those of the
+// inputs computed here (the calendar, the blackouts, the unservable
+// grace, the census's age triggers).
+func nextInstant(obs *Observation, rules *engine.Engine) time.Time {
 	var next time.Time
 	consider := func(t time.Time) {
 		if t.After(obs.Now) && (next.IsZero() || t.Before(next)) {
 			next = t
 		}
 	}
+	consider(rules.NextChange(&obs.Snapshot))
 	if obs.Governed() {
 		if t, ok := obs.Settings.Calendar.NextOpen(obs.Now); ok {
 			consider(t)
@@ -122,31 +127,13 @@ func nextInstant(obs *Observation) time.Time {
 			consider(t.Add(-obs.WindowEnd.Hold)) // the window-end gate closes
 		}
 	}
-	a := obs.Pool.Annotations
-	for _, k := range []string{v1alpha1.AnnotationFreeze} {
-		if t, err := time.Parse(time.RFC3339, a[k]); err == nil {
-			consider(t)
-		}
-	}
 	for _, b := range obs.Settings.Blackouts {
 		consider(b.Start)
 		consider(b.End)
 	}
-	if t, err := time.Parse(time.RFC3339, a[v1alpha1.AnnotationLastRotationAt]); err == nil {
-		consider(t.Add(obs.Settings.CooldownAfter))
-	}
-	if t, err := time.Parse(time.RFC3339, a[v1alpha1.AnnotationLastFailureAt]); err == nil {
-		consider(t.Add(obs.Derivation.FailurePause))
-	}
-	if c := obs.Subject; c != nil {
-		if t, err := time.Parse(time.RFC3339, c.Annotations[v1alpha1.AnnotationStartedAt]); err == nil {
-			consider(t.Add(obs.Settings.ReadyTimeout).Add(time.Second))
-		}
-	}
 	if ph := obs.Placeholder; ph != nil && obs.Subject != nil && waiting(obs) {
 		consider(ph.CreationTimestamp.Add(surge.UnservableGrace))
 	}
-	consider(obs.Snapshot.Claim.RetryAt)
 	for _, t := range obs.Census.Instants() {
 		consider(t)
 	}

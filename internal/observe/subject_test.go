@@ -6,10 +6,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
+	"github.com/noderotation/node-rotation-controller/internal/schedule"
 )
 
 // InducedClaim: the claim named by surge-claim, else the placeholder host's
@@ -114,9 +116,15 @@ func TestNextInstant(t *testing.T) {
 		{"a malformed freeze changes nothing", now, governing(), nodePool(poolAnnotations(v1alpha1.AnnotationFreeze, "tomorrow")), nil, time.Time{}},
 		{"the cooldown ends", now, governing(), nodePool(poolAnnotations(v1alpha1.AnnotationLastRotationAt, stamp(now.Add(-4*time.Minute)))), nil, now.Add(6 * time.Minute)},
 		{"the failure pause ends", now, governing(), nodePool(poolAnnotations(v1alpha1.AnnotationLastFailureAt, stamp(now.Add(-time.Minute)))), nil, now.Add(9 * time.Minute)},
-		{"readyTimeout elapses, one second late", now, governing(), nodePool(anchored("general-a")),
+		{"readyTimeout has elapsed from its first instant past it", now, governing(), nodePool(anchored("general-a")),
 			[]client.Object{nodeClaim("general-a", 40*time.Minute, "", inState(v1alpha1.StatePending), startedAt(now.Add(-10*time.Minute)))},
-			now.Add(5*time.Minute + time.Second)},
+			now.Add(5*time.Minute + time.Nanosecond)},
+		{"a drain turns stuck from its first instant past tGP + buffer", now, governing(), nodePool(anchored("general-a")),
+			[]client.Object{nodeClaim("general-a", 40*time.Minute, "", inState(v1alpha1.StateDraining), func(c *karpv1.NodeClaim) {
+				c.DeletionTimestamp = &metav1.Time{Time: now.Add(-10 * time.Minute)}
+				c.Finalizers = []string{"karpenter.sh/termination"}
+			})},
+			now.Add(30*time.Minute + schedule.Buffer - 10*time.Minute + time.Nanosecond)},
 		{"the anchored claim's backoff ends", now, governing(), nodePool(anchored("general-a")),
 			[]client.Object{nodeClaim("general-a", 40*time.Minute, "", inState(v1alpha1.StateFailed),
 				claimAnnotations(v1alpha1.AnnotationFailedAt, stamp(now.Add(-20*time.Minute))))},

@@ -317,7 +317,7 @@ func lagging(cache staleReader) (*controller.NodePoolReconciler, *[]string) {
 	}, funcr.Options{})
 	return &controller.NodePoolReconciler{
 		Client: env.Client, Fresh: env.Client, Engine: eng, Log: log,
-		Observer:    &observe.Observer{Cache: cache, API: env.Client, Namespace: controllerNS, Clock: clock},
+		Observer:    &observe.Observer{Cache: cache, API: env.Client, Namespace: controllerNS, Clock: clock, Rules: eng},
 		Announcer:   announce.New(log, record.NewFakeRecorder(100)),
 		Placeholder: controller.PlaceholderConfig{Namespace: controllerNS, PriorityClass: priorityClass},
 	}, &lines

@@ -291,7 +291,7 @@ var _ = Describe("a reconcile fed stale cache reads", func() {
 			cache := staleReader{Reader: env.Client, stale: m}
 			return &controller.NodePoolReconciler{
 				Client: env.Client, Fresh: env.Client, Engine: eng, Log: zap.New(zap.WriteTo(GinkgoWriter)),
-				Observer:  &observe.Observer{Cache: cache, API: env.Client, Namespace: controllerNS, Clock: clock},
+				Observer:  &observe.Observer{Cache: cache, API: env.Client, Namespace: controllerNS, Clock: clock, Rules: eng},
 				Announcer: announce.New(zap.New(zap.WriteTo(GinkgoWriter)), rec), Placeholder: controller.PlaceholderConfig{Namespace: controllerNS, PriorityClass: priorityClass},
 			}
 		}
