@@ -7,14 +7,17 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 )
 
 // Choice is what a table decides for one assignment of one state's facts:
-// the transition, its target and its steps.
+// the transition, its target, its steps and when it comes back.
 type Choice struct {
-	Transition string `json:"transition"`
-	To         string `json:"to"`
-	Steps      []Step `json:"steps"`
+	Transition string        `json:"transition"`
+	To         string        `json:"to"`
+	Steps      []Step        `json:"steps"`
+	Requeue    time.Duration `json:"requeue"`
+	OnLost     time.Duration `json:"onLost"`
 }
 
 // Difference is one assignment on which two tables decide differently.
@@ -32,7 +35,8 @@ type Difference struct {
 
 // Diff enumerates, for every machine and state of either table, every
 // assignment of the facts either table reads there, and returns those on
-// which the two choose a different transition, target or steps: what a
+// which the two choose a different transition, target, steps, requeue or
+// onLost: what a
 // table change does, combination by combination. Two equal tables have no
 // difference.
 func Diff(base, head *Engine) []Difference {
@@ -134,14 +138,15 @@ func (idx *stateIndex) choose(a []FactValue) *Choice {
 		n += idx.strides[i] * pos
 	}
 	t := idx.rows[idx.lookup[n]].t
-	return &Choice{Transition: t.ID, To: t.To, Steps: t.Steps}
+	return &Choice{Transition: t.ID, To: t.To, Steps: t.Steps, Requeue: t.requeue, OnLost: t.onLost}
 }
 
 func sameChoice(a, b *Choice) bool {
 	if a == nil || b == nil {
 		return a == b
 	}
-	return a.Transition == b.Transition && a.To == b.To && reflect.DeepEqual(a.Steps, b.Steps)
+	return a.Transition == b.Transition && a.To == b.To && reflect.DeepEqual(a.Steps, b.Steps) &&
+		a.Requeue == b.Requeue && a.OnLost == b.OnLost
 }
 
 func (e *Engine) machine(name string) *machine {
@@ -195,35 +200,31 @@ type diffGroup struct {
 }
 
 // RenderDiff writes differences as Markdown for a pull request: a header
-// naming both tables, then one section per state and pair of choices with
-// the assignments that take it.
-func RenderDiff(w io.Writer, baseSrc, headSrc string, bv, hv int, d []Difference) error {
-	var groups []*diffGroup
-	byKey := map[string]*diffGroup{}
-	for _, x := range d {
-		key := fmt.Sprintf("%s/%s: %s → %s", x.Machine, x.State, choiceName(x.Base), choiceName(x.Head))
-		if x.Base != nil && x.Head != nil && x.Base.Transition == x.Head.Transition {
-			key = fmt.Sprintf("%s/%s: %s, its target or steps changed", x.Machine, x.State, x.Base.Transition)
-		}
-		g := byKey[key]
-		if g == nil {
-			g = &diffGroup{key: key, base: x.Base, head: x.Head}
-			byKey[key] = g
-			groups = append(groups, g)
-		}
-		g.facts = append(g.facts, x.Facts)
-	}
+// naming both tables, a warning when they behave differently under the
+// same version, the facts defined differently, then one section per state
+// and pair of choices with the assignments that take it.
+func RenderDiff(w io.Writer, baseSrc, headSrc string, base, head *Engine, d []Difference) error {
+	groups := groupDifferences(d)
+	defs := DefinitionChanges(base, head)
 	p := &printer{w: w}
+	bv, hv := base.Version(), head.Version()
 	p.f("### rules diff: %s (version %d) → %s (version %d)\n\n", baseSrc, bv, headSrc, hv)
+	if bv == hv && (len(d) > 0 || len(defs) > 0) {
+		p.f("**Warning: the two tables behave differently but carry the same version %d: bump `version` in %s.**\n\n", hv, headSrc)
+	}
+	if len(defs) > 0 {
+		p.f("Facts defined differently (which observations take which value): `%s`.\n\n", strings.Join(defs, "`, `"))
+	}
 	if len(d) == 0 {
-		p.f("No difference: the two tables choose the same transition, target and steps on every combination.\n")
+		p.f("No difference in what they decide: the two tables choose the same transition, target, steps, requeue and onLost on every combination.\n")
 		return p.err
 	}
 	p.f("%d combinations decide differently, in %d groups.\n", len(d), len(groups))
 	for _, g := range groups {
 		p.f("\n#### %s (%d)\n\n", g.key, len(g.facts))
 		if g.base != nil && g.head != nil && g.base.Transition == g.head.Transition {
-			p.f("- base: to %s, steps %s\n- head: to %s, steps %s\n\n", g.base.To, steps(g.base.Steps), g.head.To, steps(g.head.Steps))
+			p.f("- base: to %s, steps %s, requeue %s, onLost %s\n- head: to %s, steps %s, requeue %s, onLost %s\n\n",
+				g.base.To, steps(g.base.Steps), g.base.Requeue, g.base.OnLost, g.head.To, steps(g.head.Steps), g.head.Requeue, g.head.OnLost)
 		}
 		for _, fs := range g.facts {
 			parts := make([]string, len(fs))
@@ -234,6 +235,27 @@ func RenderDiff(w io.Writer, baseSrc, headSrc string, bv, hv int, d []Difference
 		}
 	}
 	return p.err
+}
+
+// groupDifferences gathers the differences that share a state and a pair
+// of choices, in the order they first appear.
+func groupDifferences(d []Difference) []*diffGroup {
+	var groups []*diffGroup
+	byKey := map[string]*diffGroup{}
+	for _, x := range d {
+		key := fmt.Sprintf("%s/%s: %s → %s", x.Machine, x.State, choiceName(x.Base), choiceName(x.Head))
+		if x.Base != nil && x.Head != nil && x.Base.Transition == x.Head.Transition {
+			key = fmt.Sprintf("%s/%s: %s, its target, steps or requeue changed", x.Machine, x.State, x.Base.Transition)
+		}
+		g := byKey[key]
+		if g == nil {
+			g = &diffGroup{key: key, base: x.Base, head: x.Head}
+			byKey[key] = g
+			groups = append(groups, g)
+		}
+		g.facts = append(g.facts, x.Facts)
+	}
+	return groups
 }
 
 func choiceName(c *Choice) string {

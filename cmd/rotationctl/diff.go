@@ -17,12 +17,16 @@ func rulesDiffCommand() *cobra.Command {
 	var sim simulateFlags
 	cmd := &cobra.Command{
 		Use:   "diff BASE.yaml HEAD.yaml [--simulate fleet.yaml -f policy.yaml]",
-		Short: "List every fact combination on which two tables choose a different transition, target or steps, grouped by transition",
+		Short: "List every fact combination on which two tables choose a different transition, target, steps, requeue or onLost, grouped by transition",
 		Long: `Enumerates, for every machine and state of either table, every assignment of the
 facts either table's guards read there, and lists those on which BASE and HEAD
-choose a different transition, target or steps — grouped by (state, base
-transition → head transition). Both tables must load and prove. Empty output
-means the two decide alike everywhere.
+choose a different transition, target, steps, requeue or onLost — grouped by
+(state, base transition → head transition). Both tables must load and prove.
+It also names the facts the two define differently (expression, values, Go
+observer, changesAt): such a change moves which observations take which value,
+which no combination shows. No difference listed and no fact named means the
+two decide alike everywhere. When they do not and both carry the same
+version, it warns: every behaviour change bumps the version.
 
 With --simulate fleet.yaml and -f policy.yaml, it also simulates the fleet
 under each table (see rotationctl simulate) and prints both summaries side
@@ -43,11 +47,14 @@ by side: what the change does to rotations, force-expiries and margins.`,
 				if sim.fleetFile != "" {
 					return badInput("--simulate prints Markdown: drop -o json")
 				}
+				if base.Version() == head.Version() && (len(d) > 0 || len(engine.DefinitionChanges(base, head)) > 0) {
+					fmt.Fprintf(cmd.ErrOrStderr(), "warning: the two tables behave differently but carry the same version %d: bump version in %s\n", head.Version(), headSrc)
+				}
 				enc := json.NewEncoder(cmd.OutOrStdout())
 				enc.SetIndent("", "  ")
 				return enc.Encode(d)
 			case "markdown":
-				if err := engine.RenderDiff(cmd.OutOrStdout(), baseSrc, headSrc, base.Version(), head.Version(), d); err != nil {
+				if err := engine.RenderDiff(cmd.OutOrStdout(), baseSrc, headSrc, base, head, d); err != nil {
 					return err
 				}
 				if sim.fleetFile == "" {

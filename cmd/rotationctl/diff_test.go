@@ -138,6 +138,9 @@ func TestRulesDiffSimulate(t *testing.T) {
 	if !strings.Contains(out, "No difference") {
 		t.Errorf("the guards are unchanged, so no combination moves:\n%s", out)
 	}
+	if !strings.Contains(out, "defined differently (which observations take which value): `startGate`.") || !strings.Contains(out, "but carry the same version ") || !strings.Contains(out, ": bump `version` in "+head+".") {
+		t.Errorf("the changed fact and the unbumped version are not named:\n%s", out)
+	}
 	if strings.Contains(out, "rotate this fleet alike") || !strings.Contains(out, "**") {
 		t.Errorf("without the cooldown more rotations fit a window: the simulation must differ:\n%s", out)
 	}

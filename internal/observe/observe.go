@@ -105,7 +105,7 @@ func (o *Observer) governance(ctx context.Context, obs *Observation) error {
 	if !obs.Governance.Governed() {
 		return nil
 	}
-	obs.Settings, obs.PolicyErr = policy.Resolve(obs.Governance.Policy.Spec)
+	obs.Settings, obs.PolicyErr = obs.Governance.Settings, obs.Governance.Err
 	if obs.PolicyErr != nil {
 		return nil
 	}

@@ -61,3 +61,47 @@ func TestSelect(t *testing.T) {
 		})
 	}
 }
+
+// A policy that does not resolve is out of the specificity contest: a
+// valid policy that matches governs, whether the invalid one is more, as
+// or less specific; the invalid one holds the pool (as Invalid) only when
+// no valid policy matches it, and two of those still tie.
+func TestInvalidPolicyIsOutOfTheContest(t *testing.T) {
+	invalid := func(p v1alpha1.RotationPolicy) v1alpha1.RotationPolicy {
+		p.Spec.AgeThreshold = "soon"
+		return p
+	}
+	pool := map[string]string{"workload": "api", "team": "a"}
+	valid := pol("valid", map[string]string{"workload": "api"})
+	cases := []struct {
+		name     string
+		policies []v1alpha1.RotationPolicy
+		winner   string
+		invalid  bool
+		conflict []string
+		spec     int
+	}{
+		{"more specific", []v1alpha1.RotationPolicy{valid, invalid(pol("bad", pool))}, "valid", false, nil, 1},
+		{"as specific", []v1alpha1.RotationPolicy{invalid(pol("bad", map[string]string{"team": "a"})), valid}, "valid", false, nil, 1},
+		{"less specific", []v1alpha1.RotationPolicy{invalid(pol("bad", nil)), valid}, "valid", false, nil, 1},
+		{"alone", []v1alpha1.RotationPolicy{invalid(pol("bad", nil))}, "bad", true, nil, 0},
+		{"the most specific of the invalid", []v1alpha1.RotationPolicy{invalid(pol("bad", nil)), invalid(pol("worse", pool))}, "worse", true, nil, 2},
+		{"two invalid tie", []v1alpha1.RotationPolicy{invalid(pol("bad", nil)), invalid(pol("worse", nil))}, "", false, []string{"bad", "worse"}, 0},
+		{"two valid tie beside a more specific invalid", []v1alpha1.RotationPolicy{valid, pol("other", map[string]string{"team": "a"}), invalid(pol("bad", pool))}, "", false, []string{"other", "valid"}, 1},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			g := Select(c.policies, pool)
+			got := ""
+			if g.Policy != nil {
+				got = g.Policy.Name
+			}
+			if got != c.winner || (g.Err != nil) != c.invalid || !reflect.DeepEqual(g.Conflict, c.conflict) || g.Specificity != c.spec {
+				t.Errorf("Select = winner %q err %v conflict %v specificity %d; want %q invalid=%v %v %d", got, g.Err, g.Conflict, g.Specificity, c.winner, c.invalid, c.conflict, c.spec)
+			}
+			if c.winner == "valid" && g.Settings.CooldownAfter == 0 {
+				t.Error("the winner's settings are not carried")
+			}
+		})
+	}
+}

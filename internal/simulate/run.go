@@ -101,7 +101,7 @@ func (w *world) result(policies []v1alpha1.RotationPolicy, start, end time.Time)
 	gov := policy.Select(policies, w.spec.Labels)
 	if gov.Governed() {
 		sum.Policy = gov.Policy.Name
-		if settings, err := policy.Resolve(gov.Policy.Spec); err == nil {
+		if settings, err := gov.Settings, gov.Err; err == nil {
 			_, d := settings.Derive(nodePool(w.spec), start)
 			sum.Plan = &Figures{P: d.Cycle.P, D: d.Cycle.D, A: d.A, C: d.C, TRotEst: d.TRotEst, AlwaysOpen: d.Cycle.AlwaysOpen}
 			pr.Occurrences = settings.Calendar.Occurrences(start, end)
