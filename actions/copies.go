@@ -65,7 +65,26 @@ func (p *Pass) copies() map[copyKey]client.Object {
 func (p *Pass) hold(obj client.Object) {
 	if k, ok := keyOf(obj); ok && obj.GetResourceVersion() != "" {
 		p.copies()[k] = obj.DeepCopyObject().(client.Object)
+		if p.wrote == nil {
+			p.wrote = map[copyKey]string{}
+		}
+		p.wrote[k] = obj.GetResourceVersion()
 	}
+}
+
+// Written is an object a pass wrote and the resourceVersion the API
+// server answered with.
+type Written struct{ Kind, Name, ResourceVersion string }
+
+// Wrote lists the pool, claims and nodes this pass wrote, each with the
+// resourceVersion of its last write: a later pass must not decide on a
+// cached copy older than that (docs/design.md#read-your-writes).
+func (p *Pass) Wrote() []Written {
+	out := make([]Written, 0, len(p.wrote))
+	for k, rv := range p.wrote {
+		out = append(out, Written{Kind: k.kind, Name: k.name, ResourceVersion: rv})
+	}
+	return out
 }
 
 // newest returns a private copy of the newest copy the pass holds of the

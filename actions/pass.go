@@ -32,6 +32,8 @@ type Pass struct {
 	// (copies.go); stale is set once a write met a newer object.
 	held  map[copyKey]client.Object
 	stale bool
+	// wrote: the resourceVersion of each object's last write (Wrote).
+	wrote map[copyKey]string
 	// electing: the running step elects. confirmed: objects whose copy the
 	// server returned in this pass. unconfirmed: an election made on a copy
 	// the server never saw (confirm.go).

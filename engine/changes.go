@@ -25,7 +25,7 @@ func (e *Engine) NextChange(s *Snapshot) time.Time {
 }
 
 // ChangesAt lists the instants the named fact declares for the snapshot,
-// in the table's order: tools and tests read them.
+// in the table's order (the property test of the table reads them).
 func (e *Engine) ChangesAt(s *Snapshot, name string) ([]time.Time, error) {
 	f, ok := e.byName[name]
 	if !ok {

@@ -1,46 +1,86 @@
 package engine
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/google/cel-go/common/types"
 )
 
 // Decide returns one decision per machine for the snapshot. Guards are not
 // evaluated: the facts a state's guards read index the lookup table the
-// proof built, so the decision is exactly the proven one. A fact that cannot
-// be evaluated returns a *FactError and no decision.
-func (e *Engine) Decide(s *Snapshot) ([]Decision, error) {
-	ev := evaluator{e: e, s: s, vals: make([]any, len(e.facts))}
+// proof built, so the decision is exactly the proven one. A fact that
+// cannot be evaluated (a malformed annotation) is unknown, and affects only
+// the decisions that need it: a machine whose row is the same whatever the
+// unknown facts' values decides as usual; one whose row depends on them,
+// or whose state fact is unknown, is Undecided and takes no step
+// (docs/design.md#bad-input).
+func (e *Engine) Decide(s *Snapshot) []Decision {
+	ev := evaluator{e: e, s: s, vals: make([]any, len(e.facts)), errs: make([]*FactError, len(e.facts))}
 	out := make([]Decision, 0, len(e.machines))
 	consulted := make([]FactValue, 0, e.maxConsulted)
 	for _, m := range e.machines {
 		sv, err := ev.value(m.state)
 		if err != nil {
-			return nil, err
+			out = append(out, Decision{Machine: m.def.Name, Undecided: err})
+			continue
 		}
 		state := sv.(string)
 		idx := m.states[state]
-		n := 0
 		first := len(consulted)
 		consulted = append(consulted, FactValue{Name: m.state.def.Name, Value: sv})
+		n := 0
+		var unknown []int
+		var why *FactError
 		for i, f := range idx.facts {
 			v, err := ev.value(f)
 			if err != nil {
-				return nil, err
+				unknown = append(unknown, i)
+				why = cmp.Or(why, err)
+				continue
 			}
 			consulted = append(consulted, FactValue{Name: f.def.Name, Value: v})
 			n += idx.strides[i] * valueIndex(f, v)
 		}
 		facts := consulted[first:len(consulted):len(consulted)]
-		t := idx.rows[idx.lookup[n]].t
+		r, ok := idx.only(n, unknown)
+		if !ok {
+			out = append(out, Decision{Machine: m.def.Name, From: state, Facts: facts, Undecided: why})
+			continue
+		}
+		t := idx.rows[r].t
 		out = append(out, Decision{
 			Machine: m.def.Name, Transition: t.ID, From: state, To: t.To,
 			Steps: t.Steps, Requeue: t.requeue, OnLost: t.onLost, Facts: facts,
 		})
 	}
-	return out, nil
+	return out
+}
+
+// only is the row the state takes at lookup index n whatever the values of
+// the unknown facts (positions in idx.facts, whose stride n leaves at 0),
+// and whether there is one.
+func (idx *stateIndex) only(n int, unknown []int) (int, bool) {
+	r := idx.lookup[n]
+	if len(unknown) == 0 {
+		return r, true
+	}
+	same := true
+	var walk func(k, n int)
+	walk = func(k, n int) {
+		if k == len(unknown) {
+			same = same && idx.lookup[n] == r
+			return
+		}
+		i := unknown[k]
+		for v := range len(idx.facts[i].domain()) {
+			walk(k+1, n+v*idx.strides[i])
+		}
+	}
+	walk(0, n)
+	return r, same
 }
 
 // evaluator computes each fact at most once per Decide.
@@ -48,21 +88,26 @@ type evaluator struct {
 	e    *Engine
 	s    *Snapshot
 	vals []any
+	errs []*FactError
 }
 
-func (ev *evaluator) value(f *fact) (any, error) {
+func (ev *evaluator) value(f *fact) (any, *FactError) {
 	if v := ev.vals[f.index]; v != nil {
 		return v, nil
 	}
+	if err := ev.errs[f.index]; err != nil {
+		return nil, err
+	}
 	v, err := ev.compute(f)
 	if err != nil {
+		ev.errs[f.index] = err
 		return nil, err
 	}
 	ev.vals[f.index] = v
 	return v, nil
 }
 
-func (ev *evaluator) compute(f *fact) (any, error) {
+func (ev *evaluator) compute(f *fact) (any, *FactError) {
 	var v any
 	if f.direct != nil {
 		v = f.direct(ev.s)
@@ -100,7 +145,7 @@ func (ev *evaluator) compute(f *fact) (any, error) {
 }
 
 func (ev *evaluator) factError(f *fact, err error) *FactError {
-	in := map[string]any{}
+	in, on := map[string]any{}, map[string]string{}
 	for _, name := range f.inputs {
 		if i, ok := inputIndex[name]; ok && name != "now" { // the clock is no operator's to fix, and would defeat deduplication
 			key := inputs[i].key
@@ -108,9 +153,20 @@ func (ev *evaluator) factError(f *fact, err error) *FactError {
 				key = name
 			}
 			in[key] = inputs[i].get(ev.s)
+			if inputs[i].key != "" {
+				on[key] = objectOf(name)
+			}
 		}
 	}
-	return &FactError{Fact: f.def.Name, Inputs: in, Err: err}
+	return &FactError{Fact: f.def.Name, Inputs: in, Objects: on, Err: err}
+}
+
+// objectOf is the kind of object an annotation input is read from.
+func objectOf(input string) string {
+	if strings.HasPrefix(input, "claim.") {
+		return "NodeClaim"
+	}
+	return "NodePool"
 }
 
 func valueIndex(f *fact, v any) int {
@@ -136,8 +192,12 @@ func (e *Engine) Evaluate(s *Snapshot, name string) (any, error) {
 	if !ok {
 		return nil, fmt.Errorf("the table has no fact %q", name)
 	}
-	ev := evaluator{e: e, s: s, vals: make([]any, len(e.facts))}
-	return ev.value(f)
+	ev := evaluator{e: e, s: s, vals: make([]any, len(e.facts)), errs: make([]*FactError, len(e.facts))}
+	v, err := ev.value(f)
+	if err != nil {
+		return nil, err
+	}
+	return v, nil
 }
 
 // FactNames lists every fact of the table in enumeration order.

@@ -118,8 +118,12 @@ type Decision struct {
 	Requeue    time.Duration `json:"requeue"`
 	OnLost     time.Duration `json:"onLost"`
 	// Facts are the facts this decision consulted: the state fact first,
-	// then those its guards read, in enumeration order.
+	// then those its guards read, in enumeration order; a fact that could
+	// not be evaluated is left out.
 	Facts []FactValue `json:"facts"`
+	// Undecided is the fact, unknown for a malformed input, that the row
+	// depends on: the machine takes no step (no Transition, no Steps).
+	Undecided *FactError `json:"undecided,omitempty"`
 }
 
 // FactValue is one consulted fact.

@@ -82,15 +82,15 @@ func TestBaseTableLoads(t *testing.T) {
 		t.Errorf("version %d", e.Version())
 	}
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	ds, err := e.Decide(&Snapshot{Now: now, Pool: PoolObservation{Freeze: "2026-12-01T00:00:00Z"}})
-	if err != nil || len(ds) != 1 || ds[0].Transition != "idle.frozen" {
-		t.Fatalf("decide frozen = %+v, %v", ds, err)
+	ds := e.Decide(&Snapshot{Now: now, Pool: PoolObservation{Freeze: "2026-12-01T00:00:00Z"}})
+	if len(ds) != 1 || ds[0].Transition != "idle.frozen" || ds[0].Undecided != nil {
+		t.Fatalf("decide frozen = %+v", ds)
 	}
-	ds, _ = e.Decide(&Snapshot{Now: now, Pool: PoolObservation{Freeze: "2026-11-01T00:00:00Z"}})
+	ds = e.Decide(&Snapshot{Now: now, Pool: PoolObservation{Freeze: "2026-11-01T00:00:00Z"}})
 	if ds[0].Transition != "idle.start" || ds[0].To != "gone" || ds[0].Requeue != 0 || len(ds[0].Steps) != 2 || !ds[0].Steps[0].Elect {
 		t.Fatalf("decide thawed = %+v", ds[0])
 	}
-	ds, _ = e.Decide(&Snapshot{Now: now, Pool: PoolObservation{Anchor: "claim-a"}})
+	ds = e.Decide(&Snapshot{Now: now, Pool: PoolObservation{Anchor: "claim-a"}})
 	if ds[0].Transition != "gone.done" || ds[0].OnLost != 30*time.Second {
 		t.Fatalf("decide anchored = %+v", ds[0])
 	}
@@ -158,18 +158,64 @@ func TestBrokenTablesFailPrecisely(t *testing.T) {
 	}
 }
 
+// A malformed input the applicable row depends on leaves its machine
+// Undecided, naming the fact, key and value; no transition, no step.
 func TestDecideReportsFactErrors(t *testing.T) {
 	e, err := load(t, base)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = e.Decide(&Snapshot{Now: time.Now(), Pool: PoolObservation{Freeze: "next tuesday"}})
-	var fe *FactError
-	if !errors.As(err, &fe) || fe.Fact != "frozen" || fe.Inputs["noderotation.io/freeze"] != "next tuesday" {
-		t.Fatalf("err = %#v", err)
+	ds := e.Decide(&Snapshot{Now: time.Now(), Pool: PoolObservation{Freeze: "next tuesday"}})
+	fe := ds[0].Undecided
+	if fe == nil || fe.Fact != "frozen" || fe.Inputs["noderotation.io/freeze"] != "next tuesday" || ds[0].Transition != "" || len(ds[0].Steps) != 0 {
+		t.Fatalf("decision %+v", ds[0])
 	}
-	if !strings.Contains(err.Error(), `noderotation.io/freeze="next tuesday"`) {
-		t.Errorf("message lacks the key and value: %v", err)
+	if !strings.Contains(fe.Error(), `noderotation.io/freeze="next tuesday"`) {
+		t.Errorf("message lacks the key and value: %v", fe)
+	}
+	// the state gone reads no fact: the same malformed freeze does not matter
+	ds = e.Decide(&Snapshot{Now: time.Now(), Pool: PoolObservation{Anchor: "a", Freeze: "next tuesday"}})
+	if ds[0].Undecided != nil || ds[0].Transition != "gone.done" {
+		t.Errorf("decision %+v, want gone.done", ds[0])
+	}
+}
+
+// A fact error is local: the machine whose row does not depend on the
+// unknown fact decides, the one whose row does is Undecided.
+func TestAFactErrorStopsOnlyTheMachineThatNeedsIt(t *testing.T) {
+	table := base + `  - name: window
+    state: state
+    description: a second machine that reads deleting only
+    transitions:
+      - id: idle.stay
+        cite: test
+        from: [idle]
+        guard: "!deleting"
+        to: idle
+        steps: []
+        requeue: 1m
+      - id: idle.deleting
+        cite: test
+        from: [idle]
+        guard: deleting
+        to: idle
+        steps: []
+        requeue: 1m
+      - id: gone.stay
+        cite: test
+        from: [gone]
+        guard: "true"
+        to: gone
+        steps: []
+        requeue: 1m
+`
+	e, err := load(t, table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds := e.Decide(&Snapshot{Now: time.Now(), Pool: PoolObservation{Freeze: "next tuesday"}})
+	if len(ds) != 2 || ds[0].Undecided == nil || ds[0].Undecided.Fact != "frozen" || ds[1].Undecided != nil || ds[1].Transition != "idle.stay" {
+		t.Fatalf("decisions %+v", ds)
 	}
 }
 
@@ -179,13 +225,14 @@ func TestDecideRejectsValueOutsideTheDomain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = e.Decide(&Snapshot{Pool: PoolObservation{Anchor: "a"}, Claim: ClaimObservation{State: "limbo"}})
-	var fe *FactError
-	if !errors.As(err, &fe) || fe.Fact != "state" || !strings.Contains(err.Error(), "value limbo is not one of [idle gone]") {
-		t.Fatalf("err = %v", err)
+	d := e.Decide(&Snapshot{Pool: PoolObservation{Anchor: "a"}, Claim: ClaimObservation{State: "limbo"}})[0]
+	if fe := d.Undecided; fe == nil || fe.Fact != "state" || !strings.Contains(fe.Error(), "value limbo is not one of [idle gone]") || d.Transition != "" {
+		t.Fatalf("decision %+v", d)
 	}
 }
 
+// An observer's error is a fact error; a row that does not depend on the
+// fact decides without it, whether or not its guard mentions it.
 func TestObserverFacts(t *testing.T) {
 	table := strings.Replace(base, `expr: claim.deleting`, `observer: deletingObserver`, 1)
 	boom := errors.New("noderotation.io/retry-count \"-1\" is not a non-negative integer")
@@ -196,23 +243,25 @@ func TestObserverFacts(t *testing.T) {
 		}
 		return s.Claim.Deleting, nil
 	}}
-	e, err := Load([]byte(table), Options{Catalog: testCatalog(), FactFuncs: obs})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.Decide(&Snapshot{}); err != nil {
-		t.Fatalf("observer fact unused by the guards should not matter: %v", err)
-	}
-	// Used only if a guard reads it; make one that does.
-	table = strings.Replace(table, `guard: "!frozen"`, `guard: "!frozen && (deleting || !deleting)"`, 1)
-	if e, err = Load([]byte(table), Options{Catalog: testCatalog(), FactFuncs: obs}); err != nil {
-		t.Fatal(err)
+	load := func(table string) *Engine {
+		e, err := Load([]byte(table), Options{Catalog: testCatalog(), FactFuncs: obs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
 	}
 	fail = true
-	_, err = e.Decide(&Snapshot{Now: time.Now()})
-	var fe *FactError
-	if !errors.As(err, &fe) || fe.Fact != "deleting" || !errors.Is(err, boom) {
-		t.Fatalf("err = %v", err)
+	if d := load(table).Decide(&Snapshot{})[0]; d.Undecided != nil || d.Transition != "idle.start" {
+		t.Fatalf("an observer fact no guard reads should not matter: %+v", d)
+	}
+	mentioned := strings.Replace(table, `guard: "!frozen"`, `guard: "!frozen && (deleting || !deleting)"`, 1)
+	if d := load(mentioned).Decide(&Snapshot{})[0]; d.Undecided != nil || d.Transition != "idle.start" {
+		t.Fatalf("a guard whose value does not depend on the fact should decide: %+v", d)
+	}
+	needed := strings.NewReplacer(`guard: frozen`, `guard: frozen || deleting`, `guard: "!frozen"`, `guard: "!frozen && !deleting"`).Replace(table)
+	d := load(needed).Decide(&Snapshot{Now: time.Now()})[0]
+	if fe := d.Undecided; fe == nil || fe.Fact != "deleting" || !errors.Is(fe, boom) {
+		t.Fatalf("decision %+v", d)
 	}
 }
 

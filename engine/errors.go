@@ -8,13 +8,17 @@ import (
 
 // FactError reports a fact that could not be evaluated for a snapshot: a
 // malformed annotation, or a value outside the fact's declared domain. The
-// controller turns it into a Warning Event and takes no step.
+// machine whose row depends on it takes no step; the controller says so
+// in a Warning Event.
 type FactError struct {
 	Fact string
 	// Inputs are the snapshot values the fact read: by annotation key for
 	// raw annotations (what an operator has to look at), else by input name.
 	Inputs map[string]any
-	Err    error
+	// Objects names, per annotation key of Inputs, the kind it is read
+	// from: NodePool, or NodeClaim (the anchored claim).
+	Objects map[string]string
+	Err     error
 }
 
 func (e *FactError) Error() string {

@@ -42,7 +42,7 @@ and the steps it would run.`,
 			}
 			ctx, cancel := context.WithCancel(cmd.Context())
 			defer cancel() // stops the cache's watches
-			in, _, err := newInspector(ctx, kube)
+			in, _, err := newInspector(ctx, kube, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}

@@ -25,7 +25,8 @@ import (
 type kubeFlags struct {
 	kubeconfig, context, namespace string
 	// maxConcurrent is the controller's -max-concurrent-rotations, so the
-	// clusterCap gate is judged as the controller judges it.
+	// clusterCap gate is judged as the controller judges it; -1, the
+	// default, reads it from the controller's Deployment.
 	maxConcurrent int
 }
 
@@ -34,7 +35,7 @@ func (k *kubeFlags) add(cmd *cobra.Command) {
 	fl.StringVar(&k.kubeconfig, "kubeconfig", "", "path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)")
 	fl.StringVar(&k.context, "context", "", "the kubeconfig context to use")
 	fl.StringVarP(&k.namespace, "controller-namespace", "n", "node-rotation-system", "the controller's namespace, where its placeholder Pods run")
-	fl.IntVar(&k.maxConcurrent, "max-concurrent-rotations", 0, "the controller's -max-concurrent-rotations (its chart value maxConcurrentRotations), for the clusterCap gate; 0 is no cap")
+	fl.IntVar(&k.maxConcurrent, "max-concurrent-rotations", -1, "the controller's -max-concurrent-rotations, for the clusterCap gate: -1 reads it from the controller's Deployment in the controller namespace (its chart value maxConcurrentRotations); 0 is no cap")
 }
 
 func (k *kubeFlags) restConfig() (*rest.Config, error) {

@@ -59,7 +59,7 @@ func runStatus(cmd *cobra.Command, f statusFlags, pools []string) error {
 	}
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
 	defer stop()
-	in, view, err := newInspector(ctx, f.kube)
+	in, view, err := newInspector(ctx, f.kube, cmd.ErrOrStderr())
 	if err != nil {
 		return err
 	}
@@ -126,8 +126,11 @@ func watch(ctx context.Context, out io.Writer, interval time.Duration, changed <
 }
 
 // newInspector connects to the cluster, syncs the controller's view of it
-// and loads the rules table the controller of this version runs.
-func newInspector(ctx context.Context, k kubeFlags) (*inspect.Inspector, *clusterView, error) {
+// and loads the rules table the controller of this version runs. The
+// cluster cap is the running controller's (its Deployment's argument)
+// unless --max-concurrent-rotations names one; one that cannot be read is
+// said on warn and taken as no cap.
+func newInspector(ctx context.Context, k kubeFlags, warn io.Writer) (*inspect.Inspector, *clusterView, error) {
 	eng, err := table.Load()
 	if err != nil {
 		return nil, nil, fmt.Errorf("the rules table does not prove: %w", err)
@@ -136,5 +139,12 @@ func newInspector(ctx context.Context, k kubeFlags) (*inspect.Inspector, *cluste
 	if err != nil {
 		return nil, nil, err
 	}
-	return &inspect.Inspector{Reader: v.cache, API: v.api, Engine: eng, Namespace: k.namespace, Clock: time.Now, MaxConcurrentRotations: k.maxConcurrent}, v, nil
+	limit := k.maxConcurrent
+	if limit < 0 {
+		if limit, err = inspect.ControllerCap(ctx, v.api, k.namespace); err != nil {
+			fmt.Fprintf(warn, "warning: %v; the clusterCap gate is not judged (pass --max-concurrent-rotations)\n", err)
+			limit = 0
+		}
+	}
+	return &inspect.Inspector{Reader: v.cache, API: v.api, Engine: eng, Namespace: k.namespace, Clock: time.Now, MaxConcurrentRotations: limit}, v, nil
 }

@@ -3,6 +3,9 @@ package announce
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"time"
 
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
@@ -25,8 +28,9 @@ type Report struct {
 	View *View
 	// BadState: an anchor that must not be acted on; no step was taken.
 	BadState *BadState
-	// Undecidable: a fact the table could not evaluate; no step was taken.
-	Undecidable *engine.FactError
+	// Undecided: the machines whose row depends on a fact the table could
+	// not evaluate; they took no step, the others did.
+	Undecided []engine.Decision
 	// Decided: each decision the pass ran, for the V(1) trace.
 	Decided []Decided
 	// RulesVersion: the table the pass decided with, for the V(1)
@@ -71,10 +75,31 @@ func (a *Announcer) Pass(r Report) error {
 	}
 	a.findings(v)
 	a.trace(v.Pool.Name, r.Decided)
-	if r.Undecidable != nil {
-		a.warnKeyed(v.Pool.Name, "InvalidAnnotation/fact/"+r.Undecidable.Fact, v.Pool, "InvalidAnnotation", fmt.Sprintf("cannot decide: %v; no step is taken", r.Undecidable))
+	for _, d := range r.Undecided {
+		a.warnKeyed(v.Pool.Name, "InvalidAnnotation/fact/"+d.Undecided.Fact, v.Pool, "InvalidAnnotation", undecided(v, d))
 	}
 	return nil
+}
+
+// undecided is the Warning of a machine that took no step: the objects,
+// keys and values the fact read, and why it could not be evaluated.
+func undecided(v *View, d engine.Decision) string {
+	fe := d.Undecided
+	keys := slices.Sorted(maps.Keys(fe.Inputs))
+	read := make([]string, 0, len(keys))
+	for _, k := range keys {
+		switch fe.Objects[k] {
+		case "NodeClaim":
+			read = append(read, fmt.Sprintf("NodeClaim/%s %s=%q", v.SubjectName, k, fe.Inputs[k]))
+		case "NodePool":
+			read = append(read, fmt.Sprintf("NodePool/%s %s=%q", v.Pool.Name, k, fe.Inputs[k]))
+		}
+	}
+	from := ""
+	if len(read) > 0 {
+		from = " reading " + strings.Join(read, ", ")
+	}
+	return fmt.Sprintf("the %s machine cannot decide: fact %s%s: %v; it takes no step until the value is fixed", d.Machine, fe.Fact, from, fe.Err)
 }
 
 // Earned says what a step of the pass that observed v earned, each

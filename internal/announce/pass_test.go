@@ -42,11 +42,13 @@ func TestPassSaysEverythingInOrder(t *testing.T) {
 	if err := h.a.Earned(v, []actions.Earned{{What: actions.RotationStarted}}); err != nil {
 		t.Fatal(err)
 	}
-	h.pass(t, Report{View: v, Undecidable: &engine.FactError{Fact: "windowSettled", Err: errors.New("type conversion error")}})
+	h.pass(t, Report{View: v, Undecided: []engine.Decision{{Machine: "window", Undecided: &engine.FactError{Fact: "windowSettled",
+		Inputs: map[string]any{"noderotation.io/last-rotation-at": "soon", "policy.cooldownAfter": time.Minute}, Objects: map[string]string{"noderotation.io/last-rotation-at": "NodePool"},
+		Err: errors.New("type conversion error")}}}})
 	if want := []string{"RotationStarted", "TGPUnset", "InvalidAnnotation"}; !reflect.DeepEqual(h.reasons(), want) {
 		t.Fatalf("Events %v, want %v", h.reasons(), want)
 	}
-	if msg := h.rec.events[2].message; msg != "cannot decide: fact windowSettled: type conversion error (inputs: {}); no step is taken" {
+	if msg := h.rec.events[2].message; msg != `the window machine cannot decide: fact windowSettled reading NodePool/`+v.Pool.Name+` noderotation.io/last-rotation-at="soon": type conversion error; it takes no step until the value is fixed` {
 		t.Errorf("undecidable: %q", msg)
 	}
 	read := 0

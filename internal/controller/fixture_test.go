@@ -191,6 +191,8 @@ type world struct {
 	rec       *recorder
 	lines     *[]logLine
 	decisions []engine.Decision
+	// now is the expectations' clock (the passes observe at the fixed now)
+	now time.Time
 }
 
 // newWorld serves cache and API from one fake client.
@@ -210,13 +212,14 @@ func wire(t *testing.T, cache client.Reader, api client.WithWatch) *world {
 	var lines []logLine
 	log := capture(t, 1, &lines)
 	rec := &recorder{FakeRecorder: record.NewFakeRecorder(100)}
-	w := &world{api: api, rec: rec, lines: &lines}
+	w := &world{api: api, rec: rec, lines: &lines, now: now}
 	w.r = &NodePoolReconciler{
 		Client: api, Fresh: api, Engine: eng, Log: log,
-		Observer:    &observe.Observer{Cache: cache, API: api, Namespace: ns, Clock: func() time.Time { return now }, Rules: eng},
-		Announcer:   announce.New(log, rec),
-		Placeholder: PlaceholderConfig{Namespace: ns, PriorityClass: "nrc-placeholder", Image: "example.com/pause:1"},
-		OnDecision:  func(_ string, d engine.Decision) { w.decisions = append(w.decisions, d) },
+		Observer:     &observe.Observer{Cache: cache, API: api, Namespace: ns, Clock: func() time.Time { return now }, Rules: eng},
+		Expectations: NewExpectations(func() time.Time { return w.now }),
+		Announcer:    announce.New(log, rec),
+		Placeholder:  PlaceholderConfig{Namespace: ns, PriorityClass: "nrc-placeholder", Image: "example.com/pause:1"},
+		OnDecision:   func(_ string, d engine.Decision) { w.decisions = append(w.decisions, d) },
 	}
 	return w
 }

@@ -45,6 +45,9 @@ type NodePoolReconciler struct {
 	Log       logr.Logger
 	// Placeholder shapes the placeholder Pods this reconciler creates.
 	Placeholder PlaceholderConfig
+	// Expectations hold the passes back from a cached copy older than this
+	// instance's own last write to it (docs/design.md#read-your-writes).
+	Expectations *Expectations
 
 	// Sweep runs once, before the first pass (docs/design.md#startup-sweep).
 	Sweep     func(context.Context)
@@ -92,20 +95,18 @@ func (r *NodePoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		// cap's lock, so two starts never judge the count at once
 		return ctrl.Result{RequeueAfter: immediately}, nil
 	}
+	if obj := r.Expectations.Behind(obs, r.Log.WithValues("nodepool", req.Name)); obj != "" {
+		// the cache shows an older copy than this instance wrote: decide
+		// once it has caught up (its watch event brings the pass sooner)
+		r.Log.V(1).Info("pass waits for the cache to show this instance's write", "nodepool", req.Name, "object", obj)
+		return ctrl.Result{RequeueAfter: staleRetry}, nil
+	}
 	if r.OnObservation != nil {
 		r.OnObservation(obs)
 	}
-	decisions, err := r.Engine.Decide(&obs.Snapshot)
+	decisions := r.Engine.Decide(&obs.Snapshot)
 	metrics.Record(gauges(obs, decisions))
 	report := announce.Report{View: view(obs), RulesVersion: r.Engine.Version()}
-	var fe *engine.FactError
-	switch {
-	case errors.As(err, &fe):
-		report.Undecidable = fe
-		return ctrl.Result{RequeueAfter: Backstop}, r.Announcer.Pass(report)
-	case err != nil:
-		return ctrl.Result{}, errors.Join(err, r.Announcer.Pass(report))
-	}
 	requeue, err := r.act(ctx, obs, decisions, &report)
 	if aerr := r.Announcer.Pass(report); aerr != nil || err != nil {
 		return ctrl.Result{}, errors.Join(err, aerr)
@@ -123,11 +124,18 @@ func (r *NodePoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 func (r *NodePoolReconciler) act(ctx context.Context, obs *observe.Observation, decisions []engine.Decision, report *announce.Report) (time.Duration, error) {
 	pass := &actions.Pass{Client: r.Client, Fresh: r.Fresh, Targets: r.targets(obs)}
 	defer r.recordStart(obs, pass)
+	defer func() { r.Expectations.Wrote(pass.Wrote()) }()
 	requeue := Backstop
 	if !obs.NextInstant.IsZero() {
 		requeue = min(requeue, obs.NextInstant.Sub(obs.Now))
 	}
 	for _, d := range decisions {
+		if d.Undecided != nil {
+			// a malformed input this machine's row depends on: it takes no
+			// step, the others go on (docs/design.md#bad-input)
+			report.Undecided = append(report.Undecided, d)
+			continue
+		}
 		if r.OnDecision != nil {
 			r.OnDecision(obs.Pool.Name, d)
 		}

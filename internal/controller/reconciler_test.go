@@ -150,8 +150,10 @@ func TestLostElection(t *testing.T) {
 }
 
 // A fact the table cannot evaluate (a malformed started-at on the anchored
-// claim) is a Warning on the pool; no step is taken, the pass comes back
-// at the backstop.
+// claim) that the rotation machine's row depends on is a Warning on the
+// pool naming the claim, key and value; that machine takes no step, the
+// window machine decides as usual, and the pass comes back at the
+// backstop.
 func TestUndecidablePass(t *testing.T) {
 	w := newWorld(t, nil, nodePool("general", v1alpha1.AnnotationActiveRotation, "general-a"), governing(),
 		nodeClaim("general-a", 40*time.Minute, "node-a", v1alpha1.AnnotationState, "pending", v1alpha1.AnnotationStartedAt, "yesterday"),
@@ -161,12 +163,12 @@ func TestUndecidablePass(t *testing.T) {
 		t.Errorf("result %+v, want 1m", res)
 	}
 	ev := w.rec.drain()
-	if len(ev) != 1 || !strings.HasPrefix(ev[0], "Warning InvalidAnnotation cannot decide: fact readyTimeoutElapsed: ") ||
-		!strings.Contains(ev[0], `noderotation.io/started-at="yesterday"`) || !strings.HasSuffix(ev[0], "; no step is taken") {
+	if len(ev) != 1 || !strings.HasPrefix(ev[0], "Warning InvalidAnnotation the rotation machine cannot decide: fact readyTimeoutElapsed reading NodeClaim/general-a noderotation.io/started-at=\"yesterday\": ") ||
+		!strings.HasSuffix(ev[0], "; it takes no step until the value is fixed") {
 		t.Errorf("events %q", ev)
 	}
-	if len(w.decisions) != 0 {
-		t.Errorf("decided %v", w.transitions())
+	if want := []string{"window.open.stamped"}; !reflect.DeepEqual(w.transitions(), want) {
+		t.Errorf("decided %v, want only the window machine's %v", w.transitions(), want)
 	}
 	if after := versions(t, w.api); !reflect.DeepEqual(before, after) {
 		t.Errorf("an undecidable pass wrote: %v → %v", before, after)
@@ -174,6 +176,35 @@ func TestUndecidablePass(t *testing.T) {
 	pods := &corev1.PodList{}
 	if err := w.api.List(t.Context(), pods, client.InNamespace(ns)); err != nil || len(pods.Items) != 0 {
 		t.Errorf("placeholders %d, %v", len(pods.Items), err)
+	}
+}
+
+// The same malformed started-at does not block the rollback of a pool that
+// lost its policy: pending.governance-lost does not depend on the ready
+// timeout, so it runs — the placeholder deleted, the node unfrozen, the
+// anchor cleared — and no InvalidAnnotation is said.
+func TestAMalformedTimestampDoesNotBlockTheRollback(t *testing.T) {
+	frozen := node("node-a")
+	frozen.Labels[v1alpha1.LabelSurgeFor] = "general-a"
+	frozen.Annotations = map[string]string{v1alpha1.KarpenterDoNotDisrupt: "true", v1alpha1.AnnotationDoNotDisruptOwned: "true"}
+	w := newWorld(t, nil, nodePool("general", v1alpha1.AnnotationActiveRotation, "general-a", v1alpha1.AnnotationActiveRotationState, "pending"),
+		nodeClaim("general-a", 40*time.Minute, "node-a", v1alpha1.AnnotationState, "pending", v1alpha1.AnnotationStartedAt, "yesterday"), frozen)
+	w.reconcile(t, "general")
+	if want := []string{"pending.governance-lost", "window.closed.in-flight"}; !reflect.DeepEqual(w.transitions(), want) {
+		t.Fatalf("decided %v, want %v", w.transitions(), want)
+	}
+	np := &karpv1.NodePool{}
+	if err := w.api.Get(t.Context(), client.ObjectKey{Name: "general"}, np); err != nil || np.Annotations[v1alpha1.AnnotationActiveRotation] != "" {
+		t.Errorf("anchor %q, %v: want it cleared", np.Annotations[v1alpha1.AnnotationActiveRotation], err)
+	}
+	n := &corev1.Node{}
+	if err := w.api.Get(t.Context(), client.ObjectKey{Name: "node-a"}, n); err != nil || n.Annotations[v1alpha1.KarpenterDoNotDisrupt] != "" {
+		t.Errorf("node annotations %v, %v: want it unfrozen", n.Annotations, err)
+	}
+	for _, e := range w.rec.drain() {
+		if strings.Contains(e, "InvalidAnnotation") {
+			t.Errorf("event %q: the rollback does not read the malformed value", e)
+		}
 	}
 }
 
@@ -328,5 +359,62 @@ func TestSweepRunsOnce(t *testing.T) {
 	w.reconcile(t, "general")
 	if runs != 1 {
 		t.Errorf("the sweep ran %d times", runs)
+	}
+}
+
+// A pass never decides on a cached copy older than this instance's own
+// last write to it: the pass after the anchor write, on a cache that still
+// shows the pool without it, decides nothing, says nothing and comes back
+// within staleRetry; once the cache shows the write, it decides; a cache
+// that never catches up holds the pool for expectationBound, then the pass
+// decides on what it has, with a log line.
+func TestAPassWaitsForTheCacheToShowItsOwnWrite(t *testing.T) {
+	objs := func() []client.Object {
+		return []client.Object{nodePool("general"), governing(), nodeClaim("general-a", 20*time.Minute, "node-a"), node("node-a")}
+	}
+	cache, api := newAPI(t, nil, objs()...), newAPI(t, nil, objs()...)
+	w := wire(t, cache, api)
+	w.reconcile(t, "general")
+	if want := []string{"idle.start", "window.open.stamped"}; !reflect.DeepEqual(w.transitions(), want) {
+		t.Fatalf("first pass %v, want %v", w.transitions(), want)
+	}
+	w.rec.drain()
+	for i := 0; i < 2; i++ {
+		if res := w.reconcile(t, "general"); res != (reconcile.Result{RequeueAfter: staleRetry}) {
+			t.Errorf("pass on the lagging cache: %+v, want the stale retry", res)
+		}
+	}
+	if len(w.transitions()) != 2 || len(w.rec.drain()) != 0 {
+		t.Errorf("the passes on the lagging cache decided %v or said something", w.transitions())
+	}
+	if l := w.linesWith("pass waits for the cache to show this instance's write"); len(l) != 2 || l[0].kv["object"] != "NodePool/general" {
+		t.Errorf("wait lines %+v", l)
+	}
+	// the cache catches up: it now holds the written pool
+	written := get(t, api, "general", "", &karpv1.NodePool{})
+	cached := get(t, cache, "general", "", &karpv1.NodePool{})
+	cached.Annotations = written.Annotations
+	if err := cache.Update(t.Context(), cached); err != nil {
+		t.Fatal(err)
+	}
+	w.reconcile(t, "general")
+	if got := w.transitions(); len(got) != 4 || got[2] != "pending.create-placeholder" {
+		t.Errorf("the pass on the caught-up cache decided %v", got)
+	}
+
+	// a cache that never shows the write: held for the bound, then decided on
+	w2 := wire(t, newAPI(t, nil, objs()...), newAPI(t, nil, objs()...))
+	w2.reconcile(t, "general")
+	w2.reconcile(t, "general")
+	if len(w2.transitions()) != 2 {
+		t.Fatalf("decided %v within the bound", w2.transitions())
+	}
+	w2.now = w2.now.Add(expectationBound + time.Second)
+	w2.reconcile(t, "general")
+	if len(w2.transitions()) == 2 {
+		t.Error("past the bound the pass still waits")
+	}
+	if l := w2.linesWith("the cache has not shown this instance's write; deciding on the copy it has"); len(l) != 1 || l[0].kv["object"] != "NodePool/general" {
+		t.Errorf("bound lines %+v", l)
 	}
 }

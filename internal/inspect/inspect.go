@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -57,15 +58,17 @@ func (in *Inspector) look(ctx context.Context, pool string) (obs *observe.Observ
 	case obs == nil:
 		return nil, nil, "", fmt.Errorf("NodePool %s: %w", pool, ErrNoNodePool)
 	}
-	decisions, err = in.Engine.Decide(&obs.Snapshot)
-	var fe *engine.FactError
-	if errors.As(err, &fe) {
-		return obs, nil, "undecidable until fixed: " + fe.Error(), nil
+	decisions = in.Engine.Decide(&obs.Snapshot)
+	var undecided []string
+	for _, d := range decisions {
+		if d.Undecided != nil {
+			undecided = append(undecided, fmt.Sprintf("the %s machine: %v", d.Machine, d.Undecided))
+		}
 	}
-	if err != nil {
-		return nil, nil, "", fmt.Errorf("deciding NodePool %s: %w", pool, err)
+	if len(undecided) > 0 {
+		problem = "undecidable until fixed: " + strings.Join(undecided, "; ")
 	}
-	return obs, decisions, "", nil
+	return obs, decisions, problem, nil
 }
 
 // cap is the controller's cluster cap as a pass of pool would count it:

@@ -266,7 +266,11 @@ func RenderPool(w io.Writer, ex *PoolExplanation, format string) error {
 		return err
 	}
 	for _, d := range ex.Decisions {
-		fmt.Fprintf(w, "\n%s machine: %s (%s → %s), the table's requeue %s\n", d.Machine, d.Transition, d.From, orDash(d.To), schedule.FormatDuration(d.Requeue))
+		if d.Undecided != nil {
+			fmt.Fprintf(w, "\n%s machine: undecided (%s): it takes no step until fixed: %v\n", d.Machine, orDash(d.From), d.Undecided)
+		} else {
+			fmt.Fprintf(w, "\n%s machine: %s (%s → %s), the table's requeue %s\n", d.Machine, d.Transition, d.From, orDash(d.To), schedule.FormatDuration(d.Requeue))
+		}
 		facts := make([]string, len(d.Facts))
 		for i, f := range d.Facts {
 			facts[i] = fmt.Sprintf("%s=%v", f.Name, f.Value)

@@ -1,6 +1,7 @@
 package inspect
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"sort"
@@ -154,7 +155,7 @@ func (in *Inspector) status(pool string, obs *observe.Observation, ds []engine.D
 	if len(ds) > 0 {
 		st.Transitions = map[string]string{}
 		for _, d := range ds {
-			st.Transitions[d.Machine] = d.Transition
+			st.Transitions[d.Machine] = cmp.Or(d.Transition, "(undecided)")
 		}
 	}
 	st.InFlight = inFlight(obs, decision(ds, rotationMachine))
@@ -169,7 +170,7 @@ func (in *Inspector) status(pool string, obs *observe.Observation, ds []engine.D
 		st.Census.Candidates--
 		st.Census.InFlight++
 	}
-	if st.Blocked = blocked(obs, st); st.Blocked == "" {
+	if st.Blocked = blocked(obs, st, decision(ds, rotationMachine)); st.Blocked == "" {
 		st.Forecast = forecast(in.Engine, obs, st, len(queue)+st.Census.InBackoff)
 	}
 	if len(queue) > 0 {
@@ -210,9 +211,11 @@ func waiting(obs *observe.Observation) []census.Figures {
 
 // blocked says why the pool starts no rotation whatever the gates do, ""
 // when it may start one; in the table's order (static before infeasible).
-func blocked(obs *observe.Observation, st *PoolStatus) string {
+// Only the rotation machine's own undecidability, or a gate that cannot
+// be evaluated, blocks starts: the window machine's does not.
+func blocked(obs *observe.Observation, st *PoolStatus, rotation *engine.Decision) string {
 	switch {
-	case st.Problem != "":
+	case rotation != nil && rotation.Undecided != nil, st.Gate == "" && st.Problem != "":
 		return "undecidable"
 	case obs.Snapshot.Pool.Static:
 		return "static pool"

@@ -2,6 +2,7 @@ package simulate
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
 	"github.com/noderotation/node-rotation-controller/internal/observe"
+	"github.com/noderotation/node-rotation-controller/internal/schedule"
 )
 
 // How a node's lane ended.
@@ -56,9 +58,12 @@ type poolBooks struct {
 	lastError                   string
 	launchFailures, stuckDrains int
 	forced                      int
-	holdSince                   time.Time // a due candidate waits in an open window, gate closed
-	longestHold                 time.Duration
-	longestHoldAt               time.Time
+	// findings: each finding reason the passes saw, first message kept,
+	// in the order first seen: what explains a force-expiry.
+	findings      []schedule.Finding
+	holdSince     time.Time // a due candidate waits in an open window, gate closed
+	longestHold   time.Duration
+	longestHoldAt time.Time
 }
 
 func newPoolBooks(pool string) *poolBooks {
@@ -133,6 +138,11 @@ func (b *poolBooks) gone(name string, at time.Time) {
 // holds: a due candidate of a feasible pool waiting while the window is
 // open and no rotation is in flight.
 func (b *poolBooks) observe(obs *observe.Observation) {
+	for _, f := range obs.Findings {
+		if !slices.ContainsFunc(b.findings, func(g schedule.Finding) bool { return g.Reason == f.Reason }) {
+			b.findings = append(b.findings, f)
+		}
+	}
 	a := obs.Pool.Annotations
 	if a[v1alpha1.AnnotationRotationMode] == v1alpha1.RotationModeFallback {
 		if l := b.lanes[a[v1alpha1.AnnotationActiveRotation]]; l != nil {

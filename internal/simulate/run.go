@@ -95,7 +95,7 @@ func (w *world) result(policies []v1alpha1.RotationPolicy, start, end time.Time)
 	}
 	pr := &PoolResult{Lanes: b.order, Timezone: time.UTC}
 	sum := PoolSummary{Pool: w.spec.Name, Nodes: w.spec.Nodes, Passes: b.passes, PassErrors: b.errors, LastPassError: b.lastError,
-		ForceExpired: b.forced, LaunchFailures: b.launchFailures, StuckDrains: b.stuckDrains,
+		ForceExpired: b.forced, Findings: b.findings, LaunchFailures: b.launchFailures, StuckDrains: b.stuckDrains,
 		RotationFailures: b.events["RotationFailed"], WindowsMissed: b.events["WindowMissed"],
 		LongestHold: b.longestHold, LongestHoldAt: b.longestHoldAt, Events: b.events}
 	gov := policy.Select(policies, w.spec.Labels)

@@ -31,6 +31,9 @@ type PoolSummary struct {
 	Rotations, Attempts, Started int
 	RotationFailures             int
 	ForceExpired                 int
+	// Findings are the plan's findings the passes saw on the pool, each
+	// reason once: what explains its force-expiries.
+	Findings []schedule.Finding
 	// MarginMin and MarginMedian: time left before the forced expiry when
 	// the rotated claims' deletion began.
 	MarginMin, MarginMedian time.Duration
@@ -128,7 +131,42 @@ func RenderSummary(w io.Writer, r *Result) error {
 			fmt.Fprintf(w, "\n%s: %d passes failed; the last: %s\n", s.Pool, s.PassErrors, s.LastPassError)
 		}
 	}
+	for _, p := range r.Pools {
+		forceExpired(w, p)
+	}
 	return nil
+}
+
+// shownExpired bounds the force-expired claims the summary names per pool.
+const shownExpired = 20
+
+// forceExpired names a pool's force-expired claims — up to shownExpired,
+// then a count — with their forced expiry, and the findings the passes
+// saw on the pool, which explain them (docs/policy.md#simulating-a-policy).
+func forceExpired(w io.Writer, p *PoolResult) {
+	s := p.Summary
+	if s.ForceExpired == 0 {
+		return
+	}
+	var names []string
+	for _, l := range p.Lanes {
+		if l.End == EndExpired {
+			names = append(names, l.Name+" (forced expiry "+l.Deadline.UTC().Format(time.RFC3339)+")")
+		}
+	}
+	more := ""
+	if len(names) > shownExpired {
+		more = fmt.Sprintf(", and %d more", len(names)-shownExpired)
+		names = names[:shownExpired]
+	}
+	fmt.Fprintf(w, "\n%s: %d force-expired by Karpenter: %s%s\n", s.Pool, s.ForceExpired, strings.Join(names, ", "), more)
+	if len(s.Findings) == 0 {
+		fmt.Fprintln(w, "  the plan found nothing against this policy: see rotationctl simulate --report for each claim's lane")
+		return
+	}
+	for _, f := range s.Findings {
+		fmt.Fprintf(w, "  %s %s: %s; %s\n", f.Severity, f.Reason, f.Message, f.Remedy)
+	}
 }
 
 func (s PoolSummary) policyCell() string {

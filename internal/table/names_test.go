@@ -129,7 +129,7 @@ func assertMissing(t *testing.T, e *engine.Engine, kind engine.NameKind, name st
 func renameState(t *testing.T, table, from, to string) string {
 	t.Helper()
 	for _, re := range []*regexp.Regexp{
-		regexp.MustCompile(`(?m)^(    values: \[idle, none, pending, )` + from + `(, failed, expired, gone\])$`),
+		regexp.MustCompile(`(?m)^(    values: \[idle, none, pending, )` + from + `(, failed, expired, gone, invalid\])$`),
 		regexp.MustCompile(`(?m)^(      : claim\.state == "" && pool\.rotationMode == "forceful-fallback" \? ")` + from + `(")$`),
 		regexp.MustCompile(`(?m)^(        from: \[)` + from + `(\])$`),
 		regexp.MustCompile(`(?m)^(        to: )` + from + `()$`),

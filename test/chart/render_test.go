@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/noderotation/node-rotation-controller/internal/inspect"
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	"helm.sh/helm/v3/pkg/chartutil"
 	appsv1 "k8s.io/api/apps/v1"
@@ -15,7 +16,9 @@ import (
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 )
@@ -469,4 +472,29 @@ func TestKubeVersion(t *testing.T) {
 		t.Errorf("Kubernetes 1.28: %v, want the chart's kubeVersion refused", err)
 	}
 	mustRender(t, c, renderOpts{kubeVersion: &chartutil.KubeVersion{Version: "v1.31.2-eks-7f9249a", Major: "1", Minor: "31"}})
+}
+
+// rotationctl status reads the cluster cap from the controller's
+// Deployment (inspect.ControllerCap): the chart's Deployment carries the
+// label it selects by, and the argument in a form it parses; unset, the
+// argument is absent and reads as no cap.
+func TestTheChartsCapIsWhatStatusReads(t *testing.T) {
+	c := loadChart(t)
+	for _, tc := range []struct {
+		set  []string
+		want int
+	}{{nil, 0}, {[]string{"maxConcurrentRotations=3"}, 3}} {
+		d := find[*appsv1.Deployment](t, mustRender(t, c, renderOpts{}, tc.set...))
+		if d.Labels["app.kubernetes.io/name"] != "node-rotation-controller" {
+			t.Errorf("Deployment labels %v: rotationctl selects app.kubernetes.io/name=node-rotation-controller", d.Labels)
+		}
+		u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := inspect.CapOf(unstructured.Unstructured{Object: u})
+		if err != nil || got != tc.want {
+			t.Errorf("%v: status reads %d, %v; want %d", tc.set, got, err, tc.want)
+		}
+	}
 }

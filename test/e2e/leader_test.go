@@ -52,7 +52,8 @@ var _ = Describe("leader SIGKILLed mid-rotation", Label("leader"), Ordered, func
 		Eventually(gone(ctx, claim)).WithTimeout(4*time.Minute).Should(Satisfy(notFound), "the follower finishes the rotation")
 		Eventually(func() int { return follower.completions(claim) }).WithTimeout(time.Minute).Should(Equal(1))
 		Expect(leader.completions(claim)).To(BeZero(), "the leader died before the completion")
-		Expect(events(ctx, "RotationCompleted", s.name)).To(Equal(1))
+		// the Event is sent after the log line, by the recorder's broadcaster
+		Eventually(func() int { return events(ctx, "RotationCompleted", s.name) }).WithTimeout(30 * time.Second).Should(Equal(1))
 		Expect(createdClaims(s.rec, s.name, s.originals)).To(HaveLen(1), "one surge NodeClaim across both replicas")
 		Consistently(poolAnnotations(ctx, s.name)).WithTimeout(5*time.Second).
 			ShouldNot(HaveKey(v1alpha1.AnnotationActiveRotation), "cooldownAfter holds the next start")

@@ -1,0 +1,86 @@
+package inspect
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// controllerLabel selects the controller's Deployment, as the chart labels
+// it.
+var controllerLabel = client.MatchingLabels{"app.kubernetes.io/name": "node-rotation-controller"}
+
+// capFlag is the --max-concurrent-rotations of the controller binary.
+const capFlag = "max-concurrent-rotations"
+
+// ControllerCap is the cluster cap the running controller uses: the
+// -max-concurrent-rotations argument of its Deployment in namespace (0,
+// no cap, when the argument is absent), so status and explain judge the
+// clusterCap gate as the controller does without a flag of their own
+// (docs/operations.md#status). It reads the Deployment as unstructured:
+// rotationctl needs no apps/v1 types for one argument.
+func ControllerCap(ctx context.Context, api client.Reader, namespace string) (int, error) {
+	list := &unstructured.UnstructuredList{}
+	list.SetAPIVersion("apps/v1")
+	list.SetKind("DeploymentList")
+	if err := api.List(ctx, list, client.InNamespace(namespace), controllerLabel); err != nil {
+		return 0, fmt.Errorf("reading the controller's Deployment in %s: %w", namespace, err)
+	}
+	if len(list.Items) == 0 {
+		return 0, fmt.Errorf("no Deployment labelled app.kubernetes.io/name=node-rotation-controller in %s", namespace)
+	}
+	caps := map[int][]string{}
+	for _, d := range list.Items {
+		n, err := CapOf(d)
+		if err != nil {
+			return 0, fmt.Errorf("Deployment %s/%s: %w", namespace, d.GetName(), err)
+		}
+		caps[n] = append(caps[n], d.GetName())
+	}
+	if len(caps) > 1 {
+		return 0, fmt.Errorf("the controller Deployments in %s disagree on -%s: %v", namespace, capFlag, caps)
+	}
+	for n := range caps {
+		return n, nil
+	}
+	return 0, nil
+}
+
+// CapOf reads -max-concurrent-rotations from the Deployment's containers'
+// args, in any of the forms Go's flag package accepts: -name=N, --name=N,
+// -name N.
+func CapOf(d unstructured.Unstructured) (int, error) {
+	containers, _, err := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
+	if err != nil {
+		return 0, fmt.Errorf("reading its containers: %w", err)
+	}
+	for _, c := range containers {
+		m, ok := c.(map[string]any)
+		if !ok {
+			continue
+		}
+		args, _, _ := unstructured.NestedStringSlice(m, "args")
+		for i, a := range args {
+			name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+			if !strings.HasPrefix(a, "-") || name != capFlag {
+				continue
+			}
+			if !hasValue {
+				if i+1 >= len(args) {
+					return 0, fmt.Errorf("-%s has no value", capFlag)
+				}
+				value = args[i+1]
+			}
+			n, err := strconv.Atoi(value)
+			if err != nil || n < 0 {
+				return 0, fmt.Errorf("-%s=%q is not a non-negative integer", capFlag, value)
+			}
+			return n, nil
+		}
+	}
+	return 0, nil
+}
