@@ -76,7 +76,7 @@ func (a *Announcer) Pass(r Report) error {
 	a.findings(v)
 	a.trace(v.Pool.Name, r.Decided)
 	for _, d := range r.Undecided {
-		a.warnKeyed(v.Pool.Name, "InvalidAnnotation/fact/"+d.Undecided.Fact, v.Pool, "InvalidAnnotation", undecided(v, d))
+		a.warnKeyed(v.Pool.Name, "InvalidAnnotation/fact/"+d.Machine+"/"+d.Undecided.Fact, v.Pool, "InvalidAnnotation", undecided(v, d))
 	}
 	return nil
 }

@@ -52,10 +52,9 @@ func (s Stranded) Kind() string {
 
 // stranded finds what no anchor of this pool names. Every repair re-checks
 // it on fresh reads: a cache that lags the pool's anchor only costs a read.
-// An ungoverned pool is looked at too: a pool that lost its policy rolls
-// back everything, and a rotation stranded there by an overwritten anchor
-// would otherwise keep its node frozen and cordoned until a restart's
-// sweep (docs/design.md#bad-input).
+// Only a governed pool is looked at: an ungoverned one starts nothing, so
+// nothing can overtake its stranded rotation, and what it left is the
+// startup sweep's (docs/design.md#hardening).
 func (o *Observer) stranded(ctx context.Context, obs *Observation) error {
 	anchor := obs.Pool.Annotations[v1alpha1.AnnotationActiveRotation]
 	nodes := &corev1.NodeList{}
@@ -66,6 +65,9 @@ func (o *Observer) stranded(ctx context.Context, obs *Observation) error {
 		if anchor != "" && nodes.Items[i].Labels[v1alpha1.LabelSurgeFor] == anchor {
 			obs.AnchorPaired = true // a trace of the anchored rotation, governed or not
 		}
+	}
+	if !obs.Governed() {
+		return nil
 	}
 	var s Stranded
 	anchoredNode := ""

@@ -92,6 +92,13 @@ var _ = Describe("bad input never blocks a cleanup", func() {
 		pools := map[string]string{}
 		for _, state := range []string{v1alpha1.StateDraining, v1alpha1.StateFailed} {
 			for i, g := range garbageKeys {
+				if g.key == v1alpha1.AnnotationActiveRotation {
+					// a garbled anchor names no rotation: on a pool no policy
+					// governs, the one it named is the startup sweep's
+					// (docs/design.md#hardening); the pending spec above
+					// garbles it while governed
+					continue
+				}
 				pool := fmt.Sprintf("garbage-%s-%d", state, i)
 				claim := pool + "-old"
 				createRotationByHand(pool, claim, state, g.key, g.onClaim)
