@@ -19,8 +19,8 @@ import (
 var (
 	anchorWriteAction = action{
 		spec: engine.ActionSpec{Name: ActionAnchorWrite, Role: engine.RoleAnchorWrite, Reports: true,
-			Description: "write noderotation.io/active-rotation on the NodePool, only if absent, conflict-checked; mode forcefulFallback also writes rotation-mode, the draining mirror and draining-at in the same write; mode readopt names a stranded claim that a fresh read still shows pending or draining (with the draining mirror for a draining one)",
-			Args:        map[string]engine.ArgSpec{"mode": required(str("surge", "forcefulFallback", "readopt"))}},
+			Description: "write noderotation.io/active-rotation on the NodePool, only if absent, conflict-checked; mode forcefulFallback also writes rotation-mode, the draining mirror and draining-at in the same write; mode readopt names a stranded claim that a fresh read still shows pending or draining (with the draining mirror for a draining one); mode supersede does the same in place of an anchor naming a claim that is gone, only while the pool's anchor still names it",
+			Args:        map[string]engine.ArgSpec{"mode": required(str("surge", "forcefulFallback", "readopt", "supersede"))}},
 		run: anchorWrite,
 	}
 	anchorReleaseAction = action{
@@ -36,8 +36,8 @@ var (
 	}
 	poolMirrorAction = action{
 		spec: engine.ActionSpec{Name: ActionPoolMirror, Reports: true,
-			Description: "write the NodePool's rotation mirror, only while the anchor names this rotation: active-rotation-state=draining (optionally draining-at, surge-wait and surge-node, once each), or =expired, which only one pass can write (it elects the pass that announces the expiry)",
-			Args:        map[string]engine.ArgSpec{"state": str("draining", "expired"), "drainingAt": flag, "surgeWait": flag, "surgeNode": flag}},
+			Description: "write the NodePool's rotation mirror, only while the anchor names this rotation: active-rotation-state=draining (optionally draining-at, surge-wait and surge-node, once each; never over expired or governance-lost), or =expired or =governance-lost, which only one pass can write (it elects the pass that announces it)",
+			Args:        map[string]engine.ArgSpec{"state": str("draining", "expired", "governance-lost"), "drainingAt": flag, "surgeWait": flag, "surgeNode": flag}},
 		run: poolMirror,
 	}
 )
@@ -50,8 +50,14 @@ func (p *Pass) stamp() string { return p.Targets.Now.UTC().Format(time.RFC3339) 
 // rotation's outcome; forcefulFallback writes the mode, the draining mirror
 // and draining-at in the same write.
 func anchorWrite(ctx context.Context, p *Pass, args map[string]any) (Result, error) {
-	if args["mode"] == "readopt" {
-		return readopt(ctx, p)
+	switch args["mode"] {
+	case "readopt":
+		return readopt(ctx, p, p.Targets.Claim, "")
+	case "supersede":
+		if len(p.Targets.Stranded.Claims) == 0 {
+			return Result{Outcome: Raced, Did: "supersede anchor " + p.Targets.Claim + ": no stranded claim"}, nil
+		}
+		return readopt(ctx, p, p.Targets.Stranded.Claims[0].Name, p.Targets.Claim)
 	}
 	np := p.pool()
 	out, err := p.write(ctx, np, func() (bool, error) {
@@ -93,6 +99,10 @@ func anchorRelease(ctx context.Context, p *Pass, _ map[string]any) (Result, erro
 			// the pass that recorded the expiry announced it; a pass on a
 			// cache that missed the record releases without a word
 			rel.Outcome = ReleasedRecorded
+		case v1alpha1.StateGovernanceLost:
+			// the drain went on while no policy governed the pool: its end
+			// is no success, whoever governs the pool now
+			rel.Outcome = ReleasedUngoverned
 		case v1alpha1.StateDraining:
 			rel.Outcome = ReleasedSuccess
 			conditional.SetAnnotation(np, v1alpha1.AnnotationLastRotationAt, p.stamp())
@@ -151,6 +161,7 @@ func anchorClear(ctx context.Context, p *Pass, args map[string]any) (Result, err
 		}
 	}
 	np := p.pool()
+	mirror := ""
 	out, err := p.write(ctx, np, func() (bool, error) {
 		if np.Annotations[v1alpha1.AnnotationActiveRotation] != p.Targets.Claim {
 			return false, nil
@@ -158,6 +169,7 @@ func anchorClear(ctx context.Context, p *Pass, args map[string]any) (Result, err
 		if args["ifNoMirror"] == true && np.Annotations[v1alpha1.AnnotationActiveRotationState] != "" {
 			return false, nil // a copy with a mirror is a live rotation's
 		}
+		mirror = np.Annotations[v1alpha1.AnnotationActiveRotationState]
 		conditional.DeleteAnnotations(np, v1alpha1.RotationScoped...)
 		switch args["lastFailureAt"] {
 		case "now":
@@ -169,7 +181,10 @@ func anchorClear(ctx context.Context, p *Pass, args map[string]any) (Result, err
 		}
 		return true, nil
 	})
-	return Result{Outcome: out, Did: "clear anchor " + p.Targets.Claim + ": " + string(out)}, err
+	if out != Claimed {
+		mirror = "" // only the clearing pass reads what it cleared
+	}
+	return Result{Outcome: out, Did: "clear anchor " + p.Targets.Claim + ": " + string(out), Mirror: mirror}, err
 }
 
 // laterFailure returns the later of two RFC3339 stamps; a malformed or
@@ -196,21 +211,28 @@ func laterFailure(pool, claim string) string {
 // pass that then announces the expiry (a second pass finds it and races).
 func poolMirror(ctx context.Context, p *Pass, args map[string]any) (Result, error) {
 	np := p.pool()
-	if args["state"] == v1alpha1.StateExpired {
+	if state, _ := args["state"].(string); state == v1alpha1.StateExpired || state == v1alpha1.StateGovernanceLost {
 		out, err := p.write(ctx, np, func() (bool, error) {
 			a := np.Annotations
-			if a[v1alpha1.AnnotationActiveRotation] != p.Targets.Claim || a[v1alpha1.AnnotationActiveRotationState] == v1alpha1.StateExpired {
+			if a[v1alpha1.AnnotationActiveRotation] != p.Targets.Claim || a[v1alpha1.AnnotationActiveRotationState] == v1alpha1.StateExpired ||
+				a[v1alpha1.AnnotationActiveRotationState] == state {
 				return false, nil
 			}
-			conditional.SetAnnotation(np, v1alpha1.AnnotationActiveRotationState, v1alpha1.StateExpired)
+			conditional.SetAnnotation(np, v1alpha1.AnnotationActiveRotationState, state)
 			return true, nil
 		})
-		return Result{Outcome: out, Did: "expired mirror: " + string(out)}, err
+		return Result{Outcome: out, Did: state + " mirror: " + string(out)}, err
 	}
 	out, err := p.write(ctx, np, func() (bool, error) {
 		a := np.Annotations
-		if a[v1alpha1.AnnotationActiveRotation] != p.Targets.Claim || a[v1alpha1.AnnotationActiveRotationState] == v1alpha1.StateExpired {
-			return false, nil // an expiry recorded meanwhile is never turned back into a drain
+		if a[v1alpha1.AnnotationActiveRotation] != p.Targets.Claim {
+			return false, nil
+		}
+		switch a[v1alpha1.AnnotationActiveRotationState] {
+		case v1alpha1.StateExpired, v1alpha1.StateGovernanceLost:
+			// an expiry recorded meanwhile is never turned back into a
+			// drain, nor a drain nobody governed into a success
+			return false, nil
 		}
 		conditional.SetAnnotation(np, v1alpha1.AnnotationActiveRotationState, v1alpha1.StateDraining)
 		if args["surgeNode"] == true && a[v1alpha1.AnnotationSurgeNode] == "" && p.Targets.SurgeHost != nil {
@@ -231,16 +253,17 @@ func poolMirror(ctx context.Context, p *Pass, args map[string]any) (Result, erro
 
 // readopt writes the anchor back for a stranded claim — one still pending
 // or draining on a fresh read, so a cache that lags a rollback never
-// re-adopts a claim that was just released — only if the pool has no
-// anchor; a draining claim gets its draining mirror back in the same write,
-// so its completion counts.
-func readopt(ctx context.Context, p *Pass) (Result, error) {
+// re-adopts a claim that was just released — only while the pool's anchor
+// is still what the pass found: absent, or (superseding) the name of a
+// claim that is gone. A draining claim gets its draining mirror back in
+// the same write, so its completion counts.
+func readopt(ctx context.Context, p *Pass, name, superseded string) (Result, error) {
 	c := &karpv1.NodeClaim{}
-	if err := p.Fresh.Get(ctx, client.ObjectKey{Name: p.Targets.Claim}, c); err != nil {
+	if err := p.Fresh.Get(ctx, client.ObjectKey{Name: name}, c); err != nil {
 		if apierrors.IsNotFound(err) {
-			return Result{Outcome: Gone, Did: "re-adopt " + p.Targets.Claim + ": gone"}, nil
+			return Result{Outcome: Gone, Did: "re-adopt " + name + ": gone"}, nil
 		}
-		return Result{}, fmt.Errorf("reading NodeClaim %s: %w", p.Targets.Claim, err)
+		return Result{}, fmt.Errorf("reading NodeClaim %s: %w", name, err)
 	}
 	state := c.Annotations[v1alpha1.AnnotationState]
 	if state != v1alpha1.StatePending && state != v1alpha1.StateDraining {
@@ -248,11 +271,16 @@ func readopt(ctx context.Context, p *Pass) (Result, error) {
 	}
 	np := p.pool()
 	out, err := p.write(ctx, np, func() (bool, error) {
-		if np.Annotations[v1alpha1.AnnotationActiveRotation] != "" {
+		if np.Annotations[v1alpha1.AnnotationActiveRotation] != superseded {
 			return false, nil
 		}
 		// the rotation's own figures (draining-at, surge-wait, surge-node,
-		// mode), if the anchor alone was removed, are kept
+		// mode), if the anchor alone was removed, are kept; beside an
+		// anchor naming a gone claim they may be that claim's (an older
+		// copy of the pool), so they go, as a clear would take them
+		if superseded != "" {
+			conditional.DeleteAnnotations(np, v1alpha1.RotationScoped...)
+		}
 		conditional.SetAnnotation(np, v1alpha1.AnnotationActiveRotation, c.Name)
 		mirror := v1alpha1.StatePending
 		if state == v1alpha1.StateDraining {
@@ -261,5 +289,9 @@ func readopt(ctx context.Context, p *Pass) (Result, error) {
 		conditional.SetAnnotation(np, v1alpha1.AnnotationActiveRotationState, mirror)
 		return true, nil
 	})
-	return Result{Outcome: out, Did: "re-adopt " + c.Name + " (" + state + "): " + string(out), Readopted: state}, err
+	res := Result{Outcome: out, Did: "re-adopt " + c.Name + " (" + state + "): " + string(out), Readopted: state, Anchored: c.Name, Superseded: superseded}
+	if superseded != "" {
+		res.Did += " in place of " + superseded
+	}
+	return res, err
 }

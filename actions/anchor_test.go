@@ -63,6 +63,12 @@ func TestAnchorReleaseReadsTheOutcomeFromTheFreshCopy(t *testing.T) {
 			want:     "expired", lastRotation: "2026-10-01T00:00:00Z",
 		},
 		{
+			name:     "a drain nobody governed is no success, whoever governs now",
+			observed: ann(keyAnchor, claimA, keyMirror, "draining"),
+			fresh:    ann(keyAnchor, claimA, keyMirror, "governance-lost", keyDraining, "2026-11-30T09:00:00Z", keySurgeWait, "4m0s"),
+			want:     "governance-lost",
+		},
+		{
 			name:     "a mirror of another value is no success",
 			observed: ann(keyAnchor, claimA),
 			fresh:    ann(keyAnchor, claimA, keyMirror, "pending"),
@@ -315,5 +321,34 @@ func TestAnchorReleaseRecordsTheRotationTime(t *testing.T) {
 				t.Errorf("recent-rotations %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// The governance-lost mirror is written once, by the pass it elects to say
+// GovernanceLost; no draining mirror write turns it back into a drain that
+// would count as a success, and the clear reports it.
+func TestGovernanceLostMirror(t *testing.T) {
+	lost := map[string]any{"state": "governance-lost"}
+	e := newEnv(t, mkPool(poolName, ann(keyAnchor, claimA, keyMirror, "draining", keyDraining, "2026-11-30T09:00:00Z")), mkClaim(claimA, nil))
+	if res, err := step(e.pass(e.targets()), "pool-mirror", lost); err != nil || !res.Won() {
+		t.Fatalf("first hold pass: %s %v, want it elected", res.Outcome, err)
+	}
+	if res, err := step(e.pass(e.targets()), "pool-mirror", lost); err != nil || res.Won() {
+		t.Fatalf("second hold pass: %s %v, want it not elected (said once)", res.Outcome, err)
+	}
+	for _, args := range []map[string]any{nil, {"drainingAt": true, "surgeWait": true, "surgeNode": true}} {
+		if _, err := step(e.pass(e.targets()), "pool-mirror", args); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wantAnn(t, "pool", e.pool(poolName).Annotations, ann(keyAnchor, claimA, keyMirror, "governance-lost", keyDraining, "2026-11-30T09:00:00Z"))
+	res, err := step(e.pass(e.targets()), "anchor-clear", nil)
+	if err != nil || res.Outcome != Claimed || res.Mirror != "governance-lost" {
+		t.Fatalf("clear: %s %v, mirror %q; want claimed, governance-lost", res.Outcome, err, res.Mirror)
+	}
+	// an expiry recorded first is never overwritten by the hold
+	e = newEnv(t, mkPool(poolName, ann(keyAnchor, claimA, keyMirror, "expired")), mkClaim(claimA, nil))
+	if res, _ := step(e.pass(e.targets()), "pool-mirror", lost); res.Won() {
+		t.Fatal("the hold overwrote a recorded expiry")
 	}
 }

@@ -81,8 +81,12 @@ type Result struct {
 	// write was locked on (RotationCompleted reads it).
 	Released *Released
 	// Readopted: the state of the claim a claimed re-adopting anchor-write
-	// anchored (AnchorRestored).
-	Readopted string
+	// anchored, and Anchored its name (AnchorRestored); Superseded: the
+	// anchor value that write replaced, empty when the pool had none.
+	Readopted, Anchored, Superseded string
+	// Mirror: the active-rotation-state a claimed anchor-clear found
+	// (GovernanceLost reads whether the drain hold already said it).
+	Mirror string
 	// Repaired and FailedClaims: what repair-stranded did, and the claims
 	// it failed (StrandedRepaired).
 	Repaired     string
@@ -114,6 +118,10 @@ const (
 	ReleasedSuccess  = "success"
 	ReleasedExpired  = "expired"
 	ReleasedRecorded = "recorded"
+	// ReleasedUngoverned: the pool lost its policy while the claim drained
+	// (the governance-lost mirror): no success, and GovernanceLost was
+	// said by the pass that recorded it.
+	ReleasedUngoverned = "governance-lost"
 )
 
 // Earned is an announcement an announce step earned, with what the pass's

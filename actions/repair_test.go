@@ -134,3 +134,43 @@ func TestRepairStrandedHoldsADeletingClaim(t *testing.T) {
 		t.Errorf("a draining claim was failed: state %q", got)
 	}
 }
+
+// An anchor naming a gone claim beside a live rotation is replaced by that
+// rotation's claim in one write, only while it still names the gone one;
+// the gone rotation's figures go with it.
+func TestSupersede(t *testing.T) {
+	const gone = "claim-gone"
+	for _, tc := range []struct {
+		name, anchor, state string
+		won                 bool
+		want                map[string]string
+	}{
+		{"a pending rotation", gone, "pending", true, ann(keyAnchor, claimA, keyMirror, "pending", keyDraining, "")},
+		{"a draining rotation", gone, "draining", true, ann(keyAnchor, claimA, keyMirror, "draining", keyDraining, "")},
+		{"rolled back meanwhile", gone, "failed", false, ann(keyAnchor, gone, keyMirror, "draining", keyDraining, "x")},
+		{"the anchor moved on", "other", "pending", false, ann(keyAnchor, "other", keyMirror, "draining", keyDraining, "x")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, mkPool(poolName, ann(keyAnchor, tc.anchor, keyMirror, "draining", keyDraining, "x")), mkClaim(claimA, ann(keyState, tc.state)))
+			targets := e.targets()
+			targets.Claim, targets.ClaimObject = gone, nil
+			targets.Stranded.Claims = []*karpv1.NodeClaim{e.claim(claimA)}
+			res, err := step(e.pass(targets), "anchor-write", map[string]any{"mode": "supersede"})
+			if err != nil || res.Won() != tc.won {
+				t.Fatalf("%s %v, want won %v", res.Outcome, err, tc.won)
+			}
+			wantAnn(t, "pool", e.pool(poolName).Annotations, tc.want)
+			if tc.won && (res.Superseded != gone || res.Anchored != claimA || res.Readopted != tc.state) {
+				t.Errorf("result %+v, want %s superseded by %s (%s)", res, gone, claimA, tc.state)
+			}
+		})
+	}
+	t.Run("no stranded claim", func(t *testing.T) {
+		e := newEnv(t, mkPool(poolName, ann(keyAnchor, gone)))
+		targets := e.targets()
+		targets.Claim = gone
+		if res, _ := step(e.pass(targets), "anchor-write", map[string]any{"mode": "supersede"}); res.Won() {
+			t.Error("superseded with nothing to anchor")
+		}
+	})
+}

@@ -55,10 +55,14 @@ const (
 	FailureLaunchFailed  = "LaunchFailed"
 
 	// Values.
-	StatePending         = "pending"
-	StateDraining        = "draining"
-	StateFailed          = "failed"
-	StateExpired         = "expired" // on a claim, and on the pool once an expiry is recorded
+	StatePending  = "pending"
+	StateDraining = "draining"
+	StateFailed   = "failed"
+	StateExpired  = "expired" // on a claim, and on the pool once an expiry is recorded
+	// StateGovernanceLost is a pool mirror only: the pool lost its policy
+	// after the old claim's delete was issued, so the drain cannot be
+	// rolled back and its end is not a success (docs/design.md#governance).
+	StateGovernanceLost  = "governance-lost"
 	RotationModeFallback = "forceful-fallback"
 )
 

@@ -200,7 +200,16 @@ func TestLogLinesHaveTheExactTexts(t *testing.T) {
 		{what: actions.WindowMissed, msg: "maintenance window closed with candidates unrotated",
 			fields:  map[string]any{"windowOpenedAt": "2026-11-30T08:00:00Z", "eligible": 1.0, "inBackoffTriggered": 2.0},
 			results: []actions.Result{{Action: actions.ActionWindowClear, WindowOpenedAt: "2026-11-30T08:00:00Z"}}},
-		{what: actions.GovernanceLost, msg: "in-flight rotation rolled back: the NodePool left governance", fields: map[string]any{}},
+		{what: actions.GovernanceLost, msg: "in-flight rotation rolled back: the NodePool left governance", fields: map[string]any{"nodeclaim": "general-a"}},
+		{what: actions.GovernanceLost, msg: "in-flight rotation cannot be rolled back: the NodePool left governance after the old NodeClaim's delete",
+			fields: map[string]any{"nodeclaim": "general-a"}, results: heldUngoverned},
+		{what: actions.GovernanceLost, msg: "in-flight rotation ended ungoverned: its NodeClaim is gone and the NodePool left governance",
+			fields: map[string]any{"nodeclaim": "general-a"}, mutate: claimGone},
+		{what: actions.GovernanceLost, msg: "rotation gate released: the drain held after the NodePool left governance is over",
+			fields: map[string]any{"nodeclaim": "general-a"}, results: releasedAfterHold, mutate: claimGone},
+		{what: actions.RotationCompleted, msg: "rotation complete", fields: map[string]any{"outcome": "governance-lost", "mode": "surge"}, results: completedUngoverned},
+		{what: actions.AnchorRestored, msg: "stranded rotation re-adopted", fields: map[string]any{"nodeclaim": "general-b", "state": "draining", "superseded": "general-gone"},
+			results: superseded},
 		{what: actions.DrainStuck, msg: "drain exceeds terminationGracePeriod + buffer; the rotation gate stays held", fields: map[string]any{"nodeclaim": "general-a"}},
 		{what: actions.PolicyInvalid, msg: "governing policy is invalid; no rotation starts", fields: map[string]any{"policy": "api", "error": "spec.prePull.enabled: no"},
 			mutate: func(o *View) { o.PolicyErr = errors.New("spec.prePull.enabled: no") }},
@@ -236,6 +245,19 @@ func TestLogLinesHaveTheExactTexts(t *testing.T) {
 		})
 	}
 }
+
+// What the steps before a GovernanceLost, a completion and an
+// AnchorRestored report, for the wording each picks.
+var (
+	heldUngoverned      = []actions.Result{{Action: actions.ActionPoolMirror, Outcome: actions.Claimed}}
+	releasedAfterHold   = []actions.Result{{Action: actions.ActionAnchorClear, Outcome: actions.Claimed, Mirror: v1alpha1.StateGovernanceLost}}
+	completedUngoverned = []actions.Result{{Action: actions.ActionAnchorRelease, Outcome: actions.Claimed,
+		Released: &actions.Released{Outcome: actions.ReleasedUngoverned, DrainingAt: "2026-11-30T11:50:00Z", SurgeWait: "5m0s"}}}
+	superseded = []actions.Result{{Action: actions.ActionAnchorWrite, Outcome: actions.Claimed, Readopted: "draining", Anchored: "general-b", Superseded: "general-gone"}}
+)
+
+// claimGone: the anchored claim no longer exists.
+func claimGone(o *View) { o.Subject = nil }
 
 // The census of NoCandidate is logged as its fields.
 func TestNoCandidateLogsTheCensus(t *testing.T) {
@@ -303,6 +325,16 @@ func TestEvents(t *testing.T) {
 			want:    &want{"Normal", "RotationCompleted", "old NodeClaim general-a finalized", "pool"}},
 		{what: actions.RotationCompleted, results: []actions.Result{{Action: actions.ActionAnchorRelease, Outcome: actions.Claimed, Released: &actions.Released{Outcome: "expired"}}}},
 		{what: actions.GovernanceLost, want: &want{"Warning", "GovernanceLost", "rotation of general-a rolled back: the NodePool is no longer governed by exactly one valid RotationPolicy", "pool"}},
+		{what: actions.GovernanceLost, results: heldUngoverned, want: &want{"Warning", "GovernanceLost",
+			"rotation of general-a cannot be rolled back, its delete is issued: the NodePool is no longer governed by exactly one valid RotationPolicy; no rotation starts until it is gone, and its end is not counted as a success", "pool"}},
+		{what: actions.GovernanceLost, mutate: claimGone, want: &want{"Warning", "GovernanceLost",
+			"rotation of general-a ended without a success: the NodeClaim is gone and the NodePool is no longer governed by exactly one valid RotationPolicy", "pool"}},
+		{what: actions.GovernanceLost, mutate: claimGone, results: releasedAfterHold}, // the hold said it
+		{what: actions.RotationCompleted, results: completedUngoverned},
+		{what: actions.AnchorRestored, results: superseded, want: &want{"Warning", "AnchorRestored",
+			"NodePool's noderotation.io/active-rotation named NodeClaim general-gone, which is gone, while NodeClaim general-b was draining; it names general-b again and nothing new starts until that rotation ends", "pool"}},
+		{what: actions.AnchorRestored, results: []actions.Result{{Action: actions.ActionAnchorWrite, Outcome: actions.Claimed, Readopted: "pending", Anchored: "general-a"}},
+			want: &want{"Warning", "AnchorRestored", "NodePool lost its noderotation.io/active-rotation while NodeClaim general-a was pending; the rotation is re-adopted and nothing new starts until it ends", "pool"}},
 		{what: actions.WindowMissed, results: []actions.Result{{Action: actions.ActionWindowClear, WindowOpenedAt: "2026-11-30T08:00:00Z"}},
 			want: &want{"Warning", "WindowMissed", "the window opened at 2026-11-30T08:00:00Z closed with 3 claim(s) outstanding and no rotation completed in it", "pool"}},
 		// Log-only announcements.
@@ -377,6 +409,8 @@ func TestMetrics(t *testing.T) {
 		{what: actions.RotationExpired, delta: reading{expired: 1}},
 		{what: actions.RotationCompleted, results: released, delta: reading{success: 1, drains: 1, drainSum: 600}},
 		{what: actions.RotationCompleted, results: expired, delta: reading{expired: 1}},
+		{what: actions.RotationCompleted, results: completedUngoverned}, // no success, no drain figure
+		{what: actions.GovernanceLost, results: heldUngoverned},
 		{what: actions.WindowMissed, results: []actions.Result{{Action: actions.ActionWindowClear, WindowOpenedAt: "x"}}, delta: reading{missed: 1}},
 		{what: actions.DrainStarted},
 	}

@@ -23,8 +23,13 @@ func (an *Announcer) rotationCompleted(s step) {
 		return // no outcome read: the release did not land in this pass
 	}
 	pool, now := s.pool(), s.view.Now
-	if v.Outcome == actions.ReleasedRecorded {
+	switch v.Outcome {
+	case actions.ReleasedRecorded:
 		return // the expiry was announced by the pass that recorded it
+	case actions.ReleasedUngoverned:
+		// GovernanceLost was said by the pass that recorded the loss
+		s.log.Info("rotation complete", "outcome", "governance-lost", "mode", mode(v.Mode))
+		return
 	}
 	if v.Outcome != actions.ReleasedSuccess {
 		metrics.Completed.WithLabelValues(pool, "expired").Inc()

@@ -1,6 +1,7 @@
 package announce
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 	"time"
@@ -263,9 +264,31 @@ func (an *Announcer) rotationExpired(s step) {
 	s.log.Info("rotation complete", "outcome", "expired", "mode", mode(s.view.Pool.Annotations[v1alpha1.AnnotationRotationMode]))
 }
 
+// governanceLost says once that the pool left governance mid-rotation,
+// worded for what the pass could do: roll the rotation back, hold the gate
+// over a drain that cannot be rolled back, or release the gate of a claim
+// that is already gone. The end of a held drain says nothing more: its
+// hold said it.
 func (an *Announcer) governanceLost(s step) {
-	s.log.Info("in-flight rotation rolled back: the NodePool left governance")
-	an.event(s.view.Pool, corev1.EventTypeWarning, "GovernanceLost", fmt.Sprintf("rotation of %s rolled back: the NodePool is no longer governed by exactly one valid RotationPolicy", s.claim()))
+	const why = "the NodePool is no longer governed by exactly one valid RotationPolicy"
+	if res, ok := s.last(a.ActionAnchorClear); ok && res.Mirror == v1alpha1.StateGovernanceLost {
+		s.log.Info("rotation gate released: the drain held after the NodePool left governance is over", "nodeclaim", s.claim())
+		return
+	}
+	if _, ok := s.last(a.ActionPoolMirror); ok {
+		s.log.Info("in-flight rotation cannot be rolled back: the NodePool left governance after the old NodeClaim's delete", "nodeclaim", s.claim())
+		an.event(s.view.Pool, corev1.EventTypeWarning, string(a.GovernanceLost), fmt.Sprintf(
+			"rotation of %s cannot be rolled back, its delete is issued: %s; no rotation starts until it is gone, and its end is not counted as a success", s.claim(), why))
+		return
+	}
+	if s.view.Subject == nil {
+		s.log.Info("in-flight rotation ended ungoverned: its NodeClaim is gone and the NodePool left governance", "nodeclaim", s.claim())
+		an.event(s.view.Pool, corev1.EventTypeWarning, string(a.GovernanceLost), fmt.Sprintf(
+			"rotation of %s ended without a success: the NodeClaim is gone and %s", s.claim(), why))
+		return
+	}
+	s.log.Info("in-flight rotation rolled back: the NodePool left governance", "nodeclaim", s.claim())
+	an.event(s.view.Pool, corev1.EventTypeWarning, string(a.GovernanceLost), fmt.Sprintf("rotation of %s rolled back: %s", s.claim(), why))
 }
 
 func (an *Announcer) windowMissed(s step) {
@@ -378,9 +401,14 @@ func mode(m string) string {
 // the rotation is the pool's serial gate again.
 func (an *Announcer) anchorRestored(s step) {
 	res, _ := s.last(a.ActionAnchorWrite)
+	claim := cmp.Or(res.Anchored, s.claim())
 	msg := fmt.Sprintf("NodePool lost its %s while NodeClaim %s was %s; the rotation is re-adopted and nothing new starts until it ends",
-		v1alpha1.AnnotationActiveRotation, s.claim(), res.Readopted)
-	s.log.Info("stranded rotation re-adopted", "nodeclaim", s.claim(), "state", res.Readopted)
+		v1alpha1.AnnotationActiveRotation, claim, res.Readopted)
+	if res.Superseded != "" {
+		msg = fmt.Sprintf("NodePool's %s named NodeClaim %s, which is gone, while NodeClaim %s was %s; it names %s again and nothing new starts until that rotation ends",
+			v1alpha1.AnnotationActiveRotation, res.Superseded, claim, res.Readopted, claim)
+	}
+	s.log.Info("stranded rotation re-adopted", "nodeclaim", claim, "state", res.Readopted, "superseded", res.Superseded)
 	an.event(s.view.Pool, corev1.EventTypeWarning, string(a.AnchorRestored), msg)
 }
 

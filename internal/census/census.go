@@ -12,11 +12,11 @@ type Census struct {
 	Total      int `json:"total"`
 	Candidates int `json:"candidates"` // eligible now
 	InBackoff  int `json:"inBackoff"`  // past the trigger, held only by retryBackoff
-	InFlight   int `json:"inFlight"`   // pending or draining
+	InFlight   int `json:"inFlight"`   // pending or draining (draining also once its delete is issued)
 	NotDue     int `json:"notDue"`     // not yet past the trigger
 	OptedOut   int `json:"optedOut"`   // operator-set do-not-disrupt
 	NotReady   int `json:"notReady"`
-	Deleting   int `json:"deleting"`
+	Deleting   int `json:"deleting"` // deleted by another hand than a rotation's
 	Expired    int `json:"expired"`
 	NoDeadline int `json:"noDeadline"` // expireAfter Never
 	ShortLead  int `json:"shortLead"`  // own expireAfter ≤ K·P + t_rot

@@ -199,6 +199,7 @@ func TestTakeClassPrecedence(t *testing.T) {
 		want  Census
 	}{
 		{"deleting beats in flight", claim("c", 20*time.Minute, state(v1alpha1.StatePending), func(c *karpv1.NodeClaim) { c.DeletionTimestamp = &deleted }), Census{Deleting: 1}},
+		{"a draining claim's delete is the rotation's own", claim("c", 20*time.Minute, state(v1alpha1.StateDraining), func(c *karpv1.NodeClaim) { c.DeletionTimestamp = &deleted }), Census{InFlight: 1}},
 		{"expired beats not due", claim("c", 3*time.Hour, state(v1alpha1.StateExpired)), Census{Expired: 1}},
 		{"in flight beats not ready", claim("c", 20*time.Minute, state(v1alpha1.StateDraining), ready(metav1.ConditionFalse)), Census{InFlight: 1}},
 		{"not due beats not ready", claim("c", 3*time.Hour, ready(metav1.ConditionUnknown)), Census{NotDue: 1}},

@@ -216,7 +216,9 @@ func Class(in Input, f Figures) string {
 	c := f.Claim
 	state := c.Annotations[v1alpha1.AnnotationState]
 	switch {
-	case c.DeletionTimestamp != nil:
+	case c.DeletionTimestamp != nil && state != v1alpha1.StateDraining:
+		// a draining claim's delete is the rotation's own: Karpenter
+		// drains it for the rotation in flight
 		return ClassDeleting
 	case state == v1alpha1.StateExpired:
 		return ClassExpired

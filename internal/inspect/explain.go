@@ -71,7 +71,12 @@ type ClaimExplanation struct {
 	// passed over for them (class drainBlocked).
 	Blockers   []census.Blocker `json:"blockers,omitempty"`
 	UrgentFrom time.Time        `json:"urgentFrom,omitzero"`
-	Pool       *PoolStatus      `json:"pool,omitempty"`
+	// PhaseBound, for the rotation in flight, is the instant its phase
+	// ends by the table (PhaseBounded: readyTimeout, or the drain bound
+	// once its delete is issued).
+	PhaseBound   time.Time   `json:"phaseBound,omitzero"`
+	PhaseBounded string      `json:"phaseBounded,omitempty"`
+	Pool         *PoolStatus `json:"pool,omitempty"`
 }
 
 // ExplainClaim explains the named NodeClaim.
@@ -136,6 +141,9 @@ func classify(ex *ClaimExplanation, obs *observe.Observation) {
 	if ex.Class == census.ClassCandidate && obs.Pool.Annotations[v1alpha1.AnnotationActiveRotation] == ex.NodeClaim {
 		ex.Class = census.ClassInFlight // anchored; its state is written next
 	}
+	if ex.Class == census.ClassInFlight && obs.Pool.Annotations[v1alpha1.AnnotationActiveRotation] == ex.NodeClaim && ex.Pool.InFlight != nil {
+		ex.PhaseBound, ex.PhaseBounded = ex.Pool.InFlight.Bound, ex.Pool.InFlight.Bounded
+	}
 	if b, ok := obs.Census.Blocked[ex.NodeClaim]; ok && ex.Class == census.ClassCandidate {
 		ex.Class, ex.Blockers, ex.UrgentFrom = census.ClassDrainBlocked, b.Blockers, b.UrgentFrom.UTC()
 	}
@@ -197,9 +205,9 @@ func reason(ex *ClaimExplanation, obs *observe.Observation, f census.Figures) st
 	case census.ClassInFlight:
 		switch anchor := obs.Pool.Annotations[v1alpha1.AnnotationActiveRotation]; {
 		case anchor == c.Name && state == "":
-			return "the pool's anchor names it: its rotation has just started (" + ex.Pool.InFlight.Phase + ")"
+			return "the pool's anchor names it: its rotation has just started (" + ex.Pool.InFlight.Phase + ")" + phaseBound(ex, obs.Now)
 		case anchor == c.Name:
-			return "it is the pool's rotation in flight (state " + state + ", " + ex.Pool.InFlight.Phase + ")"
+			return "it is the pool's rotation in flight (state " + state + ", " + ex.Pool.InFlight.Phase + ")" + phaseBound(ex, obs.Now)
 		case anchor == "":
 			return "it carries state " + state + " but the pool lost its anchor: the next pass writes the anchor back for it (AnchorRestored) and the rotation goes on"
 		}
@@ -234,6 +242,25 @@ func reason(ex *ClaimExplanation, obs *observe.Observation, f census.Figures) st
 		return why + ", until its deadline leaves no other choice at " + stamp(ex.UrgentFrom)
 	}
 	return candidateReason(ex)
+}
+
+// phaseBound says when the in-flight claim's phase ends by the table:
+// its readyTimeout, or the drain bound once its delete is issued.
+func phaseBound(ex *ClaimExplanation, now time.Time) string {
+	c := ex.Pool.InFlight
+	switch {
+	case ex.PhaseBound.IsZero() && c.State == v1alpha1.StateDraining:
+		return "; its delete is issued once the placeholder is gone"
+	case ex.PhaseBound.IsZero():
+		return ""
+	case ex.PhaseBounded == "readyTimeout" && ex.PhaseBound.After(now):
+		return "; its surge must be ready by " + stamp(ex.PhaseBound) + " (readyTimeout), or it is rolled back"
+	case ex.PhaseBounded == "readyTimeout":
+		return "; its readyTimeout ran out at " + stamp(ex.PhaseBound) + ": the next pass rolls it back"
+	case ex.PhaseBound.After(now):
+		return "; its delete is issued: Karpenter drains it, counted stuck after " + stamp(ex.PhaseBound) + " (terminationGracePeriod + buffer)"
+	}
+	return "; its delete is issued and its drain is stuck since " + stamp(ex.PhaseBound) + " (terminationGracePeriod + buffer): the gate stays held until Karpenter finishes"
 }
 
 func candidateReason(ex *ClaimExplanation) string {

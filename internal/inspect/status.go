@@ -122,6 +122,12 @@ type InFlight struct {
 	Mode      string    `json:"mode"` // surge or forcefulFallback
 	StartedAt time.Time `json:"startedAt,omitzero"`
 	SurgeNode string    `json:"surgeNode,omitempty"`
+	// Bound is the instant that ends the phase as the table counts it:
+	// readyTimeout for a surge not yet ready (then it is rolled back), the
+	// drain bound once the old claim's delete is issued (then the drain is
+	// stuck); Bounded names it. Zero when the phase has none.
+	Bound   time.Time `json:"bound,omitzero"`
+	Bounded string    `json:"bounded,omitempty"`
 }
 
 // Next is the candidate the next start takes.
@@ -159,6 +165,7 @@ func (in *Inspector) status(pool string, obs *observe.Observation, ds []engine.D
 		}
 	}
 	st.InFlight = inFlight(obs, decision(ds, rotationMachine))
+	st.InFlight.bound(in.Engine, obs)
 	if !obs.Governed() {
 		return st
 	}
@@ -248,6 +255,7 @@ var (
 	gateClusterCap   = engine.UsesFactValue("startGate", "clusterCap")
 	gateWindowEnding = engine.UsesFactValue("startGate", "windowEnding")
 	readyTimeoutFact = engine.UsesFact("readyTimeoutElapsed")
+	drainStuckFact   = engine.UsesFact("drainStuck")
 	repairStranded   = engine.UsesTransition("idle.repair-stranded")
 	governed         = engine.UsesFactValue("governance", "governed")
 	ungoverned       = engine.UsesFactValue("governance", "ungoverned")
@@ -378,6 +386,29 @@ func inFlight(obs *observe.Observation, rot *engine.Decision) *InFlight {
 		f.SurgeNode = a[v1alpha1.AnnotationSurgeNode]
 	}
 	return f
+}
+
+// bound reads the phase's bound off the table: the instant the fact that
+// ends the phase changes (its changesAt), so the figure is the one the
+// controller acts on. A claim whose delete is issued is bounded by the
+// drain; one not yet draining by its readyTimeout.
+func (f *InFlight) bound(eng *engine.Engine, obs *observe.Observation) {
+	if f == nil {
+		return
+	}
+	fact, what := readyTimeoutFact, "readyTimeout"
+	switch {
+	case obs.Snapshot.Claim.Deleting:
+		fact, what = drainStuckFact, "drain bound"
+	case f.State == v1alpha1.StateDraining || f.State == goneState:
+		return // draining until its delete is issued, or over
+	}
+	ts, err := eng.ChangesAt(&obs.Snapshot, fact)
+	if err != nil || len(ts) == 0 {
+		return
+	}
+	// changesAt names the first instant past the bound; shown to the second
+	f.Bound, f.Bounded = ts[0].Truncate(time.Second).UTC(), what
 }
 
 // forecast plays n rotations forward from when the pool can next start:

@@ -26,10 +26,13 @@ type anchorWatch struct {
 	anchor  map[string]string // the last anchor seen per pool
 	deleted map[string]bool   // pools whose deletion the watch delivered
 	moves   []string
-	// overwrites are anchor changes a spec makes itself (pool → the claim
-	// it writes): the one move the watch does not hold against the
+	// overwrites are anchor moves a spec expects, in order (pool → the
+	// claims the anchor moves to): its own overwrite, as an operator's
+	// replace of an older copy would make, and the controller's
+	// gone.superseded, which puts a live rotation in the place of an
+	// anchor naming a gone claim. Any other move is held against the
 	// controller.
-	overwrites map[string]string
+	overwrites map[string][]string
 	cancel     context.CancelFunc
 	done       chan struct{}
 }
@@ -112,23 +115,24 @@ func (a *anchorWatch) see(typ watch.EventType, np *karpv1.NodePool) {
 	}
 	delete(a.deleted, np.Name)
 	prev, cur := a.anchor[np.Name], np.Annotations[v1alpha1.AnnotationActiveRotation]
-	if prev != "" && cur != "" && prev != cur && a.overwrites[np.Name] == cur {
-		delete(a.overwrites, np.Name)
+	if want := a.overwrites[np.Name]; prev != "" && cur != "" && prev != cur && len(want) > 0 && want[0] == cur {
+		a.overwrites[np.Name] = want[1:]
 	} else if prev != "" && cur != "" && prev != cur {
 		a.moves = append(a.moves, fmt.Sprintf("NodePool %s: the anchor moved from %s to %s (resourceVersion %s)", np.Name, prev, cur, np.ResourceVersion))
 	}
 	a.anchor[np.Name] = cur
 }
 
-// expectOverwrite tells the watch that the spec itself is about to move
-// pool's anchor to claim (as an operator's replace of an older copy would).
-func (a *anchorWatch) expectOverwrite(pool, claim string) {
+// expectOverwrite tells the watch that pool's anchor is about to move to
+// each of claims in turn: by the spec itself (as an operator's replace of
+// an older copy would), then by the controller superseding that value.
+func (a *anchorWatch) expectOverwrite(pool string, claims ...string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.overwrites == nil {
-		a.overwrites = map[string]string{}
+		a.overwrites = map[string][]string{}
 	}
-	a.overwrites[pool] = claim
+	a.overwrites[pool] = claims
 }
 
 func (a *anchorWatch) fail(msg string) {

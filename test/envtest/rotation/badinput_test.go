@@ -62,7 +62,9 @@ func garble(pool, claim, key string, onClaim bool) {
 		annotateClaim(claim, map[string]string{key: "garbage"})
 	} else {
 		if key == v1alpha1.AnnotationActiveRotation {
-			anchors.expectOverwrite(pool, "garbage") // the spec's own write, as an operator's edit
+			// the spec's own write, as an operator's edit; then, while the
+			// pool is governed, the controller's gone.superseded
+			anchors.expectOverwrite(pool, "garbage", claim)
 		}
 		annotatePool(pool, map[string]string{key: "garbage"})
 	}

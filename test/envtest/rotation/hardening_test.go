@@ -21,6 +21,7 @@ import (
 	"github.com/noderotation/node-rotation-controller/internal/announce"
 	"github.com/noderotation/node-rotation-controller/internal/controller"
 	"github.com/noderotation/node-rotation-controller/internal/observe"
+	"github.com/noderotation/node-rotation-controller/internal/surge"
 	"github.com/noderotation/node-rotation-controller/internal/table"
 	fk "github.com/noderotation/node-rotation-controller/test/fakekarpenter"
 )
@@ -103,19 +104,45 @@ var _ = Describe("a lost or overwritten anchor", func() {
 		Expect(eventCount(pool, "StrandedRepaired")()).To(BeNumerically("<=", acting))
 	})
 
-	It("releases the anchor of an older copy of the pool without counting anything, then re-adopts the live rotation", func() {
+	It("puts the live rotation in the place of an older copy's anchor in one write, counting nothing for the gone claim", func() {
 		const pool, old = "restored-copy", "restored-copy-old"
 		startPending(pool, old)
 		By("replacing the pool with an older copy: its anchor names a claim long gone, with that rotation's draining mirror")
-		anchors.expectOverwrite(pool, "restored-copy-gone")
+		anchors.expectOverwrite(pool, "restored-copy-gone", old)
 		annotatePool(pool, map[string]string{v1alpha1.AnnotationActiveRotation: "restored-copy-gone", v1alpha1.AnnotationActiveRotationState: "draining"})
-		assertsTransition(pool, "gone.superseded", "idle.readopt")
+		assertsTransition(pool, "gone.superseded")
 		Eventually(poolAnnotations(pool), timeout).Should(HaveKeyWithValue(v1alpha1.AnnotationActiveRotation, old))
+		By("saying so once, naming the value it found")
+		Eventually(eventCount(pool, "AnchorRestored"), timeout).Should(BeNumerically("==", 1))
+		Expect(eventMessages(pool, "AnchorRestored")).To(ConsistOf(ContainSubstring(
+			"named NodeClaim restored-copy-gone, which is gone, while NodeClaim " + old + " was pending")))
 		Expect(getPool(pool).Annotations).NotTo(HaveKey(v1alpha1.AnnotationLastRotationAt), "no phantom success for the gone claim")
 		Consistently(scrape("noderotation_completed_total", series(pool, "outcome", "success")), 2*time.Second).Should(Equal(-1.0))
 		Expect(scrape("noderotation_completed_total", series(pool, "outcome", "expired"))()).To(Equal(-1.0))
 		Expect(eventCount(pool, "RotationCompleted")()).To(BeZero())
 		Expect(claimAnnotations(old)()).To(HaveKeyWithValue(v1alpha1.AnnotationState, "pending"), "the live rotation goes on")
+	})
+
+	It("releases an anchor naming a gone claim beside another rotation's placeholder without a word, counting nothing", func() {
+		const pool, gone, other = "superseded-artefacts", "superseded-artefacts-gone", "superseded-artefacts-other"
+		createClaim(fk.Claim{Pool: pool, Name: other, Zone: "zone-a"})
+		createPoolWith(pool, poolOptions{createdWith: map[string]string{v1alpha1.AnnotationFreeze: rfc3339(time.Now().Add(time.Hour))}})
+		By("another rotation's placeholder that a finalizer keeps terminating once the repair deletes it")
+		np := &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: pool, Labels: map[string]string{"test": pool}}}
+		ph := surge.Placeholder{Namespace: controllerNS, PriorityClass: priorityClass, Pool: np,
+			Claim: &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: other}}}.Build()
+		ph.Finalizers = []string{"test.noderotation.io/hold"}
+		Expect(env.Client.Create(ctx, ph)).To(Succeed())
+		assertsTransition(pool, "idle.repair-stranded")
+		Eventually(func() bool { p := placeholder(other); return p != nil && p.DeletionTimestamp != nil }, timeout).Should(BeTrue())
+		By("an anchor naming a claim that is gone, with a mirror: not orphaned, and only artefacts are live")
+		annotatePool(pool, map[string]string{v1alpha1.AnnotationActiveRotation: gone, v1alpha1.AnnotationActiveRotationState: "pending"})
+		assertsTransition(pool, "gone.superseded-artefacts")
+		Eventually(noRotationKeys(pool), timeout).Should(BeEmpty())
+		Expect(eventCount(pool, "AnchorRestored")()).To(BeZero(), "no rotation was re-adopted")
+		Consistently(scrape("noderotation_completed_total", series(pool, "outcome", "expired")), 2*time.Second).Should(Equal(-1.0))
+		Expect(getPool(pool).Annotations).NotTo(HaveKey(v1alpha1.AnnotationLastRotationAt))
+		Expect(eventCount(pool, "RotationCompleted")()).To(BeZero())
 	})
 
 	It("repairs node markers no anchor names in an idle pool before anything starts", func() {
@@ -159,34 +186,65 @@ var _ = Describe("governance lost after the old claim's delete", func() {
 		assertsTransition(pool, "draining.wait")
 	}
 
-	It("keeps the gate while the claim drains, then completes normally if the pool is governed again", func() {
+	// heldAndSaid: the pool lost its policy mid-drain; the gate is held,
+	// the loss recorded on the pool and GovernanceLost said once, worded
+	// for a drain that cannot be rolled back.
+	heldAndSaid := func(pool, old string) {
+		GinkgoHelper()
+		assertsTransition(pool, "draining.governance-lost-hold")
+		Eventually(poolAnnotations(pool), timeout).Should(And(HaveKeyWithValue(v1alpha1.AnnotationActiveRotation, old),
+			HaveKeyWithValue(v1alpha1.AnnotationActiveRotationState, v1alpha1.StateGovernanceLost)))
+		Eventually(eventCount(pool, "GovernanceLost"), timeout).Should(BeNumerically("==", 1))
+		Consistently(eventCount(pool, "GovernanceLost"), 2*time.Second).Should(BeNumerically("==", 1))
+		Expect(eventMessages(pool, "GovernanceLost")).To(ConsistOf(ContainSubstring("rotation of " + old + " cannot be rolled back, its delete is issued")))
+		Expect(poolAnnotations(pool)()).To(HaveKeyWithValue(v1alpha1.AnnotationActiveRotation, old), "the gate is held")
+	}
+	// noSuccess: the drain's end counted nothing and said nothing more.
+	noSuccess := func(pool string) {
+		GinkgoHelper()
+		Expect(getPool(pool).Annotations).NotTo(HaveKey(v1alpha1.AnnotationLastRotationAt), "no success counted")
+		Consistently(scrape("noderotation_completed_total", series(pool, "outcome", "success")), 2*time.Second).Should(Equal(-1.0))
+		Expect(eventCount(pool, "RotationCompleted")()).To(BeZero())
+		Expect(eventCount(pool, "GovernanceLost")()).To(BeNumerically("==", 1), "said by the hold, never again")
+	}
+
+	It("keeps the gate while the claim drains, says so once, and counts no success though the pool is governed again", func() {
 		const pool, old, next = "lost-restored", "lost-restored-old", "lost-restored-next"
 		deletingRotation(pool, old, next)
 		restore := losePolicy(pool)
-		assertsTransition(pool, "draining.governance-lost-hold")
-		Consistently(poolAnnotations(pool), 2*time.Second).Should(HaveKeyWithValue(v1alpha1.AnnotationActiveRotation, old))
+		heldAndSaid(pool, old)
 		restore()
-		By("no second rotation while the first claim exists")
+		By("no second rotation while the first claim exists, and the loss stays recorded")
 		Consistently(placeholderExists(next), 3*time.Second).Should(BeFalse())
+		Expect(poolAnnotations(pool)()).To(HaveKeyWithValue(v1alpha1.AnnotationActiveRotationState, v1alpha1.StateGovernanceLost))
 		Expect(karpenter.Finalize(ctx, old)).To(Succeed())
 		Eventually(poolAnnotations(pool), timeout).ShouldNot(HaveKeyWithValue(v1alpha1.AnnotationActiveRotation, old))
 		assertsTransition(pool, "gone.complete")
-		Expect(eventCount(pool, "GovernanceLost")()).To(BeZero(), "governed again by the end: nothing was rolled back")
+		noSuccess(pool)
 	})
 
 	It("releases the gate without a success once the claim is gone while the pool is still ungoverned", func() {
 		const pool, old, next = "lost-released", "lost-released-old", "lost-released-next"
 		deletingRotation(pool, old, next)
 		losePolicy(pool)
-		assertsTransition(pool, "draining.governance-lost-hold")
-		Consistently(poolAnnotations(pool), 2*time.Second).Should(HaveKeyWithValue(v1alpha1.AnnotationActiveRotation, old))
+		heldAndSaid(pool, old)
 		Expect(karpenter.Finalize(ctx, old)).To(Succeed())
 		Eventually(noRotationKeys(pool), timeout).Should(BeEmpty())
 		assertsTransition(pool, "gone.governance-lost")
+		noSuccess(pool)
+	})
+
+	It("says the claim is gone, not rolled back, when it was gone before any pass saw the loss", func() {
+		const pool, old = "lost-gone", "lost-gone-old"
+		createPoolWith(pool, poolOptions{createdWith: map[string]string{v1alpha1.AnnotationFreeze: rfc3339(time.Now().Add(time.Hour))}})
+		losePolicy(pool)
+		By("the pool as the controller left it mid-drain, its claim already gone")
+		annotatePool(pool, map[string]string{v1alpha1.AnnotationActiveRotation: old, v1alpha1.AnnotationActiveRotationState: "draining"})
+		Eventually(noRotationKeys(pool), timeout).Should(BeEmpty())
+		assertsTransition(pool, "gone.governance-lost")
 		Eventually(eventCount(pool, "GovernanceLost"), timeout).Should(BeNumerically("==", 1))
-		Consistently(eventCount(pool, "GovernanceLost"), 2*time.Second).Should(BeNumerically("==", 1))
-		Expect(getPool(pool).Annotations).NotTo(HaveKey(v1alpha1.AnnotationLastRotationAt), "no success counted")
-		Expect(eventCount(pool, "RotationCompleted")()).To(BeZero())
+		Expect(eventMessages(pool, "GovernanceLost")).To(ConsistOf(ContainSubstring("rotation of " + old + " ended without a success: the NodeClaim is gone")))
+		noSuccess(pool)
 	})
 })
 
