@@ -19,7 +19,7 @@ import (
 var (
 	anchorWriteAction = action{
 		spec: engine.ActionSpec{Name: ActionAnchorWrite, Role: engine.RoleAnchorWrite, Reports: true,
-			Description: "write noderotation.io/active-rotation on the NodePool, only if absent, conflict-checked; mode forcefulFallback also writes rotation-mode, the draining mirror and draining-at in the same write; mode readopt names a stranded claim that a fresh read still shows pending or draining (with the draining mirror for a draining one); mode supersede does the same in place of an anchor naming a claim that is gone, only while the pool's anchor still names it",
+			Description: "write noderotation.io/active-rotation on the NodePool, only if absent, conflict-checked; mode forcefulFallback also writes rotation-mode, the draining mirror and draining-at in the same write; mode readopt names a stranded claim that a fresh read still shows pending or draining (with the draining mirror for a draining one); mode supersede does the same in place of an anchor naming a claim that is gone, only while the pool's anchor still names it, or releases that anchor when the live claim is no longer in flight",
 			Args:        map[string]engine.ArgSpec{"mode": required(str("surge", "forcefulFallback", "readopt", "supersede"))}},
 		run: anchorWrite,
 	}
@@ -36,7 +36,7 @@ var (
 	}
 	poolMirrorAction = action{
 		spec: engine.ActionSpec{Name: ActionPoolMirror, Reports: true,
-			Description: "write the NodePool's rotation mirror, only while the anchor names this rotation: active-rotation-state=draining (optionally draining-at, surge-wait and surge-node, once each; never over expired or governance-lost), or =expired or =governance-lost, which only one pass can write (it elects the pass that announces it)",
+			Description: "write the NodePool's rotation mirror, only while the anchor names this rotation: active-rotation-state=draining (optionally draining-at, surge-wait and surge-node, once each; never over expired or governance-lost), or =expired or =governance-lost, which only one pass can write (it elects the pass that announces it) and neither over the other",
 			Args:        map[string]engine.ArgSpec{"state": str("draining", "expired", "governance-lost"), "drainingAt": flag, "surgeWait": flag, "surgeNode": flag}},
 		run: poolMirror,
 	}
@@ -214,8 +214,14 @@ func poolMirror(ctx context.Context, p *Pass, args map[string]any) (Result, erro
 	if state, _ := args["state"].(string); state == v1alpha1.StateExpired || state == v1alpha1.StateGovernanceLost {
 		out, err := p.write(ctx, np, func() (bool, error) {
 			a := np.Annotations
-			if a[v1alpha1.AnnotationActiveRotation] != p.Targets.Claim || a[v1alpha1.AnnotationActiveRotationState] == v1alpha1.StateExpired ||
-				a[v1alpha1.AnnotationActiveRotationState] == state {
+			switch a[v1alpha1.AnnotationActiveRotationState] {
+			case v1alpha1.StateExpired, v1alpha1.StateGovernanceLost, state:
+				// each is recorded once; an expiry never overwrites a
+				// drain held after governance loss (its end is said and
+				// counted by neither)
+				return false, nil
+			}
+			if a[v1alpha1.AnnotationActiveRotation] != p.Targets.Claim {
 				return false, nil
 			}
 			conditional.SetAnnotation(np, v1alpha1.AnnotationActiveRotationState, state)
@@ -251,6 +257,21 @@ func poolMirror(ctx context.Context, p *Pass, args map[string]any) (Result, erro
 	return Result{Outcome: out, Did: "draining mirror: " + string(out)}, err
 }
 
+// releaseSuperseded clears an anchor naming a gone claim whose live
+// rotation ended before the superseding write: only while the anchor still
+// names the gone claim; nothing is counted for either.
+func releaseSuperseded(ctx context.Context, p *Pass, live, superseded string) (Result, error) {
+	np := p.pool()
+	out, err := p.write(ctx, np, func() (bool, error) {
+		if np.Annotations[v1alpha1.AnnotationActiveRotation] != superseded {
+			return false, nil
+		}
+		conditional.DeleteAnnotations(np, v1alpha1.RotationScoped...)
+		return true, nil
+	})
+	return Result{Outcome: out, Did: "release " + superseded + ": " + live + " is no longer in flight: " + string(out), Superseded: superseded}, err
+}
+
 // readopt writes the anchor back for a stranded claim — one still pending
 // or draining on a fresh read, so a cache that lags a rollback never
 // re-adopts a claim that was just released — only while the pool's anchor
@@ -259,14 +280,20 @@ func poolMirror(ctx context.Context, p *Pass, args map[string]any) (Result, erro
 // the same write, so its completion counts.
 func readopt(ctx context.Context, p *Pass, name, superseded string) (Result, error) {
 	c := &karpv1.NodeClaim{}
-	if err := p.Fresh.Get(ctx, client.ObjectKey{Name: name}, c); err != nil {
-		if apierrors.IsNotFound(err) {
-			return Result{Outcome: Gone, Did: "re-adopt " + name + ": gone"}, nil
-		}
+	err := p.Fresh.Get(ctx, client.ObjectKey{Name: name}, c)
+	if err != nil && !apierrors.IsNotFound(err) {
 		return Result{}, fmt.Errorf("reading NodeClaim %s: %w", name, err)
 	}
 	state := c.Annotations[v1alpha1.AnnotationState]
-	if state != v1alpha1.StatePending && state != v1alpha1.StateDraining {
+	if err != nil || (state != v1alpha1.StatePending && state != v1alpha1.StateDraining) {
+		if superseded != "" {
+			// the live rotation ended meanwhile: the anchor naming a gone
+			// claim is released all the same, never read as its outcome
+			return releaseSuperseded(ctx, p, name, superseded)
+		}
+		if err != nil {
+			return Result{Outcome: Gone, Did: "re-adopt " + name + ": gone"}, nil
+		}
 		return Result{Outcome: Raced, Did: "re-adopt " + c.Name + ": no longer in flight"}, nil
 	}
 	np := p.pool()
@@ -274,6 +301,7 @@ func readopt(ctx context.Context, p *Pass, name, superseded string) (Result, err
 		if np.Annotations[v1alpha1.AnnotationActiveRotation] != superseded {
 			return false, nil
 		}
+		lost := np.Annotations[v1alpha1.AnnotationActiveRotationState] == v1alpha1.StateGovernanceLost
 		// the rotation's own figures (draining-at, surge-wait, surge-node,
 		// mode), if the anchor alone was removed, are kept; beside an
 		// anchor naming a gone claim they may be that claim's (an older
@@ -283,7 +311,11 @@ func readopt(ctx context.Context, p *Pass, name, superseded string) (Result, err
 		}
 		conditional.SetAnnotation(np, v1alpha1.AnnotationActiveRotation, c.Name)
 		mirror := v1alpha1.StatePending
-		if state == v1alpha1.StateDraining {
+		switch {
+		case state == v1alpha1.StateDraining && lost:
+			// a drain held after governance loss stays no success
+			mirror = v1alpha1.StateGovernanceLost
+		case state == v1alpha1.StateDraining:
 			mirror = v1alpha1.StateDraining
 		}
 		conditional.SetAnnotation(np, v1alpha1.AnnotationActiveRotationState, mirror)

@@ -341,6 +341,10 @@ func TestGovernanceLostMirror(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// nor does an expiry overwrite the hold's record
+	if res, _ := step(e.pass(e.targets()), "pool-mirror", map[string]any{"state": "expired"}); res.Won() {
+		t.Fatal("an expiry overwrote the governance-lost record")
+	}
 	wantAnn(t, "pool", e.pool(poolName).Annotations, ann(keyAnchor, claimA, keyMirror, "governance-lost", keyDraining, "2026-11-30T09:00:00Z"))
 	res, err := step(e.pass(e.targets()), "anchor-clear", nil)
 	if err != nil || res.Outcome != Claimed || res.Mirror != "governance-lost" {

@@ -99,8 +99,15 @@ func TestReadopt(t *testing.T) {
 		}
 		wantAnn(t, tc.state, e.pool(poolName).Annotations, want)
 	}
+	// only the anchor of a drain held after governance loss was removed:
+	// its record stays, so its end is still no success
+	e := newEnv(t, mkPool(poolName, ann(keyMirror, "governance-lost")), mkClaim(claimA, ann(keyState, "draining")))
+	if res, err := step(e.pass(e.targets()), "anchor-write", map[string]any{"mode": "readopt"}); err != nil || !res.Won() {
+		t.Fatalf("held drain: %s %v", res.Outcome, err)
+	}
+	wantAnn(t, "held drain", e.pool(poolName).Annotations, ann(keyAnchor, claimA, keyMirror, "governance-lost"))
 	// an anchor written meanwhile wins
-	e := newEnv(t, mkPool(poolName, ann(keyAnchor, "other")), mkClaim(claimA, ann(keyState, "pending")))
+	e = newEnv(t, mkPool(poolName, ann(keyAnchor, "other")), mkClaim(claimA, ann(keyState, "pending")))
 	if res, _ := step(e.pass(e.targets()), "anchor-write", map[string]any{"mode": "readopt"}); res.Won() {
 		t.Error("re-adopted over another anchor")
 	}
@@ -136,32 +143,43 @@ func TestRepairStrandedHoldsADeletingClaim(t *testing.T) {
 }
 
 // An anchor naming a gone claim beside a live rotation is replaced by that
-// rotation's claim in one write, only while it still names the gone one;
-// the gone rotation's figures go with it.
+// rotation's claim in one write, only while it still names the gone one and
+// a fresh read shows the claim in flight; the gone rotation's figures go
+// with it, a held drain's governance-lost record stays. When the live
+// rotation ended meanwhile, the stale anchor is released all the same.
 func TestSupersede(t *testing.T) {
 	const gone = "claim-gone"
 	for _, tc := range []struct {
-		name, anchor, state string
-		won                 bool
-		want                map[string]string
+		name, anchor, mirror, state string // state "": the claim does not exist
+		won                         bool
+		anchored                    string
+		want                        map[string]string
 	}{
-		{"a pending rotation", gone, "pending", true, ann(keyAnchor, claimA, keyMirror, "pending", keyDraining, "")},
-		{"a draining rotation", gone, "draining", true, ann(keyAnchor, claimA, keyMirror, "draining", keyDraining, "")},
-		{"rolled back meanwhile", gone, "failed", false, ann(keyAnchor, gone, keyMirror, "draining", keyDraining, "x")},
-		{"the anchor moved on", "other", "pending", false, ann(keyAnchor, "other", keyMirror, "draining", keyDraining, "x")},
+		{"a pending rotation", gone, "draining", "pending", true, claimA, ann(keyAnchor, claimA, keyMirror, "pending", keyDraining, "")},
+		{"a draining rotation", gone, "draining", "draining", true, claimA, ann(keyAnchor, claimA, keyMirror, "draining", keyDraining, "")},
+		{"a drain held after governance loss", gone, "governance-lost", "draining", true, claimA, ann(keyAnchor, claimA, keyMirror, "governance-lost", keyDraining, "")},
+		{"rolled back meanwhile: released", gone, "draining", "failed", true, "", ann(keyAnchor, "", keyMirror, "", keyDraining, "")},
+		{"finished meanwhile: released", gone, "draining", "", true, "", ann(keyAnchor, "", keyMirror, "", keyDraining, "")},
+		{"the anchor moved on", "other", "draining", "pending", false, "", ann(keyAnchor, "other", keyMirror, "draining", keyDraining, "x")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := newEnv(t, mkPool(poolName, ann(keyAnchor, tc.anchor, keyMirror, "draining", keyDraining, "x")), mkClaim(claimA, ann(keyState, tc.state)))
+			objs := []client.Object{mkPool(poolName, ann(keyAnchor, tc.anchor, keyMirror, tc.mirror, keyDraining, "x"))}
+			if tc.state != "" {
+				objs = append(objs, mkClaim(claimA, ann(keyState, tc.state)))
+			}
+			e := newEnv(t, objs...)
 			targets := e.targets()
 			targets.Claim, targets.ClaimObject = gone, nil
-			targets.Stranded.Claims = []*karpv1.NodeClaim{e.claim(claimA)}
+			// the pass's cached copy still shows the claim pending: only the
+			// fresh read tells what it is now
+			targets.Stranded.Claims = []*karpv1.NodeClaim{mkClaim(claimA, ann(keyState, "pending"))}
 			res, err := step(e.pass(targets), "anchor-write", map[string]any{"mode": "supersede"})
 			if err != nil || res.Won() != tc.won {
 				t.Fatalf("%s %v, want won %v", res.Outcome, err, tc.won)
 			}
 			wantAnn(t, "pool", e.pool(poolName).Annotations, tc.want)
-			if tc.won && (res.Superseded != gone || res.Anchored != claimA || res.Readopted != tc.state) {
-				t.Errorf("result %+v, want %s superseded by %s (%s)", res, gone, claimA, tc.state)
+			if tc.won && (res.Superseded != gone || res.Anchored != tc.anchored) {
+				t.Errorf("result %+v, want %s superseded, %q anchored", res, gone, tc.anchored)
 			}
 		})
 	}

@@ -208,6 +208,8 @@ func TestLogLinesHaveTheExactTexts(t *testing.T) {
 		{what: actions.GovernanceLost, msg: "rotation gate released: the drain held after the NodePool left governance is over",
 			fields: map[string]any{"nodeclaim": "general-a"}, results: releasedAfterHold, mutate: claimGone},
 		{what: actions.RotationCompleted, msg: "rotation complete", fields: map[string]any{"outcome": "governance-lost", "mode": "surge"}, results: completedUngoverned},
+		{what: actions.AnchorRestored, msg: "superseded anchor released: the rotation beside it is over", fields: map[string]any{"superseded": "general-gone"},
+			results: []actions.Result{{Action: actions.ActionAnchorWrite, Outcome: actions.Claimed, Superseded: "general-gone"}}},
 		{what: actions.AnchorRestored, msg: "stranded rotation re-adopted", fields: map[string]any{"nodeclaim": "general-b", "state": "draining", "superseded": "general-gone"},
 			results: superseded},
 		{what: actions.DrainStuck, msg: "drain exceeds terminationGracePeriod + buffer; the rotation gate stays held", fields: map[string]any{"nodeclaim": "general-a"}},
@@ -333,6 +335,7 @@ func TestEvents(t *testing.T) {
 		{what: actions.RotationCompleted, results: completedUngoverned},
 		{what: actions.AnchorRestored, results: superseded, want: &want{"Warning", "AnchorRestored",
 			"NodePool's noderotation.io/active-rotation named NodeClaim general-gone, which is gone, while NodeClaim general-b was draining; it names general-b again and nothing new starts until that rotation ends", "pool"}},
+		{what: actions.AnchorRestored, results: []actions.Result{{Action: actions.ActionAnchorWrite, Outcome: actions.Claimed, Superseded: "general-gone"}}}, // released: nothing re-adopted
 		{what: actions.AnchorRestored, results: []actions.Result{{Action: actions.ActionAnchorWrite, Outcome: actions.Claimed, Readopted: "pending", Anchored: "general-a"}},
 			want: &want{"Warning", "AnchorRestored", "NodePool lost its noderotation.io/active-rotation while NodeClaim general-a was pending; the rotation is re-adopted and nothing new starts until it ends", "pool"}},
 		{what: actions.WindowMissed, results: []actions.Result{{Action: actions.ActionWindowClear, WindowOpenedAt: "2026-11-30T08:00:00Z"}},
@@ -410,7 +413,6 @@ func TestMetrics(t *testing.T) {
 		{what: actions.RotationCompleted, results: released, delta: reading{success: 1, drains: 1, drainSum: 600}},
 		{what: actions.RotationCompleted, results: expired, delta: reading{expired: 1}},
 		{what: actions.RotationCompleted, results: completedUngoverned}, // no success, no drain figure
-		{what: actions.GovernanceLost, results: heldUngoverned},
 		{what: actions.WindowMissed, results: []actions.Result{{Action: actions.ActionWindowClear, WindowOpenedAt: "x"}}, delta: reading{missed: 1}},
 		{what: actions.DrainStarted},
 	}

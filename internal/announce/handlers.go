@@ -401,6 +401,12 @@ func mode(m string) string {
 // the rotation is the pool's serial gate again.
 func (an *Announcer) anchorRestored(s step) {
 	res, _ := s.last(a.ActionAnchorWrite)
+	if res.Superseded != "" && res.Anchored == "" {
+		// the live rotation ended before the superseding write: the stale
+		// anchor was released, and nothing is left to re-adopt
+		s.log.Info("superseded anchor released: the rotation beside it is over", "superseded", res.Superseded)
+		return
+	}
 	claim := cmp.Or(res.Anchored, s.claim())
 	msg := fmt.Sprintf("NodePool lost its %s while NodeClaim %s was %s; the rotation is re-adopted and nothing new starts until it ends",
 		v1alpha1.AnnotationActiveRotation, claim, res.Readopted)

@@ -105,10 +105,23 @@ func (in *Inspector) ExplainClaim(ctx context.Context, name string) (*ClaimExpla
 	}
 	if !obs.Governed() {
 		ex.Class, ex.Reason = governanceReason(obs)
+		if obs.Pool.Annotations[v1alpha1.AnnotationActiveRotation] == name {
+			ex.Class, ex.Reason = census.ClassInFlight, heldReason(c, ex.Reason)
+		}
 		return ex, nil
 	}
 	classify(ex, obs)
 	return ex, nil
+}
+
+// heldReason: the rotation in flight of a pool no single valid policy
+// governs (docs/design.md#governance).
+func heldReason(c *karpv1.NodeClaim, why string) string {
+	if c.DeletionTimestamp != nil {
+		return "it is the pool's rotation in flight, held: its delete is issued (since " + stamp(c.DeletionTimestamp.Time) +
+			"), so it cannot be rolled back, and " + why + "; no rotation starts until Karpenter has finished it, and its end is not counted as a success"
+	}
+	return "it is the pool's rotation in flight, and " + why + ": the next pass rolls it back (GovernanceLost)"
 }
 
 func governanceReason(obs *observe.Observation) (string, string) {
@@ -210,6 +223,10 @@ func reason(ex *ClaimExplanation, obs *observe.Observation, f census.Figures) st
 			return "it is the pool's rotation in flight (state " + state + ", " + ex.Pool.InFlight.Phase + ")" + phaseBound(ex, obs.Now)
 		case anchor == "":
 			return "it carries state " + state + " but the pool lost its anchor: the next pass writes the anchor back for it (AnchorRestored) and the rotation goes on"
+		case !obs.Snapshot.Claim.Exists:
+			return "it carries state " + state + " but the pool's anchor names " + anchor + ", a claim that is gone: the next pass puts it in the anchor's place (AnchorRestored) and the rotation goes on"
+		case c.DeletionTimestamp != nil:
+			return "it carries state " + state + " but the pool's anchor names another claim: stranded, and its delete is issued, so it holds the pool until Karpenter has finished it"
 		}
 		return "it carries state " + state + " but the pool's anchor names another claim: stranded, the repair fails it back to the census (StrandedRepaired)"
 	case census.ClassSkipped:
@@ -250,7 +267,7 @@ func phaseBound(ex *ClaimExplanation, now time.Time) string {
 	c := ex.Pool.InFlight
 	switch {
 	case ex.PhaseBound.IsZero() && c.State == v1alpha1.StateDraining:
-		return "; its delete is issued once the placeholder is gone"
+		return "; its delete is issued next, once no placeholder is left"
 	case ex.PhaseBound.IsZero():
 		return ""
 	case ex.PhaseBounded == "readyTimeout" && ex.PhaseBound.After(now):

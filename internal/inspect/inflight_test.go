@@ -47,7 +47,7 @@ func TestExplainGivesTheInFlightClaimsPhaseBound(t *testing.T) {
 		}, "readyTimeout", now.Add(-5 * time.Minute), "its readyTimeout ran out at 2026-12-01T11:55:00Z: the next pass rolls it back"},
 		{"draining, its delete not yet issued", func(c *karpv1.NodeClaim) {
 			c.Annotations[v1alpha1.AnnotationState] = v1alpha1.StateDraining
-		}, "", time.Time{}, "its delete is issued once the placeholder is gone"},
+		}, "", time.Time{}, "its delete is issued next, once no placeholder is left"},
 		{"draining, deleted by the rotation", func(c *karpv1.NodeClaim) {
 			c.Annotations[v1alpha1.AnnotationState] = v1alpha1.StateDraining
 			c.DeletionTimestamp, c.Finalizers = &metav1.Time{Time: deleted}, []string{karpv1.TerminationFinalizer}
@@ -72,6 +72,44 @@ func TestExplainGivesTheInFlightClaimsPhaseBound(t *testing.T) {
 			}
 			if f := ex.Pool.InFlight; f == nil || f.Bounded != tc.bounded || !f.Bound.Equal(tc.bound) {
 				t.Errorf("status in flight %+v; want its bound %s %v", f, tc.bounded, tc.bound)
+			}
+		})
+	}
+}
+
+// A pool that lost its policy mid-rotation: its anchored claim is still the
+// rotation in flight — held once its delete is issued, rolled back next
+// otherwise — and, with no policy's durations, has no phase bound.
+func TestExplainTheRotationOfAPoolThatLostItsPolicy(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		deleting bool
+		words    string
+	}{
+		{"its delete issued", true, "held: its delete is issued (since 2026-12-01T11:55:00Z), so it cannot be rolled back, and no RotationPolicy selects its NodePool busy; no rotation starts until Karpenter has finished it"},
+		{"its delete not issued", false, "no RotationPolicy selects its NodePool busy: the next pass rolls it back (GovernanceLost)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			objs := withClaim(t, "busy-a", func(c *karpv1.NodeClaim) {
+				c.Annotations[v1alpha1.AnnotationState] = v1alpha1.StateDraining
+				if tc.deleting {
+					c.DeletionTimestamp, c.Finalizers = &metav1.Time{Time: now.Add(-5 * time.Minute)}, []string{karpv1.TerminationFinalizer}
+				}
+			})
+			for _, o := range objs {
+				if p, ok := o.(*karpv1.NodePool); ok && p.Name == "busy" {
+					delete(p.Labels, "team") // no policy selects it any more
+				}
+			}
+			ex, err := inspector(t, objs...).ExplainClaim(context.Background(), "busy-a")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ex.Class != census.ClassInFlight || !strings.Contains(ex.Reason, tc.words) {
+				t.Errorf("class %s, reason %q; want %s saying %q", ex.Class, ex.Reason, census.ClassInFlight, tc.words)
+			}
+			if f := ex.Pool.InFlight; f == nil || !f.Bound.IsZero() || !ex.PhaseBound.IsZero() {
+				t.Errorf("in flight %+v, phase bound %v: want the rotation, with no bound", f, ex.PhaseBound)
 			}
 		})
 	}

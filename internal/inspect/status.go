@@ -165,10 +165,10 @@ func (in *Inspector) status(pool string, obs *observe.Observation, ds []engine.D
 		}
 	}
 	st.InFlight = inFlight(obs, decision(ds, rotationMachine))
-	st.InFlight.bound(in.Engine, obs)
 	if !obs.Governed() {
-		return st
+		return st // no policy's durations: no bound (a held drain has none)
 	}
+	st.InFlight.bound(in.Engine, obs)
 	st.Window = window(obs)
 	st.describeGate(in.Engine, obs)
 	st.tRotEst = obs.Derivation.TRotEst
