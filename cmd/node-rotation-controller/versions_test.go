@@ -31,7 +31,7 @@ func shellDefault(t *testing.T, script, name string) string {
 // The README's "Supported Karpenter versions" table, the chart's annotation
 // and what the suites run are one list: the default version of
 // test/world/testbin.sh and cluster.sh (every suite) and the matrix of
-// test/world/matrix.sh (smoke and rotation), the default being go.mod's.
+// test/world/suites.sh (its matrix:VERSION jobs: smoke and rotation), the default being go.mod's.
 func TestSupportedKarpenterVersionsMatchWhatRuns(t *testing.T) {
 	def := shellDefault(t, "../../test/world/testbin.sh", "KARPENTER_VERSION")
 	if c := shellDefault(t, "../../test/world/cluster.sh", "KARPENTER_VERSION"); c != def {
@@ -40,10 +40,10 @@ func TestSupportedKarpenterVersionsMatchWhatRuns(t *testing.T) {
 	if !strings.Contains(readFile(t, "../../go.mod"), "sigs.k8s.io/karpenter v"+def+"\n") {
 		t.Errorf("the default Karpenter %s is not the one go.mod builds against", def)
 	}
-	matrix := strings.Fields(shellDefault(t, "../../test/world/matrix.sh", "KARPENTER_MATRIX"))
+	matrix := strings.Fields(shellDefault(t, "../../test/world/suites.sh", "KARPENTER_MATRIX"))
 	mk := regexp.MustCompile(`(?m)^KARPENTER_MATRIX \?= (.*)$`).FindStringSubmatch(readFile(t, "../../Makefile"))
 	if mk == nil || !slices.Equal(strings.Fields(mk[1]), matrix) {
-		t.Errorf("the Makefile's KARPENTER_MATRIX %v is not matrix.sh's %v", mk, matrix)
+		t.Errorf("the Makefile's KARPENTER_MATRIX %v is not suites.sh's %v", mk, matrix)
 	}
 	ran := append([]string{def}, matrix...)
 	slices.Sort(ran)

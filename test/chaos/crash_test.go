@@ -65,6 +65,12 @@ func steps(writes []apiproxy.Write) []step {
 		if w.Background || !w.Applied() || w.Resource == "rotationpolicies" {
 			continue
 		}
+		// An election's confirmation (a patch of only the copy's
+		// resourceVersion, actions/confirm.go) is sent or not as the
+		// pass's copy is found: a timing, not a step of the rotation.
+		if strings.HasPrefix(w.Type, "PATCH ") && len(w.Keys) == 0 {
+			continue
+		}
 		if !started && !slices.Contains(w.Keys, "+"+v1alpha1.AnnotationActiveRotation) {
 			continue
 		}

@@ -1,0 +1,217 @@
+#!/usr/bin/env bash
+# The suites on real Karpenter, each on its own local cluster
+# (test/world/cluster.sh with its own run directory and ports), up to
+# SUITE_CONCURRENCY at once: they mostly wait on node boot delays,
+# Karpenter's batch window and readyTimeouts, so several share 2 cores.
+#
+# Jobs: e2e (test/e2e, every scenario), e2e.1 and e2e.2 (its two halves,
+# by Ginkgo label: E2E_HALVES), identity (test/chart/identity), crash and
+# faults (the two campaigns of test/chaos), and matrix:VERSION (the e2e
+# smoke and happy-path rotation on that Karpenter version). Each test binary is
+# compiled once, before any cluster starts, and each matrix version's kwok
+# provider is built (one at a time, into the versioned cache) before its
+# job starts. Each job's output goes to its own log, printed in full when
+# it fails; every cluster is brought down on exit, pass or fail. A table of
+# each job's wall time ends the run.
+#
+# Usage: test/world/suites.sh [job...]
+#   (default: crash e2e.2 e2e.1 faults identity and matrix:V for V in
+#   KARPENTER_MATRIX: the longest first)
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+cd "$repo"
+
+KARPENTER_MATRIX=${KARPENTER_MATRIX:-1.10.0 1.12.1 1.14.1}
+# Measured on 2 cores (docs/test-world.md, "Concurrent suites").
+SUITE_CONCURRENCY=${SUITE_CONCURRENCY:-3}
+export NODE_BOOT_DELAY_MS=${NODE_BOOT_DELAY_MS:-8000}
+GO=${GO:-go}
+out=${NRC_SUITES_DIR:-${TMPDIR:-/tmp}/node-rotation-controller/suites}
+
+# The e2e scenarios in two halves of about 7½ minutes each on 2 cores
+# (docs/test-world.md): every label of test/e2e is in exactly one, or the
+# run stops here.
+E2E_HALVES=('rotation || rollback || drainblock || smoke' 'expiry || fallback || stuckdrain || leader')
+
+jobs_=("$@")
+if [ ${#jobs_[@]} -eq 0 ]; then
+  jobs_=(crash e2e.2 e2e.1 faults identity)
+  for v in $KARPENTER_MATRIX; do jobs_+=("matrix:$v"); done
+fi
+
+# halves_cover_labels: each Label("...") of test/e2e in exactly one half.
+halves_cover_labels() {
+  local l n h bad=0
+  for l in $(grep -ho 'Label("[a-z]*")' test/e2e/*_test.go | sed 's/Label("\(.*\)")/\1/' | sort -u); do
+    n=0
+    for h in "${E2E_HALVES[@]}"; do [[ " $h " == *" $l "* ]] && n=$((n + 1)); done
+    [ "$n" = 1 ] || { echo "test/e2e label $l is in $n of the halves of E2E_HALVES (test/world/suites.sh): it must be in one" >&2; bad=1; }
+  done
+  return "$bad"
+}
+
+stage() { echo "==> [$(date +%T)] $*"; }
+
+rm -rf "$out" && mkdir -p "$out/bin"
+
+# compile: each test binary once, one at a time (2 cores), before any
+# cluster starts; the jobs run them from their package directory, as go
+# test does.
+compile() {
+  local need=() j
+  for j in "${jobs_[@]}"; do
+    case "$j" in
+      e2e | e2e.1 | e2e.2 | matrix:*) need+=(e2e) ;;
+      crash | faults) need+=(chaos) ;;
+      identity) need+=(identity) ;;
+      *) echo "unknown job $j (e2e e2e.1 e2e.2 identity crash faults matrix:VERSION)" >&2; exit 2 ;;
+    esac
+  done
+  local t0=$SECONDS b
+  for b in $(printf '%s\n' "${need[@]}" | sort -u); do
+    case "$b" in
+      e2e) "$GO" test -c -tags e2e -o "$out/bin/e2e.test" ./test/e2e/ ;;
+      chaos) "$GO" test -c -tags e2e -o "$out/bin/chaos.test" ./test/chaos/ ;;
+      identity) (cd test/chart && "$GO" test -c -tags e2e -o "$out/bin/identity.test" ./identity/) ;;
+    esac
+  done
+  stage "test binaries compiled in $((SECONDS - t0))s: $(ls "$out/bin" | tr '\n' ' ')"
+}
+
+# build_providers: each matrix version's kwok provider, one at a time.
+declare -A build_rc build_secs
+build_providers() {
+  local j v t0
+  for j in "${jobs_[@]}"; do
+    [[ $j == matrix:* ]] || continue
+    v=${j#matrix:} t0=$SECONDS
+    if "$here/testbin.sh" karpenter "$v" >"$out/build-$v.log" 2>&1; then build_rc[$v]=0; else build_rc[$v]=1; fi
+    build_secs[$v]=$((SECONDS - t0))
+    stage "Karpenter $v: kwok provider ready in ${build_secs[$v]}s (rc ${build_rc[$v]})"
+  done
+}
+
+# ports SLOT: the cluster's ports for a slot, 1000 apart, on loopback.
+ports() {
+  local k=$(($1 * 1000))
+  echo ETCD_PORT=$((23790 + k)) ETCD_PEER_PORT=$((23800 + k)) APISERVER_PORT=$((16443 + k)) \
+    KCM_PORT=$((10357 + k)) SCHEDULER_PORT=$((10359 + k)) KWOK_PORT=$((10347 + k)) \
+    KARPENTER_METRICS_PORT=$((18080 + k)) KARPENTER_HEALTH_PORT=$((18081 + k))
+}
+
+clusterdir() { echo "${TMPDIR:-/tmp}/node-rotation-controller/cluster-${1//:/-}"; }
+
+# job NAME SLOT: cluster up, the suite, cluster down; the output to the
+# job's log. Runs in its own session so a stop can take it down whole.
+job() {
+  local name=$1 slot=$2 kubeconfig rc=0
+  if [[ $name == matrix:* ]]; then export KARPENTER_VERSION=${name#matrix:}; else unset KARPENTER_VERSION; fi
+  export NRC_CLUSTER_DIR
+  NRC_CLUSTER_DIR=$(clusterdir "$name")
+  # shellcheck disable=SC2046
+  export $(ports "$slot")
+  "$here/cluster.sh" down >/dev/null 2>&1 || true
+  echo "==> [$(date +%T)] $name: cluster up in $NRC_CLUSTER_DIR (slot $slot, apiserver port $APISERVER_PORT, Karpenter ${KARPENTER_VERSION:-default})"
+  if ! kubeconfig=$("$here/cluster.sh" up | tail -n 1) || [ -z "$kubeconfig" ]; then
+    "$here/cluster.sh" down || true
+    return 3
+  fi
+  export KUBECONFIG=$kubeconfig NRC_AUDIT_LOG
+  NRC_AUDIT_LOG=$("$here/cluster.sh" audit-log)
+  case "$name" in
+    e2e) (cd test/e2e && "$out/bin/e2e.test" -test.v -test.timeout 45m -ginkgo.v) || rc=$? ;;
+    e2e.1) (cd test/e2e && "$out/bin/e2e.test" -test.v -test.timeout 30m -ginkgo.v -ginkgo.label-filter="$E2E_HALF_1") || rc=$? ;;
+    e2e.2) (cd test/e2e && "$out/bin/e2e.test" -test.v -test.timeout 30m -ginkgo.v -ginkgo.label-filter="$E2E_HALF_2") || rc=$? ;;
+    crash) (cd test/chaos && "$out/bin/chaos.test" -test.v -test.timeout 45m -ginkgo.v -ginkgo.label-filter=crash) || rc=$? ;;
+    faults) (cd test/chaos && "$out/bin/chaos.test" -test.v -test.timeout 45m -ginkgo.v -ginkgo.label-filter=faults) || rc=$? ;;
+    identity) (cd test/chart/identity && "$out/bin/identity.test" -test.v -test.timeout 20m) || rc=$? ;;
+    matrix:*) (cd test/e2e && "$out/bin/e2e.test" -test.v -test.timeout 20m -ginkgo.v -ginkgo.label-filter='smoke || rotation') || rc=$? ;;
+  esac
+  if [ "$rc" != 0 ]; then
+    for c in karpenter kwok kube-scheduler; do
+      echo "--- last lines of $NRC_CLUSTER_DIR/logs/$c.log ---"
+      tail -n 40 "$NRC_CLUSTER_DIR/logs/$c.log" 2>/dev/null || true
+    done
+  fi
+  "$here/cluster.sh" down || true
+  return "$rc"
+}
+
+declare -A pid_of slot_of started outcome took
+running=()
+on_exit() {
+  local j
+  for j in "${running[@]}"; do
+    kill -- -"${pid_of[$j]}" 2>/dev/null || true
+  done
+  for j in "${jobs_[@]}"; do
+    NRC_CLUSTER_DIR=$(clusterdir "$j") "$here/cluster.sh" down >/dev/null 2>&1 || true
+  done
+}
+trap on_exit EXIT
+
+# reap: waits for one job to end and reports it (its log in full when it
+# failed).
+reap() {
+  local done_pid rc=0 j pids=()
+  for j in "${running[@]}"; do pids+=("${pid_of[$j]}"); done
+  wait -n -p done_pid "${pids[@]}" || rc=$?
+  for j in "${running[@]}"; do
+    [ "${pid_of[$j]}" = "$done_pid" ] || continue
+    took[$j]=$((SECONDS - started[$j]))
+    if [ "$rc" = 0 ]; then
+      outcome[$j]=passed
+      stage "$j passed in ${took[$j]}s (log $out/${j//:/-}.log)"
+    else
+      outcome[$j]="FAILED (rc $rc)"
+      stage "$j FAILED after ${took[$j]}s; its log:"
+      cat "$out/${j//:/-}.log"
+    fi
+    free_slots+=("${slot_of[$j]}")
+    local keep=() r
+    for r in "${running[@]}"; do [ "$r" = "$j" ] || keep+=("$r"); done
+    running=("${keep[@]}")
+    return
+  done
+}
+
+halves_cover_labels
+compile
+build_providers
+stage "suites on real Karpenter, $SUITE_CONCURRENCY at a time: ${jobs_[*]} (node boot delay ${NODE_BOOT_DELAY_MS}ms)"
+free_slots=()
+for ((s = 0; s < SUITE_CONCURRENCY; s++)); do free_slots+=("$s"); done
+t_all=$SECONDS
+for j in "${jobs_[@]}"; do
+  if [[ $j == matrix:* ]] && [ "${build_rc[${j#matrix:}]}" != 0 ]; then
+    outcome[$j]="provider build FAILED"
+    took[$j]=0
+    stage "$j: its kwok provider did not build; its log:"
+    cat "$out/build-${j#matrix:}.log"
+    continue
+  fi
+  while [ ${#free_slots[@]} -eq 0 ]; do reap; done
+  slot=${free_slots[0]} free_slots=("${free_slots[@]:1}")
+  started[$j]=$SECONDS slot_of[$j]=$slot
+  E2E_HALF_1=${E2E_HALVES[0]} E2E_HALF_2=${E2E_HALVES[1]} \
+    setsid bash -c "$(declare -f job ports clusterdir); here='$here' out='$out' GO='$GO' job '$j' '$slot'" >"$out/${j//:/-}.log" 2>&1 &
+  pid_of[$j]=$!
+  running+=("$j")
+  stage "$j started on slot $slot"
+done
+while [ ${#running[@]} -gt 0 ]; do reap; done
+
+stage "suites on real Karpenter done in $((SECONDS - t_all))s (concurrency $SUITE_CONCURRENCY)"
+failed=()
+printf '  %-16s %-8s %s\n' job seconds outcome
+for j in "${jobs_[@]}"; do
+  extra=""
+  [[ $j == matrix:* ]] && extra=" (provider build ${build_secs[${j#matrix:}]}s)"
+  printf '  %-16s %-8s %s%s\n' "$j" "${took[$j]}" "${outcome[$j]}" "$extra"
+  [ "${outcome[$j]}" = passed ] || failed+=("$j")
+done
+if [ ${#failed[@]} -gt 0 ]; then
+  stage "failed: ${failed[*]}"
+  exit 1
+fi
