@@ -9,7 +9,7 @@ TESTBIN := test/world/testbin.sh
 CLUSTER := test/world/cluster.sh
 FUZZTIME ?= 5s
 
-.PHONY: all build demo test test-all test-e2e test-e2e-matrix test-suites lint generate fuzz testbin testbin-cluster cluster-up cluster-down cluster-smoke clean bench-scale
+.PHONY: all build demo test test-all test-e2e test-e2e-matrix lint generate fuzz testbin testbin-cluster cluster-up cluster-down cluster-smoke clean bench-scale
 
 all: build
 
@@ -65,7 +65,7 @@ REPRODUCIBLE_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/node-rotation-contr
 
 .PHONY: image-reproducible
 image-reproducible: image ## build the image a second time from a full recompile and require the same digest (once per set of inputs)
-	@key=$$($(GO) tool buildid $(IMAGE_DIR)/node-rotation-controller | cut -d/ -f1)-$$(cat $$(git ls-files build/image 2>/dev/null || find build/image -type f | sort) | sha256sum | cut -c1-16); \
+	@key=$$($(GO) tool buildid $(IMAGE_DIR)/node-rotation-controller | cut -d/ -f1)-$$(find build/image -type f | LC_ALL=C sort | xargs cat | sha256sum | cut -c1-16); \
 	  first=$$(grep '^image digest:' $(IMAGE_DIR)/build.txt); \
 	  if [ -n "$$first" ] && [ "$$(cat $(REPRODUCIBLE_CACHE)/$$key 2>/dev/null)" = "$$first" ]; then \
 	    echo "==> [$$(date +%T)] the image is reproducible: a full recompile of these inputs ($$key) gave $$first before"; exit 0; fi; \
@@ -102,7 +102,7 @@ testbin: ## build etcd + kube-apiserver for envtest (cached)
 	$(TESTBIN) envtest
 
 testbin-cluster: ## build every binary the local cluster needs (cached)
-	@echo "==> test binaries for the local cluster"
+	@echo "==> [$$(date +%T)] test binaries for the local cluster"
 	$(TESTBIN) cluster
 
 test: lint testbin ## unit + envtest + a short run of every fuzz target (the command CI runs)
@@ -124,7 +124,7 @@ test: lint testbin ## unit + envtest + a short run of every fuzz target (the com
 fuzz: ## run each fuzz target for FUZZTIME (default 5s; try FUZZTIME=2m)
 	@for dir in $$(grep -l '^func Fuzz' $$(git ls-files '*_test.go' 2>/dev/null || find . -name '*_test.go') | xargs -n1 dirname | sort -u); do \
 	  for target in $$(grep -h '^func Fuzz' $$dir/*_test.go | sed 's/func \(Fuzz[A-Za-z0-9_]*\).*/\1/'); do \
-	    echo "==> fuzz $$dir $$target for $(FUZZTIME)"; \
+	    echo "==> [$$(date +%T)] fuzz $$dir $$target for $(FUZZTIME)"; \
 	    $(GO) test -run='^$$' -fuzz="^$$target$$" -fuzztime=$(FUZZTIME) ./$$dir || exit 1; \
 	  done; \
 	done
@@ -163,8 +163,9 @@ SUITE_CONCURRENCY ?= 3
 SUITES_ENV = NODE_BOOT_DELAY_MS=$(NODE_BOOT_DELAY_MS) SUITE_CONCURRENCY=$(SUITE_CONCURRENCY) KARPENTER_MATRIX="$(KARPENTER_MATRIX)" \
   NRC_CONTROLLER_BIN=$(CURDIR)/$(IMAGE_DIR)/extracted/node-rotation-controller
 
-test-e2e: testbin-cluster image ## the suites on real Karpenter: e2e matrix, crash campaign, fault run, chart identity (a cluster each, SUITE_CONCURRENCY at once)
-	$(SUITES_ENV) test/world/suites.sh $(E2E_SUITES)
+# IMAGE_BUILT=1: the image of this checkout is built already (test-all).
+test-e2e: testbin-cluster $(if $(IMAGE_BUILT),,image) ## every suite on real Karpenter: E2E_SUITES and each version of KARPENTER_MATRIX, a cluster each, SUITE_CONCURRENCY at once
+	$(SUITES_ENV) test/world/suites.sh $(E2E_SUITES) $(addprefix matrix:,$(KARPENTER_MATRIX))
 
 # The fleet-scale benchmark (docs/performance.md, "Fleet scale"): its own
 # local cluster (run directory /tmp/nrc-scale, ports no other cluster here
@@ -190,17 +191,14 @@ bench-scale: ## measure the controller's memory, CPU and rotation overhead at fl
 # run against (README.md, "Supported Karpenter versions").
 KARPENTER_MATRIX ?= 1.10.0 1.12.1 1.14.1
 
-test-e2e-matrix: testbin-cluster image ## the e2e smoke and rotation on each Karpenter version of KARPENTER_MATRIX (a cluster each, SUITE_CONCURRENCY at once)
+test-e2e-matrix: testbin-cluster $(if $(IMAGE_BUILT),,image) ## only the e2e smoke and rotation on each Karpenter version of KARPENTER_MATRIX (a cluster each, SUITE_CONCURRENCY at once)
 	$(SUITES_ENV) test/world/suites.sh $(addprefix matrix:,$(KARPENTER_MATRIX))
 
-test-suites: testbin-cluster image ## every suite on real Karpenter: E2E_SUITES and the Karpenter version matrix, SUITE_CONCURRENCY clusters at once
-	$(SUITES_ENV) test/world/suites.sh $(E2E_SUITES) $(addprefix matrix:,$(KARPENTER_MATRIX))
-
-test-all: ## everything CI runs: make test, the image built twice to one digest, then every suite on real Karpenter (make test-suites)
+test-all: ## everything CI runs: make test, the image built twice to one digest, then every suite on real Karpenter (make test-e2e)
 	@start=$$(date +%s); \
 	  $(MAKE) --no-print-directory test && \
 	  $(MAKE) --no-print-directory image-reproducible && \
-	  $(MAKE) --no-print-directory test-suites && \
+	  $(MAKE) --no-print-directory test-e2e IMAGE_BUILT=1 && \
 	  echo "==> [$$(date +%T)] make test-all done in $$(( $$(date +%s) - start ))s"
 
 clean: ## stop the cluster; the binary cache is kept

@@ -68,7 +68,8 @@ func steps(writes []apiproxy.Write) []step {
 		// An election's confirmation (a patch of only the copy's
 		// resourceVersion, actions/confirm.go) is sent or not as the
 		// pass's copy is found: a timing, not a step of the rotation.
-		if strings.HasPrefix(w.Type, "PATCH ") && len(w.Keys) == 0 {
+		if strings.HasPrefix(w.Type, "PATCH ") && w.Subresource == "" && len(w.Keys) == 0 &&
+			slices.Contains([]string{"nodepools", "nodeclaims", "nodes"}, w.Resource) {
 			continue
 		}
 		if !started && !slices.Contains(w.Keys, "+"+v1alpha1.AnnotationActiveRotation) {

@@ -23,15 +23,17 @@ repo=$(cd "$here/../.." && pwd)
 cd "$repo"
 
 KARPENTER_MATRIX=${KARPENTER_MATRIX:-1.10.0 1.12.1 1.14.1}
-# Measured on 2 cores (docs/test-world.md, "Concurrent suites").
+# Measured on 2 cores (docs/test-world.md, "CI time"); at most 6, so the
+# port slots stay clear of the fleet-scale benchmark's.
 SUITE_CONCURRENCY=${SUITE_CONCURRENCY:-3}
+[[ $SUITE_CONCURRENCY =~ ^[1-6]$ ]] || { echo "SUITE_CONCURRENCY=$SUITE_CONCURRENCY: want 1 to 6" >&2; exit 2; }
 export NODE_BOOT_DELAY_MS=${NODE_BOOT_DELAY_MS:-8000}
 GO=${GO:-go}
 out=${NRC_SUITES_DIR:-${TMPDIR:-/tmp}/node-rotation-controller/suites}
 
-# The e2e scenarios in two halves of about 7½ minutes each on 2 cores
-# (docs/test-world.md): every label of test/e2e is in exactly one, or the
-# run stops here.
+# The e2e scenarios in two halves of about equal time (docs/test-world.md,
+# "CI time"): every label of test/e2e is in exactly one, or the run stops
+# here.
 E2E_HALVES=('rotation || rollback || drainblock || smoke' 'expiry || fallback || stuckdrain || leader')
 
 jobs_=("$@")
@@ -43,7 +45,7 @@ fi
 # halves_cover_labels: each Label("...") of test/e2e in exactly one half.
 halves_cover_labels() {
   local l n h bad=0
-  for l in $(grep -ho 'Label("[a-z]*")' test/e2e/*_test.go | sed 's/Label("\(.*\)")/\1/' | sort -u); do
+  for l in $(grep -ho 'Label("[^"]*"' test/e2e/*_test.go | sed 's/Label("//; s/"$//' | sort -u); do
     n=0
     for h in "${E2E_HALVES[@]}"; do [[ " $h " == *" $l "* ]] && n=$((n + 1)); done
     [ "$n" = 1 ] || { echo "test/e2e label $l is in $n of the halves of E2E_HALVES (test/world/suites.sh): it must be in one" >&2; bad=1; }
@@ -51,7 +53,9 @@ halves_cover_labels() {
   return "$bad"
 }
 
-stage() { echo "==> [$(date +%T)] $*"; }
+# Every line of the runner reads "==> [HH:MM:SS] suites: …" (.ci/run's
+# stage table counts the suites as one stage, with their own table).
+stage() { echo "==> [$(date +%T)] suites: $*"; }
 
 rm -rf "$out" && mkdir -p "$out/bin"
 
@@ -92,15 +96,25 @@ build_providers() {
   done
 }
 
-# ports SLOT: the cluster's ports for a slot, 1000 apart, on loopback.
+# ports SLOT: the cluster's ports for a slot, 1000 apart, on loopback;
+# slot 0 is one past cluster.sh's defaults (make cluster-up, the demo) and
+# slot 5 stays below the fleet-scale benchmark's (10000 past them).
 ports() {
-  local k=$(($1 * 1000))
+  local k=$((($1 + 1) * 1000))
   echo ETCD_PORT=$((23790 + k)) ETCD_PEER_PORT=$((23800 + k)) APISERVER_PORT=$((16443 + k)) \
     KCM_PORT=$((10357 + k)) SCHEDULER_PORT=$((10359 + k)) KWOK_PORT=$((10347 + k)) \
     KARPENTER_METRICS_PORT=$((18080 + k)) KARPENTER_HEALTH_PORT=$((18081 + k))
 }
 
 clusterdir() { echo "${TMPDIR:-/tmp}/node-rotation-controller/cluster-${1//:/-}"; }
+
+component_tails() {
+  local c
+  for c in karpenter kwok kube-scheduler; do
+    echo "--- last lines of $NRC_CLUSTER_DIR/logs/$c.log ---"
+    tail -n 40 "$NRC_CLUSTER_DIR/logs/$c.log" 2>/dev/null || true
+  done
+}
 
 # job NAME SLOT: cluster up, the suite, cluster down; the output to the
 # job's log. Runs in its own session so a stop can take it down whole.
@@ -112,8 +126,9 @@ job() {
   # shellcheck disable=SC2046
   export $(ports "$slot")
   "$here/cluster.sh" down >/dev/null 2>&1 || true
-  echo "==> [$(date +%T)] $name: cluster up in $NRC_CLUSTER_DIR (slot $slot, apiserver port $APISERVER_PORT, Karpenter ${KARPENTER_VERSION:-default})"
+  echo "--> [$(date +%T)] $name: cluster up in $NRC_CLUSTER_DIR (slot $slot, apiserver port $APISERVER_PORT, Karpenter ${KARPENTER_VERSION:-default})"
   if ! kubeconfig=$("$here/cluster.sh" up | tail -n 1) || [ -z "$kubeconfig" ]; then
+    component_tails
     "$here/cluster.sh" down || true
     return 3
   fi
@@ -128,12 +143,7 @@ job() {
     identity) (cd test/chart/identity && "$out/bin/identity.test" -test.v -test.timeout 20m) || rc=$? ;;
     matrix:*) (cd test/e2e && "$out/bin/e2e.test" -test.v -test.timeout 20m -ginkgo.v -ginkgo.label-filter='smoke || rotation') || rc=$? ;;
   esac
-  if [ "$rc" != 0 ]; then
-    for c in karpenter kwok kube-scheduler; do
-      echo "--- last lines of $NRC_CLUSTER_DIR/logs/$c.log ---"
-      tail -n 40 "$NRC_CLUSTER_DIR/logs/$c.log" 2>/dev/null || true
-    done
-  fi
+  [ "$rc" = 0 ] || component_tails
   "$here/cluster.sh" down || true
   return "$rc"
 }
@@ -145,6 +155,10 @@ on_exit() {
   for j in "${running[@]}"; do
     kill -- -"${pid_of[$j]}" 2>/dev/null || true
   done
+  # the suites stop their controllers on SIGTERM; give them the time
+  for j in "${running[@]}"; do
+    for _ in $(seq 1 50); do kill -0 "${pid_of[$j]}" 2>/dev/null || break; sleep 0.2; done
+  done
   for j in "${jobs_[@]}"; do
     NRC_CLUSTER_DIR=$(clusterdir "$j") "$here/cluster.sh" down >/dev/null 2>&1 || true
   done
@@ -154,9 +168,10 @@ trap on_exit EXIT
 # reap: waits for one job to end and reports it (its log in full when it
 # failed).
 reap() {
-  local done_pid rc=0 j pids=()
+  local done_pid="" rc=0 j pids=()
   for j in "${running[@]}"; do pids+=("${pid_of[$j]}"); done
   wait -n -p done_pid "${pids[@]}" || rc=$?
+  [ -n "$done_pid" ] || { stage "lost track of the running jobs (wait: $rc)"; exit 1; }
   for j in "${running[@]}"; do
     [ "${pid_of[$j]}" = "$done_pid" ] || continue
     took[$j]=$((SECONDS - started[$j]))
@@ -178,6 +193,16 @@ reap() {
 
 halves_cover_labels
 compile
+# the cluster's binaries once, before any job: a job's cluster.sh up then
+# only finds them cached (never two builds into one cache at once)
+t0=$SECONDS
+"$here/testbin.sh" cluster >"$out/build-cluster.log" 2>&1 || { cat "$out/build-cluster.log"; exit 1; }
+stage "the cluster's binaries ready in $((SECONDS - t0))s"
+if [ -z "${NRC_CONTROLLER_BIN:-}" ]; then
+  # one controller binary for every job, not one build per suite
+  "$GO" build -o "$out/bin/node-rotation-controller" ./cmd/node-rotation-controller
+  export NRC_CONTROLLER_BIN=$out/bin/node-rotation-controller
+fi
 build_providers
 stage "suites on real Karpenter, $SUITE_CONCURRENCY at a time: ${jobs_[*]} (node boot delay ${NODE_BOOT_DELAY_MS}ms)"
 free_slots=()
@@ -195,7 +220,7 @@ for j in "${jobs_[@]}"; do
   slot=${free_slots[0]} free_slots=("${free_slots[@]:1}")
   started[$j]=$SECONDS slot_of[$j]=$slot
   E2E_HALF_1=${E2E_HALVES[0]} E2E_HALF_2=${E2E_HALVES[1]} \
-    setsid bash -c "$(declare -f job ports clusterdir); here='$here' out='$out' GO='$GO' job '$j' '$slot'" >"$out/${j//:/-}.log" 2>&1 &
+    setsid bash -c "$(declare -f job ports clusterdir component_tails); here='$here' out='$out' GO='$GO' job '$j' '$slot'" >"$out/${j//:/-}.log" 2>&1 &
   pid_of[$j]=$!
   running+=("$j")
   stage "$j started on slot $slot"

@@ -123,7 +123,9 @@ kwok() {
   mkdir -p "$root/kwok-stages"
   for s in node/fast/node-initialize node/heartbeat-with-lease/node-heartbeat-with-lease \
            pod/fast/pod-ready pod/fast/pod-complete pod/fast/pod-delete; do
-    install -m 0644 "$src/kustomize/stage/$s.yaml" "$root/kwok-stages/${s##*/}.yaml"
+    # only when it differs: a cluster starting meanwhile may be copying it
+    cmp -s "$src/kustomize/stage/$s.yaml" "$root/kwok-stages/${s##*/}.yaml" ||
+      install -m 0644 "$src/kustomize/stage/$s.yaml" "$root/kwok-stages/${s##*/}.yaml"
   done
 }
 
