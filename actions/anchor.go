@@ -258,18 +258,13 @@ func poolMirror(ctx context.Context, p *Pass, args map[string]any) (Result, erro
 }
 
 // releaseSuperseded clears an anchor naming a gone claim whose live
-// rotation ended before the superseding write: only while the anchor still
-// names the gone claim; nothing is counted for either.
+// rotation ended before the superseding write: anchor-clear's write (the
+// pass's claim is the gone one), reporting what it superseded.
 func releaseSuperseded(ctx context.Context, p *Pass, live, superseded string) (Result, error) {
-	np := p.pool()
-	out, err := p.write(ctx, np, func() (bool, error) {
-		if np.Annotations[v1alpha1.AnnotationActiveRotation] != superseded {
-			return false, nil
-		}
-		conditional.DeleteAnnotations(np, v1alpha1.RotationScoped...)
-		return true, nil
-	})
-	return Result{Outcome: out, Did: "release " + superseded + ": " + live + " is no longer in flight: " + string(out), Superseded: superseded}, err
+	res, err := anchorClear(ctx, p, nil)
+	res.Superseded, res.Mirror = superseded, ""
+	res.Did += " (" + live + " is no longer in flight)"
+	return res, err
 }
 
 // readopt writes the anchor back for a stranded claim — one still pending
