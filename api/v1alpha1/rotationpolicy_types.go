@@ -2,6 +2,7 @@ package v1alpha1
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 // RotationPolicy governs the graceful rotation of the NodePools its
@@ -131,13 +132,26 @@ type MaintenanceWindow struct {
 
 // SurgeSpec configures the placeholder surge and its timing.
 type SurgeSpec struct {
-	// maxUnavailable is the number of rotations in flight per NodePool; v1 is
-	// fixed at 1.
+	// maxUnavailable is how many rotations of one NodePool may be in flight
+	// at once: an integer of at least 1, a percentage of the pool's current
+	// nodes ("10%", rounded up, at least 1), or "auto", the smallest number
+	// that lets the pool's schedule rotate every node before its deadline
+	// with minRotationChances chances, up to maxUnavailableCap
+	// (docs/design.md#throughput).
 	// +kubebuilder:default=1
-	// +kubebuilder:validation:Minimum=1
-	// +kubebuilder:validation:Maximum=1
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 1 : (self == 'auto' || self.matches('^([1-9][0-9]?|100)%$'))",message="maxUnavailable must be an integer of at least 1, a percentage from 1% to 100% such as 10%, or auto"
 	// +optional
-	MaxUnavailable int32 `json:"maxUnavailable,omitempty"`
+	MaxUnavailable *intstr.IntOrString `json:"maxUnavailable,omitempty"`
+
+	// maxUnavailableCap bounds the number maxUnavailable "auto" picks: an
+	// integer of at least 1 or a percentage of the pool's current nodes
+	// (rounded up, at least 1). Read only with maxUnavailable "auto".
+	// +kubebuilder:default="10%"
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 1 : self.matches('^([1-9][0-9]?|100)%$')",message="maxUnavailableCap must be an integer of at least 1 or a percentage from 1% to 100% such as 10%"
+	// +optional
+	MaxUnavailableCap *intstr.IntOrString `json:"maxUnavailableCap,omitempty"`
 
 	// readyTimeout bounds how long the surge may take to become ready before
 	// the attempt is rolled back. Must be greater than 0.

@@ -24,6 +24,9 @@ type Observation struct {
 	Settings   policy.Settings
 	Derivation schedule.Derivation
 	Findings   []schedule.Finding
+	// InForce is how many rotations the pool may have in flight at once,
+	// and why (docs/design.md#throughput); zero when it is not governed.
+	InForce    schedule.InForce
 	WindowOpen bool
 	// WindowEnd is the window-end gate's judgement (docs/design.md#window-end).
 	WindowEnd WindowEnd

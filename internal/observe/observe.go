@@ -137,6 +137,9 @@ func (o *Observer) census(ctx context.Context, obs *Observation) error {
 		return b.err
 	}
 	obs.BadAnnotations = append(obs.BadAnnotations, obs.Census.Bad...)
+	// the number of rotations in force depends on the population (a
+	// percentage, auto), and C on it
+	obs.inputs, obs.Derivation, obs.InForce = obs.Settings.Sized(obs.inputs, obs.Derivation.Cycle, obs.Census.Population)
 	obs.Findings = obs.Settings.Assess(obs.inputs, obs.Derivation, obs.Census.Population)
 	return nil
 }

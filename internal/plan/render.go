@@ -53,6 +53,7 @@ func renderTable(w io.Writer, r Report) error {
 		{"t_rot_est\tprovisioningEstimate + drainEstimate", r.TRotEst},
 		{"A\tage threshold (" + r.AgeThreshold + ")", r.A},
 		{"G\tguaranteed rotation chances", fmt.Sprint(r.G)},
+		{"N\trotations at once", fmt.Sprintf("%d (%s)", r.InForce.N, r.InForce.Why)},
 		{"C\tstarts per occurrence", fmt.Sprint(r.C)},
 	}
 	if r.StartHold != "" {

@@ -24,6 +24,7 @@ const docsTable = `RotationPolicy api (expireAfter 14d, terminationGracePeriod 1
   t_rot_est  provisioningEstimate + drainEstimate   15m
   A          age threshold (auto)                   5d22h43m
   G          guaranteed rotation chances            2
+  N          rotations at once                      1 (maxUnavailable 1)
   C          starts per occurrence                  10
 `
 

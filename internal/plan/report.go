@@ -22,12 +22,17 @@ type Report struct {
 	TRotEst                string `json:"tRotEst"`
 	// StartHold is the end of each occurrence no rotation starts in
 	// (t_rot_est − startCutoff); empty when surge.startCutoff is unset.
-	StartHold       string       `json:"startHold,omitempty"`
-	A               string       `json:"A"`
-	AgeThreshold    string       `json:"ageThreshold"` // auto or override
-	G               int          `json:"G"`
-	C               int          `json:"C"`
-	NextOccurrences []Occurrence `json:"nextOccurrences"`
+	StartHold    string `json:"startHold,omitempty"`
+	A            string `json:"A"`
+	AgeThreshold string `json:"ageThreshold"` // auto or override
+	G            int    `json:"G"`
+	// MaxUnavailable is the policy's spec.surge.maxUnavailable; InForce the
+	// number of rotations at once it resolves to for the pool, and why
+	// (docs/design.md#throughput). C is counted at InForce.N.
+	MaxUnavailable  string           `json:"maxUnavailable"`
+	InForce         schedule.InForce `json:"inForce"`
+	C               int              `json:"C"`
+	NextOccurrences []Occurrence     `json:"nextOccurrences"`
 	// Blackouts are the policy's blackouts not yet over: no start in them
 	// (docs/design.md#manual-controls).
 	Blackouts []v1alpha1.Blackout `json:"blackouts,omitempty"`
@@ -59,14 +64,14 @@ func Build(in Input) (Report, error) {
 		return Report{}, err
 	}
 	cycle := s.Calendar.Measure(in.Now)
-	inputs := s.Inputs(in.ExpireAfter, in.TerminationGrace)
-	d := schedule.Derive(inputs, cycle)
+	inputs, d, inForce := s.Sized(s.Inputs(in.ExpireAfter, in.TerminationGrace), cycle, in.Population)
 	fd := schedule.FormatDuration
 	r := Report{
 		Policy: in.Policy.Name, NodePool: in.NodePool,
 		ExpireAfter: "Never", TerminationGracePeriod: "unset",
 		AlwaysOpen: cycle.AlwaysOpen, P: fd(cycle.P), D: fd(cycle.D), Gap: fd(cycle.Gap),
 		TRot: fd(d.TRot), TRotEst: fd(d.TRotEst), A: fd(d.A), AgeThreshold: "auto", G: d.G, C: d.C,
+		MaxUnavailable: s.Concurrency.String(), InForce: inForce,
 	}
 	for i, b := range s.Blackouts {
 		if b.End.After(in.Now) {

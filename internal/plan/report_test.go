@@ -47,6 +47,7 @@ func TestBuildWorkedExample(t *testing.T) {
 	want := Report{
 		Policy: "api", NodePool: "api", ExpireAfter: "14d", TerminationGracePeriod: "1h",
 		P: "4d", D: "4h", Gap: "2d20h", TRot: "1h17m", TRotEst: "15m", A: "5d22h43m", AgeThreshold: "auto", G: 2, C: 10,
+		MaxUnavailable: "1", InForce: schedule.InForce{N: 1, Why: "maxUnavailable 1"},
 	}
 	got := r
 	got.NextOccurrences, got.Findings = nil, nil

@@ -29,3 +29,14 @@ func (s Settings) Derive(pool *karpv1.NodePool, now time.Time) (schedule.Inputs,
 func (s Settings) Assess(in schedule.Inputs, d schedule.Derivation, pop schedule.Population) []schedule.Finding {
 	return append(schedule.Findings(in, d, pop), s.Findings()...)
 }
+
+// Sized resolves the settings' concurrency for a pool of pop over the
+// cycle cy: the inputs and derivation at the number of rotations in force
+// (C grows with it), and that number with why. Observation, the policy
+// status and `rotationctl plan` all size a pool here
+// (docs/design.md#throughput).
+func (s Settings) Sized(in schedule.Inputs, cy schedule.Cycle, pop schedule.Population) (schedule.Inputs, schedule.Derivation, schedule.InForce) {
+	f := s.Concurrency.Resolve(in, cy, pop)
+	in.MaxUnavailable = f.N
+	return in, schedule.Derive(in, cy), f
+}

@@ -29,6 +29,10 @@ type Settings struct {
 	Calendar schedule.Calendar
 	// Timing is what the schedule derivation reads from the policy.
 	schedule.Timing
+	// Concurrency is spec.surge.maxUnavailable (and its cap): how many
+	// rotations of a pool may be in flight at once. Timing.MaxUnavailable
+	// is the number it resolves to for a pool (Sized), 1 until then.
+	Concurrency          schedule.Concurrency
 	Required, Preferred  []string
 	ForcefulFallback     bool
 	WholeNodeReservation bool
@@ -38,7 +42,7 @@ type Settings struct {
 func Resolve(spec v1alpha1.RotationPolicySpec) (Settings, error) {
 	var errs []error
 	s := Settings{
-		Timing:               schedule.Timing{MinRotationChances: int(spec.MinRotationChances), MaxUnavailable: int(spec.Surge.MaxUnavailable)},
+		Timing:               schedule.Timing{MinRotationChances: int(spec.MinRotationChances), MaxUnavailable: 1},
 		Required:             spec.Surge.MatchNodeRequirements.Required,
 		Preferred:            spec.Surge.MatchNodeRequirements.Preferred,
 		ForcefulFallback:     spec.Surge.ForcefulFallback.Enabled,
@@ -50,12 +54,9 @@ func Resolve(spec v1alpha1.RotationPolicySpec) (Settings, error) {
 	if s.MinRotationChances < 1 {
 		errs = append(errs, fmt.Errorf("spec.minRotationChances: %d is below the floor of 1", s.MinRotationChances))
 	}
-	if s.MaxUnavailable == 0 {
-		s.MaxUnavailable = 1
-	}
-	if s.MaxUnavailable != 1 {
-		errs = append(errs, fmt.Errorf("spec.surge.maxUnavailable: %d is not supported; v1 is fixed at 1", s.MaxUnavailable))
-	}
+	var err error
+	s.Concurrency, err = concurrency(spec.Surge.MaxUnavailable, spec.Surge.MaxUnavailableCap)
+	errs = append(errs, err)
 	if s.Required == nil {
 		s.Required = DefaultRequired
 	}
@@ -68,7 +69,6 @@ func Resolve(spec v1alpha1.RotationPolicySpec) (Settings, error) {
 		s.AgeThreshold = &d
 	}
 	surge := spec.Surge
-	var err error
 	s.ReadyTimeout, err = positiveOr("spec.surge.readyTimeout", surge.ReadyTimeout, DefaultReadyTimeout)
 	errs = append(errs, err)
 	s.RetryBackoff, err = positiveOr("spec.surge.retryBackoff", surge.RetryBackoff, DefaultRetryBackoff)

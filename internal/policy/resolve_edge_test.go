@@ -7,6 +7,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 
 	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
 	"github.com/noderotation/node-rotation-controller/internal/schedule"
@@ -24,10 +26,29 @@ func TestResolveFieldEdges(t *testing.T) {
 			func(s Settings) bool { return s.MinRotationChances == 1 }, ""},
 		{"negative K", v1alpha1.RotationPolicySpec{MinRotationChances: -1}, nil,
 			"spec.minRotationChances: -1 is below the floor of 1"},
-		{"maxUnavailable 1", v1alpha1.RotationPolicySpec{Surge: v1alpha1.SurgeSpec{MaxUnavailable: 1}},
-			func(s Settings) bool { return s.MaxUnavailable == 1 }, ""},
-		{"negative maxUnavailable", v1alpha1.RotationPolicySpec{Surge: v1alpha1.SurgeSpec{MaxUnavailable: -1}}, nil,
-			"spec.surge.maxUnavailable: -1 is not supported; v1 is fixed at 1"},
+		{"maxUnavailable unset is 1", v1alpha1.RotationPolicySpec{},
+			func(s Settings) bool {
+				return s.Concurrency == schedule.Concurrency{Amount: schedule.Amount{Count: 1}, Cap: DefaultMaxUnavailableCap} && s.MaxUnavailable == 1
+			}, ""},
+		{"maxUnavailable 4", v1alpha1.RotationPolicySpec{Surge: v1alpha1.SurgeSpec{MaxUnavailable: ptr.To(intstr.FromInt32(4))}},
+			func(s Settings) bool { return !s.Concurrency.Auto && s.Concurrency.Count == 4 && s.MaxUnavailable == 1 }, ""},
+		{"maxUnavailable a percentage", v1alpha1.RotationPolicySpec{Surge: v1alpha1.SurgeSpec{MaxUnavailable: ptr.To(intstr.FromString("25%"))}},
+			func(s Settings) bool { return s.Concurrency.Percent == 25 && s.Concurrency.String() == "25%" }, ""},
+		{"maxUnavailable auto with a count for a cap", v1alpha1.RotationPolicySpec{Surge: v1alpha1.SurgeSpec{
+			MaxUnavailable: ptr.To(intstr.FromString("auto")), MaxUnavailableCap: ptr.To(intstr.FromInt32(5))}},
+			func(s Settings) bool { return s.Concurrency.Auto && s.Concurrency.Cap == schedule.Amount{Count: 5} }, ""},
+		{"maxUnavailable 0", v1alpha1.RotationPolicySpec{Surge: v1alpha1.SurgeSpec{MaxUnavailable: ptr.To(intstr.FromInt32(0))}}, nil,
+			"spec.surge.maxUnavailable: 0 must be at least 1"},
+		{"negative maxUnavailable", v1alpha1.RotationPolicySpec{Surge: v1alpha1.SurgeSpec{MaxUnavailable: ptr.To(intstr.FromInt32(-1))}}, nil,
+			"spec.surge.maxUnavailable: -1 must be at least 1"},
+		{"maxUnavailable 0%", v1alpha1.RotationPolicySpec{Surge: v1alpha1.SurgeSpec{MaxUnavailable: ptr.To(intstr.FromString("0%"))}}, nil,
+			`spec.surge.maxUnavailable: "0%" must be an integer of at least 1, a percentage from 1% to 100% such as "10%", or "auto"`},
+		{"maxUnavailable 150%", v1alpha1.RotationPolicySpec{Surge: v1alpha1.SurgeSpec{MaxUnavailable: ptr.To(intstr.FromString("150%"))}}, nil,
+			`spec.surge.maxUnavailable: "150%" must be`},
+		{"maxUnavailable garbage", v1alpha1.RotationPolicySpec{Surge: v1alpha1.SurgeSpec{MaxUnavailable: ptr.To(intstr.FromString("Auto"))}}, nil,
+			`spec.surge.maxUnavailable: "Auto" must be`},
+		{"maxUnavailableCap auto is no cap", v1alpha1.RotationPolicySpec{Surge: v1alpha1.SurgeSpec{MaxUnavailableCap: ptr.To(intstr.FromString("auto"))}}, nil,
+			`spec.surge.maxUnavailableCap: "auto" must be an integer of at least 1, a percentage from 1% to 100% such as "10%"`},
 		{"ageThreshold auto", v1alpha1.RotationPolicySpec{AgeThreshold: "auto"},
 			func(s Settings) bool { return s.AgeThreshold == nil }, ""},
 		{"ageThreshold override", v1alpha1.RotationPolicySpec{AgeThreshold: "90m"},

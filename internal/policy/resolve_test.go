@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 )
 
 func TestResolveDefaults(t *testing.T) {
@@ -55,7 +57,7 @@ func TestResolveErrorsNameTheField(t *testing.T) {
 			{Timezone: "UTC", Days: []v1alpha1.Weekday{"Mon"}, Start: "02:00", End: "03:00"},
 			{Timezone: "Mars/Olympus_Mons", Days: []v1alpha1.Weekday{"Mon"}, Start: "02:00", End: "03:00"},
 		},
-		Surge: v1alpha1.SurgeSpec{MaxUnavailable: 2, ReadyTimeout: "0s", RetryBackoff: "-5m", CooldownAfter: "1x", DrainEstimate: "ten minutes", StartCutoff: "-1m"},
+		Surge: v1alpha1.SurgeSpec{MaxUnavailable: ptr.To(intstr.FromString("0%")), ReadyTimeout: "0s", RetryBackoff: "-5m", CooldownAfter: "1x", DrainEstimate: "ten minutes", StartCutoff: "-1m"},
 		Blackouts: []v1alpha1.Blackout{
 			{Start: "2026-12-24T00:00:00Z", End: "2026-12-27T00:00:00Z"},
 			{Start: "Christmas", End: "2026-12-27T00:00:00Z"},
@@ -68,7 +70,7 @@ func TestResolveErrorsNameTheField(t *testing.T) {
 	}
 	for _, want := range []string{
 		`spec.ageThreshold: "soon" is not a Go duration`,
-		"spec.surge.maxUnavailable: 2 is not supported",
+		`spec.surge.maxUnavailable: "0%" must be`,
 		"spec.prePull.enabled",
 		`spec.maintenanceWindows[1].timezone "Mars/Olympus_Mons": not a loadable IANA time zone`,
 		`spec.surge.readyTimeout: "0s" must be greater than 0`,

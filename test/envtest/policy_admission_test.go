@@ -14,12 +14,15 @@ import (
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
 	"github.com/noderotation/node-rotation-controller/internal/policy"
+	"github.com/noderotation/node-rotation-controller/internal/schedule"
 	"github.com/noderotation/node-rotation-controller/test/testenv"
 )
 
@@ -61,7 +64,8 @@ var _ = Describe("RotationPolicy admission", func() {
 				Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(&p), got)).To(Succeed())
 				Expect(got.Spec.AgeThreshold).NotTo(BeEmpty())
 				Expect(got.Spec.MinRotationChances).To(BeNumerically(">=", 1))
-				Expect(got.Spec.Surge.MaxUnavailable).To(BeNumerically("==", 1))
+				Expect(got.Spec.Surge.MaxUnavailable).NotTo(BeNil())
+				Expect(got.Spec.Surge.MaxUnavailableCap).To(Equal(ptr.To(intstr.FromString("10%"))))
 				Expect(got.Spec.Surge.ReadyTimeout).NotTo(BeEmpty())
 				Expect(got.Spec.Surge.RetryBackoff).NotTo(BeEmpty())
 				Expect(got.Spec.Surge.MatchNodeRequirements.Required).NotTo(BeEmpty())
@@ -84,6 +88,8 @@ var _ = Describe("RotationPolicy admission", func() {
 		Expect(s.Surge.ReadyTimeout).To(Equal("15m"))
 		Expect(s.Surge.CooldownAfter).To(Equal("10m"))
 		Expect(s.Surge.RetryBackoff).To(Equal("30m"))
+		Expect(s.Surge.MaxUnavailable).To(Equal(ptr.To(intstr.FromInt32(1))), "one rotation at a time unless the policy says more")
+		Expect(s.Surge.MaxUnavailableCap).To(Equal(ptr.To(intstr.FromString("10%"))))
 		Expect(s.Surge.FailurePause).To(BeEmpty(), "unset means max(10m, cooldownAfter)")
 		Expect(s.Surge.MatchNodeRequirements.Required).To(Equal(policy.DefaultRequired))
 	})
@@ -98,6 +104,29 @@ var _ = Describe("RotationPolicy admission", func() {
 		s, err := policy.Resolve(p.Spec)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(s.CooldownAfter).To(BeZero())
+	})
+
+	It("admits maxUnavailable as a count, a percentage or auto, and resolves each", func() {
+		for _, c := range []struct {
+			value, limit *intstr.IntOrString
+			want         schedule.Concurrency
+		}{
+			{ptr.To(intstr.FromInt32(3)), nil, schedule.Concurrency{Amount: schedule.Amount{Count: 3}, Cap: policy.DefaultMaxUnavailableCap}},
+			{ptr.To(intstr.FromString("25%")), nil, schedule.Concurrency{Amount: schedule.Amount{Percent: 25}, Cap: policy.DefaultMaxUnavailableCap}},
+			{ptr.To(intstr.FromString("100%")), nil, schedule.Concurrency{Amount: schedule.Amount{Percent: 100}, Cap: policy.DefaultMaxUnavailableCap}},
+			{ptr.To(intstr.FromString("auto")), ptr.To(intstr.FromInt32(5)), schedule.Concurrency{Auto: true, Cap: schedule.Amount{Count: 5}}},
+			{ptr.To(intstr.FromString("auto")), ptr.To(intstr.FromString("20%")), schedule.Concurrency{Auto: true, Cap: schedule.Amount{Percent: 20}}},
+		} {
+			p := &v1alpha1.RotationPolicy{ObjectMeta: metav1.ObjectMeta{Name: "concurrency"}, Spec: v1alpha1.RotationPolicySpec{
+				MaintenanceWindows: []v1alpha1.MaintenanceWindow{{Timezone: "UTC", Days: []v1alpha1.Weekday{"Sun"}, Start: "01:00", End: "05:00"}},
+				Surge:              v1alpha1.SurgeSpec{MaxUnavailable: c.value, MaxUnavailableCap: c.limit},
+			}}
+			Expect(env.Client.Create(ctx, p)).To(Succeed(), "maxUnavailable %s, cap %v", c.value, c.limit)
+			s, err := policy.Resolve(p.Spec)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(s.Concurrency).To(Equal(c.want), "maxUnavailable %s, cap %v", c.value, c.limit)
+			Expect(env.Client.Delete(ctx, p)).To(Succeed())
+		}
 	})
 
 	It("admits selectors and label keys of every valid form", func() {
@@ -165,7 +194,14 @@ var _ = Describe("RotationPolicy admission", func() {
 		Entry("start 24:00", window(`start: "24:00"`), `spec.maintenanceWindows[0].start: Invalid value: "24:00"`),
 		Entry("end past 24:00", window(`end: "24:01"`), `spec.maintenanceWindows[0].end: Invalid value: "24:01": spec.maintenanceWindows[0].end in body should match`),
 		Entry("empty timezone", window(`timezone: ""`), `spec.maintenanceWindows[0].timezone: Invalid value: "": spec.maintenanceWindows[0].timezone in body should be at least 1 chars long`),
-		Entry("maxUnavailable 2", `surge: {maxUnavailable: 2}`, `spec.surge.maxUnavailable: Invalid value: 2: spec.surge.maxUnavailable in body should be less than or equal to 1`),
+		Entry("maxUnavailable 0", `surge: {maxUnavailable: 0}`, `spec.surge.maxUnavailable: Invalid value: 0: maxUnavailable must be an integer of at least 1, a percentage from 1% to 100% such as 10%, or auto`),
+		Entry("maxUnavailable negative", `surge: {maxUnavailable: -2}`, `spec.surge.maxUnavailable: Invalid value: -2: maxUnavailable must be an integer of at least 1`),
+		Entry("maxUnavailable 0%", `surge: {maxUnavailable: "0%"}`, `spec.surge.maxUnavailable: Invalid value: "0%": maxUnavailable must be an integer of at least 1`),
+		Entry("maxUnavailable 150%", `surge: {maxUnavailable: "150%"}`, `spec.surge.maxUnavailable: Invalid value: "150%": maxUnavailable must be an integer of at least 1`),
+		Entry("maxUnavailable garbage", `surge: {maxUnavailable: all}`, `spec.surge.maxUnavailable: Invalid value: "all": maxUnavailable must be an integer of at least 1`),
+		Entry("maxUnavailable a fraction", `surge: {maxUnavailable: 1.5}`, `spec.surge.maxUnavailable`),
+		Entry("maxUnavailableCap auto", `surge: {maxUnavailable: auto, maxUnavailableCap: auto}`, `spec.surge.maxUnavailableCap: Invalid value: "auto": maxUnavailableCap must be an integer of at least 1 or a percentage from 1% to 100% such as 10%`),
+		Entry("maxUnavailableCap 0", `surge: {maxUnavailableCap: 0}`, `spec.surge.maxUnavailableCap: Invalid value: 0: maxUnavailableCap must be an integer of at least 1`),
 		Entry("readyTimeout zero", `surge: {readyTimeout: 0s}`, `spec.surge.readyTimeout: Invalid value: "0s": readyTimeout must be greater than 0`),
 		Entry("retryBackoff negative", `surge: {retryBackoff: "-5m"}`, `spec.surge.retryBackoff: Invalid value: "-5m": retryBackoff must be a Go duration such as 90m`),
 		Entry("retryBackoff zero", `surge: {retryBackoff: 0m}`, `spec.surge.retryBackoff: Invalid value: "0m": retryBackoff must be greater than 0`),
