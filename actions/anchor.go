@@ -44,6 +44,24 @@ var (
 
 func (p *Pass) stamp() string { return p.Targets.Now.UTC().Format(time.RFC3339) }
 
+// full: the copy anchors as many rotations as the pool may have in flight,
+// so a start or a re-adoption would make one more
+// (docs/design.md#throughput).
+func (p *Pass) full(np *karpv1.NodePool) bool {
+	return p.Targets.InForce > 0 && len(v1alpha1.Anchors(np.Annotations)) >= p.Targets.InForce
+}
+
+// anchoredElsewhere: a slot other than the pass's names the claim on the
+// copy, so anchoring it here would give one rotation two slots.
+func (p *Pass) anchoredElsewhere(np *karpv1.NodePool, claim string) bool {
+	for _, a := range v1alpha1.Anchors(np.Annotations) {
+		if a.Claim == claim && a.Slot != max(p.Targets.Slot, 1) {
+			return true
+		}
+	}
+	return false
+}
+
 // anchorWrite writes the anchor only if absent: the write that elects the
 // pass starting the rotation. In surge mode it also clears any orphaned
 // rotation-scoped key, so a stale draining mirror can never be read as this
@@ -61,18 +79,19 @@ func anchorWrite(ctx context.Context, p *Pass, args map[string]any) (Result, err
 	}
 	np := p.pool()
 	out, err := p.write(ctx, np, func() (bool, error) {
-		if np.Annotations[v1alpha1.AnnotationActiveRotation] != "" {
+		if np.Annotations[p.Targets.Slot.Key(v1alpha1.AnnotationActiveRotation)] != "" ||
+			p.anchoredElsewhere(np, p.Targets.Claim) || p.full(np) {
 			return false, nil
 		}
-		conditional.DeleteAnnotations(np, v1alpha1.RotationScoped...)
-		conditional.SetAnnotation(np, v1alpha1.AnnotationActiveRotation, p.Targets.Claim)
+		conditional.DeleteAnnotations(np, p.Targets.Slot.RotationScoped()...)
+		conditional.SetAnnotation(np, p.Targets.Slot.Key(v1alpha1.AnnotationActiveRotation), p.Targets.Claim)
 		// the start marker: an anchor this controller wrote always has a
 		// mirror, so one without is never a live rotation's (orphanedAnchor)
-		conditional.SetAnnotation(np, v1alpha1.AnnotationActiveRotationState, v1alpha1.StatePending)
+		conditional.SetAnnotation(np, p.Targets.Slot.Key(v1alpha1.AnnotationActiveRotationState), v1alpha1.StatePending)
 		if args["mode"] == "forcefulFallback" {
-			conditional.SetAnnotation(np, v1alpha1.AnnotationRotationMode, v1alpha1.RotationModeFallback)
-			conditional.SetAnnotation(np, v1alpha1.AnnotationActiveRotationState, v1alpha1.StateDraining)
-			conditional.SetAnnotation(np, v1alpha1.AnnotationDrainingAt, p.stamp())
+			conditional.SetAnnotation(np, p.Targets.Slot.Key(v1alpha1.AnnotationRotationMode), v1alpha1.RotationModeFallback)
+			conditional.SetAnnotation(np, p.Targets.Slot.Key(v1alpha1.AnnotationActiveRotationState), v1alpha1.StateDraining)
+			conditional.SetAnnotation(np, p.Targets.Slot.Key(v1alpha1.AnnotationDrainingAt), p.stamp())
 		}
 		return true, nil
 	})
@@ -89,12 +108,12 @@ func anchorRelease(ctx context.Context, p *Pass, _ map[string]any) (Result, erro
 	var rel *Released
 	out, err := p.write(ctx, np, func() (bool, error) {
 		a := np.Annotations
-		if a[v1alpha1.AnnotationActiveRotation] != p.Targets.Claim {
+		if a[p.Targets.Slot.Key(v1alpha1.AnnotationActiveRotation)] != p.Targets.Claim {
 			return false, nil
 		}
-		rel = &Released{Outcome: ReleasedExpired, DrainingAt: a[v1alpha1.AnnotationDrainingAt], SurgeWait: a[v1alpha1.AnnotationSurgeWait],
-			SurgeNode: a[v1alpha1.AnnotationSurgeNode], Mode: a[v1alpha1.AnnotationRotationMode]}
-		switch a[v1alpha1.AnnotationActiveRotationState] {
+		rel = &Released{Outcome: ReleasedExpired, DrainingAt: a[p.Targets.Slot.Key(v1alpha1.AnnotationDrainingAt)], SurgeWait: a[p.Targets.Slot.Key(v1alpha1.AnnotationSurgeWait)],
+			SurgeNode: a[p.Targets.Slot.Key(v1alpha1.AnnotationSurgeNode)], Mode: a[p.Targets.Slot.Key(v1alpha1.AnnotationRotationMode)]}
+		switch a[p.Targets.Slot.Key(v1alpha1.AnnotationActiveRotationState)] {
 		case v1alpha1.StateExpired:
 			// the pass that recorded the expiry announced it; a pass on a
 			// cache that missed the record releases without a word
@@ -105,12 +124,12 @@ func anchorRelease(ctx context.Context, p *Pass, _ map[string]any) (Result, erro
 			rel.Outcome = ReleasedUngoverned
 		case v1alpha1.StateDraining:
 			rel.Outcome = ReleasedSuccess
-			conditional.SetAnnotation(np, v1alpha1.AnnotationLastRotationAt, p.stamp())
-			if took, ok := surgeRotationTook(a, p.Targets.Now); ok {
+			conditional.SetAnnotation(np, p.Targets.Slot.Key(v1alpha1.AnnotationLastRotationAt), p.stamp())
+			if took, ok := surgeRotationTook(a, p.Targets.Slot, p.Targets.Now); ok {
 				conditional.SetAnnotation(np, v1alpha1.AnnotationRecentRotations, v1alpha1.AppendRecentRotation(a[v1alpha1.AnnotationRecentRotations], took))
 			}
 		}
-		conditional.DeleteAnnotations(np, v1alpha1.RotationScoped...)
+		conditional.DeleteAnnotations(np, p.Targets.Slot.RotationScoped()...)
 		return true, nil
 	})
 	if out != Claimed {
@@ -124,15 +143,15 @@ func anchorRelease(ctx context.Context, p *Pass, _ map[string]any) (Result, erro
 // (draining-at to now), from what the pool recorded; a surge-less one, or
 // one whose record is missing or malformed, teaches the forecast nothing
 // (docs/design.md#window-end).
-func surgeRotationTook(a map[string]string, now time.Time) (time.Duration, bool) {
-	if a[v1alpha1.AnnotationRotationMode] == v1alpha1.RotationModeFallback {
+func surgeRotationTook(a map[string]string, slot v1alpha1.Slot, now time.Time) (time.Duration, bool) {
+	if a[slot.Key(v1alpha1.AnnotationRotationMode)] == v1alpha1.RotationModeFallback {
 		return 0, false
 	}
-	wait, err := time.ParseDuration(a[v1alpha1.AnnotationSurgeWait])
+	wait, err := time.ParseDuration(a[slot.Key(v1alpha1.AnnotationSurgeWait)])
 	if err != nil || wait < 0 {
 		return 0, false
 	}
-	draining, err := time.Parse(time.RFC3339, a[v1alpha1.AnnotationDrainingAt])
+	draining, err := time.Parse(time.RFC3339, a[slot.Key(v1alpha1.AnnotationDrainingAt)])
 	if err != nil || now.Before(draining) {
 		return 0, false
 	}
@@ -163,14 +182,14 @@ func anchorClear(ctx context.Context, p *Pass, args map[string]any) (Result, err
 	np := p.pool()
 	mirror := ""
 	out, err := p.write(ctx, np, func() (bool, error) {
-		if np.Annotations[v1alpha1.AnnotationActiveRotation] != p.Targets.Claim {
+		if np.Annotations[p.Targets.Slot.Key(v1alpha1.AnnotationActiveRotation)] != p.Targets.Claim {
 			return false, nil
 		}
-		if args["ifNoMirror"] == true && np.Annotations[v1alpha1.AnnotationActiveRotationState] != "" {
+		if args["ifNoMirror"] == true && np.Annotations[p.Targets.Slot.Key(v1alpha1.AnnotationActiveRotationState)] != "" {
 			return false, nil // a copy with a mirror is a live rotation's
 		}
-		mirror = np.Annotations[v1alpha1.AnnotationActiveRotationState]
-		conditional.DeleteAnnotations(np, v1alpha1.RotationScoped...)
+		mirror = np.Annotations[p.Targets.Slot.Key(v1alpha1.AnnotationActiveRotationState)]
+		conditional.DeleteAnnotations(np, p.Targets.Slot.RotationScoped()...)
 		switch args["lastFailureAt"] {
 		case "now":
 			conditional.SetAnnotation(np, v1alpha1.AnnotationLastFailureAt, p.stamp())
@@ -214,42 +233,42 @@ func poolMirror(ctx context.Context, p *Pass, args map[string]any) (Result, erro
 	if state, _ := args["state"].(string); state == v1alpha1.StateExpired || state == v1alpha1.StateGovernanceLost {
 		out, err := p.write(ctx, np, func() (bool, error) {
 			a := np.Annotations
-			switch a[v1alpha1.AnnotationActiveRotationState] {
+			switch a[p.Targets.Slot.Key(v1alpha1.AnnotationActiveRotationState)] {
 			case v1alpha1.StateExpired, v1alpha1.StateGovernanceLost, state:
 				// each is recorded once; an expiry never overwrites a
 				// drain held after governance loss (its end is said and
 				// counted by neither)
 				return false, nil
 			}
-			if a[v1alpha1.AnnotationActiveRotation] != p.Targets.Claim {
+			if a[p.Targets.Slot.Key(v1alpha1.AnnotationActiveRotation)] != p.Targets.Claim {
 				return false, nil
 			}
-			conditional.SetAnnotation(np, v1alpha1.AnnotationActiveRotationState, state)
+			conditional.SetAnnotation(np, p.Targets.Slot.Key(v1alpha1.AnnotationActiveRotationState), state)
 			return true, nil
 		})
 		return Result{Outcome: out, Did: state + " mirror: " + string(out)}, err
 	}
 	out, err := p.write(ctx, np, func() (bool, error) {
 		a := np.Annotations
-		if a[v1alpha1.AnnotationActiveRotation] != p.Targets.Claim {
+		if a[p.Targets.Slot.Key(v1alpha1.AnnotationActiveRotation)] != p.Targets.Claim {
 			return false, nil
 		}
-		switch a[v1alpha1.AnnotationActiveRotationState] {
+		switch a[p.Targets.Slot.Key(v1alpha1.AnnotationActiveRotationState)] {
 		case v1alpha1.StateExpired, v1alpha1.StateGovernanceLost:
 			// an expiry recorded meanwhile is never turned back into a
 			// drain, nor a drain nobody governed into a success
 			return false, nil
 		}
-		conditional.SetAnnotation(np, v1alpha1.AnnotationActiveRotationState, v1alpha1.StateDraining)
-		if args["surgeNode"] == true && a[v1alpha1.AnnotationSurgeNode] == "" && p.Targets.SurgeHost != nil {
-			conditional.SetAnnotation(np, v1alpha1.AnnotationSurgeNode, p.Targets.SurgeHost.Name)
+		conditional.SetAnnotation(np, p.Targets.Slot.Key(v1alpha1.AnnotationActiveRotationState), v1alpha1.StateDraining)
+		if args["surgeNode"] == true && a[p.Targets.Slot.Key(v1alpha1.AnnotationSurgeNode)] == "" && p.Targets.SurgeHost != nil {
+			conditional.SetAnnotation(np, p.Targets.Slot.Key(v1alpha1.AnnotationSurgeNode), p.Targets.SurgeHost.Name)
 		}
-		if args["drainingAt"] == true && a[v1alpha1.AnnotationDrainingAt] == "" {
-			conditional.SetAnnotation(np, v1alpha1.AnnotationDrainingAt, p.stamp())
+		if args["drainingAt"] == true && a[p.Targets.Slot.Key(v1alpha1.AnnotationDrainingAt)] == "" {
+			conditional.SetAnnotation(np, p.Targets.Slot.Key(v1alpha1.AnnotationDrainingAt), p.stamp())
 		}
-		if args["surgeWait"] == true && a[v1alpha1.AnnotationSurgeWait] == "" {
+		if args["surgeWait"] == true && a[p.Targets.Slot.Key(v1alpha1.AnnotationSurgeWait)] == "" {
 			if started, err := time.Parse(time.RFC3339, p.claimAnnotation(v1alpha1.AnnotationStartedAt)); err == nil {
-				conditional.SetAnnotation(np, v1alpha1.AnnotationSurgeWait, p.Targets.Now.Sub(started).Round(time.Second).String())
+				conditional.SetAnnotation(np, p.Targets.Slot.Key(v1alpha1.AnnotationSurgeWait), p.Targets.Now.Sub(started).Round(time.Second).String())
 			}
 		}
 		return true, nil
@@ -293,18 +312,19 @@ func readopt(ctx context.Context, p *Pass, name, superseded string) (Result, err
 	}
 	np := p.pool()
 	out, err := p.write(ctx, np, func() (bool, error) {
-		if np.Annotations[v1alpha1.AnnotationActiveRotation] != superseded {
+		if np.Annotations[p.Targets.Slot.Key(v1alpha1.AnnotationActiveRotation)] != superseded ||
+			p.anchoredElsewhere(np, c.Name) || (superseded == "" && p.full(np)) {
 			return false, nil
 		}
-		lost := np.Annotations[v1alpha1.AnnotationActiveRotationState] == v1alpha1.StateGovernanceLost
+		lost := np.Annotations[p.Targets.Slot.Key(v1alpha1.AnnotationActiveRotationState)] == v1alpha1.StateGovernanceLost
 		// the rotation's own figures (draining-at, surge-wait, surge-node,
 		// mode), if the anchor alone was removed, are kept; beside an
 		// anchor naming a gone claim they may be that claim's (an older
 		// copy of the pool), so they go, as a clear would take them
 		if superseded != "" {
-			conditional.DeleteAnnotations(np, v1alpha1.RotationScoped...)
+			conditional.DeleteAnnotations(np, p.Targets.Slot.RotationScoped()...)
 		}
-		conditional.SetAnnotation(np, v1alpha1.AnnotationActiveRotation, c.Name)
+		conditional.SetAnnotation(np, p.Targets.Slot.Key(v1alpha1.AnnotationActiveRotation), c.Name)
 		mirror := v1alpha1.StatePending
 		switch {
 		case state == v1alpha1.StateDraining && lost:
@@ -313,7 +333,7 @@ func readopt(ctx context.Context, p *Pass, name, superseded string) (Result, err
 		case state == v1alpha1.StateDraining:
 			mirror = v1alpha1.StateDraining
 		}
-		conditional.SetAnnotation(np, v1alpha1.AnnotationActiveRotationState, mirror)
+		conditional.SetAnnotation(np, p.Targets.Slot.Key(v1alpha1.AnnotationActiveRotationState), mirror)
 		return true, nil
 	})
 	res := Result{Outcome: out, Did: "re-adopt " + c.Name + " (" + state + "): " + string(out), Readopted: state, Anchored: c.Name, Superseded: superseded}

@@ -37,7 +37,13 @@ func (p *Pass) copies() map[copyKey]client.Object {
 		return p.held
 	}
 	p.held = map[copyKey]client.Object{}
-	t := p.Targets
+	p.index(p.Targets)
+	return p.held
+}
+
+// index adds the objects t was observed with that the pass holds no copy
+// of yet.
+func (p *Pass) index(t Targets) {
 	var observed []client.Object
 	for _, c := range append([]*karpv1.NodeClaim{t.ClaimObject, t.SurgeHostClaim, t.InducedClaim}, t.Stranded.Claims...) {
 		if c != nil {
@@ -53,11 +59,21 @@ func (p *Pass) copies() map[copyKey]client.Object {
 		observed = append(observed, t.Pool)
 	}
 	for _, o := range observed {
-		if k, ok := keyOf(o); ok {
+		if k, ok := keyOf(o); ok && p.held[k] == nil {
 			p.held[k] = o
 		}
 	}
-	return p.held
+}
+
+// Retarget points the pass's next steps at another rotation slot's
+// targets (docs/design.md#throughput). What the pass holds stays: an
+// object it already observed or wrote keeps its newest copy — the pool's
+// above all, which every slot writes — and the new targets' objects it
+// holds no copy of are added.
+func (p *Pass) Retarget(t Targets) {
+	p.copies()
+	p.Targets = t
+	p.index(t)
 }
 
 // hold records obj — the response of a write this pass made — as the newest
@@ -110,4 +126,14 @@ func (p *Pass) claim(name string) *karpv1.NodeClaim {
 
 func (p *Pass) node(name string) *corev1.Node {
 	return newest(p, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}})
+}
+
+// PoolResourceVersion is the resourceVersion of the newest copy the pass
+// holds of its pool: another than the observed one once a step of the
+// pass wrote the pool.
+func (p *Pass) PoolResourceVersion() string {
+	if np, ok := p.copies()[copyKey{"NodePool", p.Targets.Pool.Name}]; ok {
+		return np.GetResourceVersion()
+	}
+	return ""
 }

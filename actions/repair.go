@@ -29,9 +29,13 @@ func repairStranded(ctx context.Context, p *Pass, _ map[string]any) (Result, err
 		return Result{}, fmt.Errorf("reading NodePool %s: %w", p.Targets.Pool.Name, err)
 	}
 	p.hold(np)
-	anchor := np.Annotations[v1alpha1.AnnotationActiveRotation]
+	// an artefact any slot's fresh anchor names is a live rotation's
+	named := map[string]bool{}
+	for _, a := range v1alpha1.Anchors(np.Annotations) {
+		named[a.Claim] = true
+	}
 	var did []string
-	claims, failed, err := p.failStranded(ctx, anchor)
+	claims, failed, err := p.failStranded(ctx, named)
 	if err != nil {
 		return Result{}, err
 	}
@@ -40,7 +44,7 @@ func repairStranded(ctx context.Context, p *Pass, _ map[string]any) (Result, err
 	}
 	did = append(did, claims...)
 	for _, pod := range p.Targets.Stranded.Placeholders {
-		if pod.Labels[v1alpha1.LabelSurgeFor] == anchor {
+		if named[pod.Labels[v1alpha1.LabelSurgeFor]] {
 			continue
 		}
 		err := p.Client.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}, client.GracePeriodSeconds(0))
@@ -51,7 +55,7 @@ func repairStranded(ctx context.Context, p *Pass, _ map[string]any) (Result, err
 			return Result{}, fmt.Errorf("deleting stranded placeholder %s: %w", pod.Name, err)
 		}
 	}
-	nodes, err := p.reverseStranded(ctx, anchor)
+	nodes, err := p.reverseStranded(ctx, named)
 	if err != nil {
 		return Result{}, err
 	}
@@ -66,11 +70,11 @@ func repairStranded(ctx context.Context, p *Pass, _ map[string]any) (Result, err
 }
 
 // failStranded writes a failure record on each stranded claim still in
-// flight, not deleting and not named by the fresh anchor; it returns what it
+// flight, not deleting and not named by a fresh anchor; it returns what it
 // did and the claims it failed.
-func (p *Pass) failStranded(ctx context.Context, anchor string) (did, failed []string, err error) {
+func (p *Pass) failStranded(ctx context.Context, named map[string]bool) (did, failed []string, err error) {
 	for _, sc := range p.Targets.Stranded.Claims {
-		if sc.Name == anchor {
+		if named[sc.Name] {
 			continue
 		}
 		c := p.claim(sc.Name)
@@ -97,14 +101,14 @@ func (p *Pass) failStranded(ctx context.Context, anchor string) (did, failed []s
 }
 
 // reverseStranded takes our markers off each stranded node its copy still
-// shows marked and not paired with the anchor.
-func (p *Pass) reverseStranded(ctx context.Context, anchor string) ([]string, error) {
+// shows marked and not paired with an anchor.
+func (p *Pass) reverseStranded(ctx context.Context, named map[string]bool) ([]string, error) {
 	var did []string
 	for _, sn := range p.Targets.Stranded.Nodes {
 		n := p.node(sn.Name)
 		what := ""
 		out, err := p.write(ctx, n, func() (bool, error) {
-			if !markers.Marked(n) || (anchor != "" && n.Labels[v1alpha1.LabelSurgeFor] == anchor) {
+			if !markers.Marked(n) || named[n.Labels[v1alpha1.LabelSurgeFor]] {
 				return false, nil
 			}
 			what = markers.Reverse(n)

@@ -3,6 +3,8 @@ package actions
 import (
 	"time"
 
+	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
@@ -16,6 +18,12 @@ type Targets struct {
 	Now time.Time
 	// Pool is the NodePool as observed.
 	Pool *karpv1.NodePool
+	// Slot is the rotation slot whose keys the anchor steps write
+	// (docs/design.md#throughput); 0 writes slot 1's. InForce is the
+	// number of rotations the pool may have in flight: a start's anchor
+	// write never makes more (0: no bound, as for the window's steps).
+	Slot    v1alpha1.Slot
+	InForce int
 	// Claim names the rotation's NodeClaim: the anchor, or the candidate.
 	Claim string
 	// ClaimObject is that claim as observed; nil when it no longer exists.

@@ -22,41 +22,63 @@ func (e *Engine) Decide(s *Snapshot) []Decision {
 	out := make([]Decision, 0, len(e.machines))
 	consulted := make([]FactValue, 0, e.maxConsulted)
 	for _, m := range e.machines {
-		sv, err := ev.value(m.state)
-		if err != nil {
-			out = append(out, Decision{Machine: m.def.Name, Undecided: err})
-			continue
-		}
-		state := sv.(string)
-		idx := m.states[state]
-		first := len(consulted)
-		consulted = append(consulted, FactValue{Name: m.state.def.Name, Value: sv})
-		n := 0
-		var unknown []int
-		var why *FactError
-		for i, f := range idx.facts {
-			v, err := ev.value(f)
-			if err != nil {
-				unknown = append(unknown, i)
-				why = cmp.Or(why, err)
-				continue
-			}
-			consulted = append(consulted, FactValue{Name: f.def.Name, Value: v})
-			n += idx.strides[i] * valueIndex(f, v)
-		}
-		facts := consulted[first:len(consulted):len(consulted)]
-		r, ok := idx.only(n, unknown)
-		if !ok {
-			out = append(out, Decision{Machine: m.def.Name, From: state, Facts: facts, Undecided: why})
-			continue
-		}
-		t := idx.rows[r].t
-		out = append(out, Decision{
-			Machine: m.def.Name, Transition: t.ID, From: state, To: t.To,
-			Steps: t.Steps, Requeue: t.requeue, OnLost: t.onLost, Facts: facts,
-		})
+		var d Decision
+		d, consulted = ev.decide(m, consulted)
+		out = append(out, d)
 	}
 	return out
+}
+
+// DecideMachine is the decision of the named machine alone, exactly as
+// Decide makes it: a pool with several rotations in flight decides the
+// rotation machine once per slot and the window machine once
+// (docs/design.md#throughput).
+func (e *Engine) DecideMachine(s *Snapshot, name string) (Decision, error) {
+	for _, m := range e.machines {
+		if m.def.Name == name {
+			ev := evaluator{e: e, s: s, vals: make([]any, len(e.facts)), errs: make([]*FactError, len(e.facts))}
+			d, _ := ev.decide(m, make([]FactValue, 0, e.maxConsulted))
+			return d, nil
+		}
+	}
+	return Decision{}, fmt.Errorf("the table has no machine %q", name)
+}
+
+// decide is one machine's decision; the facts it consulted are appended
+// to consulted (shared by the machines of one Decide) and the decision's
+// Facts are that stretch of it.
+func (ev *evaluator) decide(m *machine, consulted []FactValue) (Decision, []FactValue) {
+	sv, err := ev.value(m.state)
+	if err != nil {
+		return Decision{Machine: m.def.Name, Undecided: err}, consulted
+	}
+	state := sv.(string)
+	idx := m.states[state]
+	first := len(consulted)
+	consulted = append(consulted, FactValue{Name: m.state.def.Name, Value: sv})
+	n := 0
+	var unknown []int
+	var why *FactError
+	for i, f := range idx.facts {
+		v, err := ev.value(f)
+		if err != nil {
+			unknown = append(unknown, i)
+			why = cmp.Or(why, err)
+			continue
+		}
+		consulted = append(consulted, FactValue{Name: f.def.Name, Value: v})
+		n += idx.strides[i] * valueIndex(f, v)
+	}
+	facts := consulted[first:len(consulted):len(consulted)]
+	r, ok := idx.only(n, unknown)
+	if !ok {
+		return Decision{Machine: m.def.Name, From: state, Facts: facts, Undecided: why}, consulted
+	}
+	t := idx.rows[r].t
+	return Decision{
+		Machine: m.def.Name, Transition: t.ID, From: state, To: t.To,
+		Steps: t.Steps, Requeue: t.requeue, OnLost: t.onLost, Facts: facts,
+	}, consulted
 }
 
 // only is the row the state takes at lookup index n whatever the values of
@@ -205,6 +227,16 @@ func (e *Engine) FactNames() []string {
 	out := make([]string, len(e.facts))
 	for i, f := range e.facts {
 		out[i] = f.def.Name
+	}
+	return out
+}
+
+// MachineNames lists the table's machines in the order Decide decides
+// them.
+func (e *Engine) MachineNames() []string {
+	out := make([]string, len(e.machines))
+	for i, m := range e.machines {
+		out[i] = m.def.Name
 	}
 	return out
 }

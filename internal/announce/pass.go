@@ -36,6 +36,10 @@ type Report struct {
 	// RulesVersion: the table the pass decided with, for the V(1)
 	// heartbeat.
 	RulesVersion int
+	// Partial: the pass left some rotation slots' decisions to the next
+	// pass (docs/design.md#throughput), so it ends no round of the
+	// level-triggered conditions: those slots asserted none.
+	Partial bool
 }
 
 // Decided is one decision the pass ran: whether it owned what its steps
@@ -68,7 +72,9 @@ func (a *Announcer) Pass(r Report) error {
 	if v == nil {
 		return errors.New("a pass report with neither a view nor a bad state")
 	}
-	defer a.seen.endPass(v.Pool.Name)
+	if !r.Partial {
+		defer a.seen.endPass(v.Pool.Name)
+	}
 	a.heartbeat(r.RulesVersion)
 	for _, e := range v.ReadErrors {
 		a.Log.Error(e, "a read failed; the pass goes on without it", "nodepool", v.Pool.Name)

@@ -9,7 +9,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
-	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
 	"github.com/noderotation/node-rotation-controller/internal/observe"
 )
 
@@ -79,8 +78,8 @@ func (c *ClusterCap) InFlight(pools []karpv1.NodePool, self string) int {
 		switch {
 		case mine && p.ResourceVersion != rv:
 			delete(c.own, p.Name) // the cache has moved past the anchor write
-		case mine && p.Name != self && p.Annotations[v1alpha1.AnnotationActiveRotation] == "":
-			n++ // anchored here, not yet in the cache
+		case mine && p.Name != self:
+			n++ // anchored here on this very copy: the cache has not shown it
 		}
 	}
 	return n

@@ -52,6 +52,9 @@ type NodePoolReconciler struct {
 	// Sweep runs once, before the first pass (docs/design.md#startup-sweep).
 	Sweep     func(context.Context)
 	sweepOnce sync.Once
+	// startable: whether each pool's last pass found a free slot, so its
+	// next pass takes the cluster cap's lock (mayStart).
+	startable sync.Map
 	// OnDecision, when set, sees every decision (tests: transition coverage).
 	OnDecision func(pool string, d engine.Decision)
 	// OnObservation, when set, sees every pass's observation before the
@@ -86,13 +89,16 @@ func (r *NodePoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	case err != nil:
 		return ctrl.Result{}, err
 	case obs == nil:
+		r.startable.Delete(req.Name)
 		r.Announcer.Forget(req.Name)
 		metrics.Forget(req.Name)
 		return ctrl.Result{}, nil
 	}
-	if capped && !locked && obs.Pool.Annotations[v1alpha1.AnnotationActiveRotation] == "" {
-		// the anchor was cleared since the peek: decide again under the
-		// cap's lock, so two starts never judge the count at once
+	free := obs.FreeSlot() != nil
+	r.startable.Store(req.Name, free)
+	if capped && !locked && free {
+		// a slot is free since the peek: decide again under the cap's
+		// lock, so two starts never judge the count at once
 		return ctrl.Result{RequeueAfter: immediately}, nil
 	}
 	if obj := r.Expectations.Behind(obs, r.Log.WithValues("nodepool", req.Name)); obj != "" {
@@ -104,8 +110,11 @@ func (r *NodePoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	if r.OnObservation != nil {
 		r.OnObservation(obs)
 	}
-	decisions := r.Engine.Decide(&obs.Snapshot)
-	metrics.Record(gauges(obs, decisions))
+	decisions, err := r.decide(obs)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	metrics.Record(gauges(obs, engineDecisions(decisions)))
 	report := announce.Report{View: view(obs), RulesVersion: r.Engine.Version()}
 	requeue, err := r.act(ctx, obs, decisions, &report)
 	if aerr := r.Announcer.Pass(report); aerr != nil || err != nil {
@@ -121,7 +130,14 @@ func (r *NodePoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 // decision ran, and returns when to come back: the soonest of the
 // decisions' requeues (or their onLost when the pass lost an election),
 // the next instant a time-based fact changes, and the backstop.
-func (r *NodePoolReconciler) act(ctx context.Context, obs *observe.Observation, decisions []engine.Decision, report *announce.Report) (time.Duration, error) {
+//
+// One pass writes for one rotation slot at most: once a slot's steps have
+// changed the pool, the later slots' decisions — made on the pool as
+// observed, its start gates among them — are left to a pass at once on
+// the newer pool, and the announcer ends no round of its conditions
+// (docs/design.md#throughput). The other machines (the window's) decide
+// on the pool as before.
+func (r *NodePoolReconciler) act(ctx context.Context, obs *observe.Observation, decisions []decided, report *announce.Report) (time.Duration, error) {
 	pass := &actions.Pass{Client: r.Client, Fresh: r.Fresh, Targets: r.targets(obs)}
 	defer r.recordStart(obs, pass)
 	defer func() { r.Expectations.Wrote(pass.Wrote()) }()
@@ -129,19 +145,30 @@ func (r *NodePoolReconciler) act(ctx context.Context, obs *observe.Observation, 
 	if !obs.NextInstant.IsZero() {
 		requeue = min(requeue, obs.NextInstant.Sub(obs.Now))
 	}
+	observed := obs.Pool.ResourceVersion
 	for _, d := range decisions {
+		if d.Machine == rotationMachine && pass.PoolResourceVersion() != observed {
+			report.Partial = true
+			requeue = immediately
+			continue
+		}
+		view := report.View
+		if d.obs != obs {
+			view = cutView(d.obs) // the slot's rotation: its claim, its nodes
+		}
 		if d.Undecided != nil {
 			// a malformed input this machine's row depends on: it takes no
 			// step, the others go on (docs/design.md#bad-input)
-			report.Undecided = append(report.Undecided, d)
+			report.Undecided = append(report.Undecided, d.Decision)
 			continue
 		}
 		if r.OnDecision != nil {
-			r.OnDecision(obs.Pool.Name, d)
+			r.OnDecision(obs.Pool.Name, d.Decision)
 		}
+		pass.Retarget(r.targets(d.obs))
 		before := len(pass.Results)
-		ran, err := r.run(ctx, pass, d, report.View)
-		report.Decided = append(report.Decided, announce.Decided{Decision: d, Owned: ran.Owned, Results: pass.Results[before:], Err: err})
+		ran, err := r.run(ctx, pass, d.Decision, view)
+		report.Decided = append(report.Decided, announce.Decided{Decision: d.Decision, Owned: ran.Owned, Results: pass.Results[before:], Err: err})
 		if errors.Is(err, actions.ErrStale) {
 			return staleRetry, nil
 		}
@@ -176,14 +203,19 @@ func (r *NodePoolReconciler) run(ctx context.Context, pass *actions.Pass, d engi
 	return ran, nil
 }
 
-// mayStart peeks at the cached NodePool: only a pool without an anchor can
-// start a rotation, so only its pass takes the cluster cap's lock.
+// mayStart peeks at the cached NodePool: only a pool with a free slot can
+// start a rotation, so only its pass takes the cluster cap's lock. A pool
+// without an anchor has one; one with anchors has one when its last pass
+// found one (the number in force is the observation's to resolve).
 func (r *NodePoolReconciler) mayStart(ctx context.Context, pool string) bool {
 	np := &karpv1.NodePool{}
 	if err := r.Observer.Cache.Get(ctx, client.ObjectKey{Name: pool}, np); err != nil {
 		return true // the pass will find out; taking the lock is the safe side
 	}
-	return np.Annotations[v1alpha1.AnnotationActiveRotation] == ""
+	if free, ok := r.startable.Load(pool); ok && free.(bool) {
+		return true
+	}
+	return len(v1alpha1.Anchors(np.Annotations)) == 0
 }
 
 // recordStart tells the cluster cap about an anchor this pass wrote, so

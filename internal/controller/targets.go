@@ -18,7 +18,8 @@ type PlaceholderConfig struct {
 // sized one, the Pod to create) and the surge claim a rollback may reap.
 func (r *NodePoolReconciler) targets(obs *observe.Observation) actions.Targets {
 	t := actions.Targets{
-		Now: obs.Now, Pool: obs.Pool, Claim: obs.SubjectName, ClaimObject: obs.Subject,
+		Now: obs.Now, Pool: obs.Pool, Slot: obs.Slot, InForce: obs.InForce.N,
+		Claim: obs.SubjectName, ClaimObject: obs.Subject,
 		OldNode: obs.OldNode, SurgeHost: obs.SurgeHost, SurgeHostClaim: obs.SurgeHostClaim,
 		InducedClaim: obs.InducedClaim, Placeholder: obs.Placeholder,
 		PlaceholderKey: types.NamespacedName{Namespace: r.Placeholder.Namespace, Name: surge.PlaceholderName(obs.SubjectName)},

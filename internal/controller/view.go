@@ -12,7 +12,10 @@ import (
 
 // view cuts from the observation what the announcer reads: the announcer
 // knows the census, the policy and the surge figures, never the observer.
-func view(obs *observe.Observation) *announce.View {
+func view(obs *observe.Observation) *announce.View { return cutView(obs) }
+
+// cutView is view of the pool's own observation or of one slot's.
+func cutView(obs *observe.Observation) *announce.View {
 	w := obs.WindowEnd
 	return &announce.View{
 		Now: obs.Now, Pool: obs.Pool, Governed: obs.Governed(),

@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
+	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
 	"github.com/noderotation/node-rotation-controller/engine"
 	"github.com/noderotation/node-rotation-controller/internal/census"
 	"github.com/noderotation/node-rotation-controller/internal/policy"
@@ -13,10 +14,23 @@ import (
 	"github.com/noderotation/node-rotation-controller/internal/surge"
 )
 
-// Observation is what one pass saw of one NodePool.
+// Observation is what one pass saw of one NodePool: the pool's own
+// observation (census, findings, stranded artefacts, the window), and in
+// Slots one copy per rotation slot the pass decides for, each with its
+// subject and the objects around it (docs/design.md#throughput).
 type Observation struct {
 	Now  time.Time
 	Pool *karpv1.NodePool
+
+	// Slot is the rotation slot a per-slot copy is about; 0 on the pool's
+	// own observation.
+	Slot v1alpha1.Slot
+	// Slots are the pass's per-slot observations: each anchored slot in
+	// slot order, then the free slot below the number in force that a
+	// start or a re-adoption takes, if there is one. The pool's own
+	// observation carries the first one's subject fields and snapshot too,
+	// so a tool that looks at one rotation reads them there.
+	Slots []*Observation
 
 	// Governance and, when exactly one valid policy governs, its settings.
 	Governance policy.Governance
@@ -71,10 +85,14 @@ type Observation struct {
 	// AvoidHostnames: the subject's and near-deadline nodes' hostnames.
 	AvoidHostnames []string
 
-	// Stranded are the pool's rotation artefacts its anchor does not name;
-	// AnchorPaired: a node of the pool carries surge-for=<the anchor>.
+	// Stranded are the pool's rotation artefacts no slot's anchor names;
+	// a per-slot copy carries them only when it is the slot that handles
+	// them (slots). AnchorPaired: a node of the pool carries
+	// surge-for=<the slot's anchor>; paired lists every surge-for value on
+	// the pool's nodes.
 	Stranded     Stranded
 	AnchorPaired bool
+	paired       map[string]bool
 
 	// ReadErrors are reads that failed without failing the pass (a
 	// placeholder's Events): the reconciler logs each.
@@ -117,3 +135,12 @@ func (o *Observation) GovernanceState() string {
 
 // Candidate is the census's selected claim, nil when none.
 func (o *Observation) Candidate() *census.Candidate { return o.Census.Candidate }
+
+// Anchor is the claim the observation's slot names, "" when it is free (or
+// on the pool's own observation).
+func (o *Observation) Anchor() string {
+	if o.Slot == 0 {
+		return ""
+	}
+	return o.Pool.Annotations[o.Slot.Key(v1alpha1.AnnotationActiveRotation)]
+}

@@ -42,13 +42,13 @@ type Cap struct{ Max, InFlight int }
 // NoCap is the cap of a pass with no -max-concurrent-rotations.
 var NoCap = Cap{InFlight: -1}
 
-// AnchoredElsewhere counts the pools other than self whose copy carries an
-// anchor: the rotations in flight the cache shows.
+// AnchoredElsewhere counts the anchored slots of the pools other than
+// self: the rotations in flight the cache shows.
 func AnchoredElsewhere(pools []karpv1.NodePool, self string) int {
 	n := 0
 	for i := range pools {
-		if pools[i].Name != self && pools[i].Annotations[v1alpha1.AnnotationActiveRotation] != "" {
-			n++
+		if pools[i].Name != self {
+			n += len(v1alpha1.Anchors(pools[i].Annotations))
 		}
 	}
 	return n
@@ -86,11 +86,15 @@ func (o *Observer) Observe(ctx context.Context, pool string, cap Cap) (*Observat
 	if err := o.stranded(ctx, obs); err != nil {
 		return nil, err
 	}
-	if err := o.subject(ctx, obs); err != nil {
+	obs.ClusterCap, obs.ClusterInFlight = cap.Max, cap.InFlight
+	if err := o.slots(ctx, obs); err != nil {
 		return nil, err
 	}
-	obs.ClusterCap, obs.ClusterInFlight = cap.Max, cap.InFlight
-	obs.Snapshot = snapshot(obs)
+	for _, s := range obs.Slots {
+		s.Snapshot = snapshot(s)
+	}
+	obs.first()
+	obs.Snapshot = poolSnapshot(obs)
 	obs.NextInstant = nextInstant(obs, o.Rules)
 	return obs, nil
 }
@@ -126,19 +130,28 @@ func (o *Observer) census(ctx context.Context, obs *Observation) error {
 		Now: obs.Now, Claims: obs.Claims, Settings: obs.Settings, Derivation: obs.Derivation,
 		OptedOut: func(c *karpv1.NodeClaim) bool { return o.optedOut(ctx, c) },
 	}
-	if obs.Pool.Annotations[v1alpha1.AnnotationActiveRotation] == "" && obs.WindowOpen {
-		// Only an idle pool in an open window starts one: in flight or
-		// closed, the candidate's drain blockers are not worth a Pod list
-		// per pass (docs/design.md#drain-blockers).
+	c := obs.Settings.Concurrency
+	n, taken := c.Count, false // a count needs no census...
+	if c.Auto || c.Percent != 0 {
+		taken = true
+		// ...a percentage or auto is of the census's population
+		obs.Census = census.Take(obs.CensusInput)
+		n = c.Resolve(obs.inputs, obs.Derivation.Cycle, obs.Census.Population).N
+	}
+	if _, free := v1alpha1.StartSlot(obs.Pool.Annotations, n); free && obs.WindowOpen {
+		// Only a pool with a free slot in an open window starts one: full
+		// or closed, the candidate's drain blockers are not worth a Pod
+		// list per pass (docs/design.md#drain-blockers).
 		obs.CensusInput.DrainBlockers = func(c *karpv1.NodeClaim) []census.Blocker { return b.blockers(ctx, c) }
 	}
-	obs.Census = census.Take(obs.CensusInput)
+	if !taken || obs.CensusInput.DrainBlockers != nil {
+		obs.Census = census.Take(obs.CensusInput)
+	}
 	if b.err != nil {
 		return b.err
 	}
 	obs.BadAnnotations = append(obs.BadAnnotations, obs.Census.Bad...)
-	// the number of rotations in force depends on the population (a
-	// percentage, auto), and C on it
+	// the number of rotations in force, and C with it
 	obs.inputs, obs.Derivation, obs.InForce = obs.Settings.Sized(obs.inputs, obs.Derivation.Cycle, obs.Census.Population)
 	obs.Findings = obs.Settings.Assess(obs.inputs, obs.Derivation, obs.Census.Population)
 	return nil

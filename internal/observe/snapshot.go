@@ -17,17 +17,22 @@ import (
 // others).
 var candidateNone = engine.UsesFactValue("candidate", "none")
 
+// snapshot is one slot's: its own anchor, mirror, mode and last success
+// (the cooldown is per slot), the pool's freeze, failure pause and window
+// stamp (docs/design.md#throughput).
 func snapshot(obs *Observation) engine.Snapshot {
-	a := obs.Pool.Annotations
+	a, k := obs.Pool.Annotations, obs.Slot.Key
 	s := engine.Snapshot{
 		Now: obs.Now,
 		Pool: engine.PoolObservation{
 			Governance: obs.GovernanceState(), Static: obs.Pool.Spec.Replicas != nil,
 			Feasible: !schedule.HasFatal(obs.Findings), WindowOpen: obs.WindowOpen, WindowEnding: obs.WindowEnd.Ending,
-			ClusterCapReached: obs.ClusterInFlight >= 0 && obs.ClusterInFlight >= obs.ClusterCap,
+			// the cap counts the rotations in flight everywhere: the other
+			// pools' and this pool's own other slots'
+			ClusterCapReached: obs.ClusterInFlight >= 0 && obs.ClusterInFlight+ownOthers(obs) >= obs.ClusterCap,
 			Blackout:          blackoutNow(obs), BlackoutSinceStamp: blackoutSinceStamp(obs),
-			Anchor: a[v1alpha1.AnnotationActiveRotation], RotationState: a[v1alpha1.AnnotationActiveRotationState], RotationMode: a[v1alpha1.AnnotationRotationMode],
-			Freeze: a[v1alpha1.AnnotationFreeze], LastRotationAt: a[v1alpha1.AnnotationLastRotationAt],
+			Anchor: a[k(v1alpha1.AnnotationActiveRotation)], RotationState: a[k(v1alpha1.AnnotationActiveRotationState)], RotationMode: a[k(v1alpha1.AnnotationRotationMode)],
+			Freeze: a[v1alpha1.AnnotationFreeze], LastRotationAt: a[k(v1alpha1.AnnotationLastRotationAt)],
 			LastFailureAt: a[v1alpha1.AnnotationLastFailureAt], WindowOpenedAt: a[v1alpha1.AnnotationWindowOpenedAt],
 		},
 		Policy: engine.PolicyObservation{
@@ -118,6 +123,12 @@ func nextInstant(obs *Observation, rules *engine.Engine) time.Time {
 		}
 	}
 	consider(rules.NextChange(&obs.Snapshot))
+	for _, s := range obs.Slots {
+		consider(rules.NextChange(&s.Snapshot))
+		if ph := s.Placeholder; ph != nil && s.Subject != nil && waiting(s) {
+			consider(ph.CreationTimestamp.Add(surge.UnservableGrace))
+		}
+	}
 	if obs.Governed() {
 		if t, ok := obs.Settings.Calendar.NextOpen(obs.Now); ok {
 			consider(t)
@@ -130,9 +141,6 @@ func nextInstant(obs *Observation, rules *engine.Engine) time.Time {
 	for _, b := range obs.Settings.Blackouts {
 		consider(b.Start)
 		consider(b.End)
-	}
-	if ph := obs.Placeholder; ph != nil && obs.Subject != nil && waiting(obs) {
-		consider(ph.CreationTimestamp.Add(surge.UnservableGrace))
 	}
 	for _, t := range obs.Census.Instants() {
 		consider(t)
@@ -165,4 +173,16 @@ func blackoutSinceStamp(obs *Observation) bool {
 		}
 	}
 	return false
+}
+
+// ownOthers counts the pool's anchored slots other than the observation's
+// own.
+func ownOthers(obs *Observation) int {
+	n := 0
+	for _, a := range v1alpha1.Anchors(obs.Pool.Annotations) {
+		if a.Slot != obs.Slot {
+			n++
+		}
+	}
+	return n
 }

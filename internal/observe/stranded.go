@@ -56,25 +56,29 @@ func (s Stranded) Kind() string {
 // nothing can overtake its stranded rotation, and what it left is the
 // startup sweep's (docs/design.md#hardening).
 func (o *Observer) stranded(ctx context.Context, obs *Observation) error {
-	anchor := obs.Pool.Annotations[v1alpha1.AnnotationActiveRotation]
+	anchored := map[string]bool{}
+	for _, a := range v1alpha1.Anchors(obs.Pool.Annotations) {
+		anchored[a.Claim] = true
+	}
 	nodes := &corev1.NodeList{}
 	if err := o.Cache.List(ctx, nodes, client.MatchingLabels{karpv1.NodePoolLabelKey: obs.Pool.Name}); err != nil {
 		return fmt.Errorf("listing the nodes of %s: %w", obs.Pool.Name, err)
 	}
+	obs.paired = map[string]bool{}
 	for i := range nodes.Items {
-		if anchor != "" && nodes.Items[i].Labels[v1alpha1.LabelSurgeFor] == anchor {
-			obs.AnchorPaired = true // a trace of the anchored rotation, governed or not
+		if pair := nodes.Items[i].Labels[v1alpha1.LabelSurgeFor]; pair != "" {
+			obs.paired[pair] = true // a trace of that rotation, governed or not
 		}
 	}
 	if !obs.Governed() {
 		return nil
 	}
 	var s Stranded
-	anchoredNode := ""
+	anchoredNodes := map[string]bool{}
 	for i := range obs.Claims {
 		c := &obs.Claims[i]
-		if c.Name == anchor {
-			anchoredNode = c.Status.NodeName
+		if anchored[c.Name] {
+			anchoredNodes[c.Status.NodeName] = c.Status.NodeName != ""
 			continue
 		}
 		if markers.InFlight(c) {
@@ -87,14 +91,14 @@ func (o *Observer) stranded(ctx context.Context, obs *Observation) error {
 		return fmt.Errorf("listing the placeholders of %s: %w", obs.Pool.Name, err)
 	}
 	for i := range pods.Items {
-		if p := &pods.Items[i]; p.Labels[v1alpha1.LabelSurgeFor] != "" && p.Labels[v1alpha1.LabelSurgeFor] != anchor {
+		if p := &pods.Items[i]; p.Labels[v1alpha1.LabelSurgeFor] != "" && !anchored[p.Labels[v1alpha1.LabelSurgeFor]] {
 			s.Placeholders = append(s.Placeholders, p)
 		}
 	}
 	for i := range nodes.Items {
 		n := &nodes.Items[i]
 		pair := n.Labels[v1alpha1.LabelSurgeFor]
-		if !markers.Marked(n) || (anchor != "" && pair == anchor) || (pair == "" && anchor != "" && n.Name == anchoredNode) {
+		if !markers.Marked(n) || anchored[pair] || (pair == "" && anchoredNodes[n.Name]) {
 			continue
 		}
 		s.Nodes = append(s.Nodes, n)

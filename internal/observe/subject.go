@@ -14,10 +14,12 @@ import (
 	"github.com/noderotation/node-rotation-controller/internal/surge"
 )
 
-// subject reads the objects around the claim this pass is about: the
-// anchored claim, or the candidate when the pool is idle.
+// subject reads the objects around the claim a slot's observation is
+// about: the slot's anchored claim, or, for the free slot, the stranded
+// claim it re-adopts or the candidate a start takes.
 func (o *Observer) subject(ctx context.Context, obs *Observation) error {
-	anchor := obs.Pool.Annotations[v1alpha1.AnnotationActiveRotation]
+	anchor := obs.Anchor()
+	obs.AnchorPaired = anchor != "" && obs.paired[anchor]
 	switch {
 	case anchor != "":
 		obs.SubjectName = anchor
@@ -56,7 +58,7 @@ func (o *Observer) foreignAnchor(ctx context.Context, obs *Observation, anchor s
 		return err
 	}
 	return &BadStateError{census.BadAnnotation{
-		Object: "NodePool/" + obs.Pool.Name, Key: v1alpha1.AnnotationActiveRotation, Value: anchor,
+		Object: "NodePool/" + obs.Pool.Name, Key: obs.Slot.Key(v1alpha1.AnnotationActiveRotation), Value: anchor,
 		Problem: fmt.Sprintf("names a NodeClaim of NodePool %q", c.Labels[karpv1.NodePoolLabelKey]),
 	}}
 }

@@ -50,7 +50,7 @@ func timedOut(obs *Observation) bool {
 func waiting(obs *Observation) bool {
 	ph, c := obs.Placeholder, obs.Subject
 	if c == nil || ph.Spec.NodeName != "" || ph.DeletionTimestamp != nil ||
-		obs.Pool.Annotations[v1alpha1.AnnotationActiveRotation] != obs.SubjectName {
+		obs.Anchor() != obs.SubjectName {
 		return false
 	}
 	st := c.Annotations[v1alpha1.AnnotationState]
