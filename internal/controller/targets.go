@@ -33,6 +33,7 @@ func (r *NodePoolReconciler) targets(obs *observe.Observation) actions.Targets {
 			Namespace: r.Placeholder.Namespace, PriorityClass: r.Placeholder.PriorityClass, Image: r.Placeholder.Image,
 			Pool: obs.Pool, Claim: obs.Subject, OldNode: obs.OldNode, Requests: obs.Sizing.Requests,
 			Required: obs.Settings.Required, Preferred: obs.Settings.Preferred, AvoidHostnames: obs.AvoidHostnames,
+			Spread: obs.InForce.N > 1,
 		}.Build()
 	}
 	return t

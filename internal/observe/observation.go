@@ -93,6 +93,8 @@ type Observation struct {
 	Stranded     Stranded
 	AnchorPaired bool
 	paired       map[string]bool
+	// placeholders are the pool's placeholder Pods (a governed pool's).
+	placeholders []*corev1.Pod
 
 	// ReadErrors are reads that failed without failing the pass (a
 	// placeholder's Events): the reconciler logs each.

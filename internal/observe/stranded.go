@@ -91,7 +91,12 @@ func (o *Observer) stranded(ctx context.Context, obs *Observation) error {
 		return fmt.Errorf("listing the placeholders of %s: %w", obs.Pool.Name, err)
 	}
 	for i := range pods.Items {
-		if p := &pods.Items[i]; p.Labels[v1alpha1.LabelSurgeFor] != "" && !anchored[p.Labels[v1alpha1.LabelSurgeFor]] {
+		p := &pods.Items[i]
+		if p.Labels[v1alpha1.LabelSurgeFor] == "" {
+			continue
+		}
+		obs.placeholders = append(obs.placeholders, p)
+		if !anchored[p.Labels[v1alpha1.LabelSurgeFor]] {
 			s.Placeholders = append(s.Placeholders, p)
 		}
 	}

@@ -191,7 +191,8 @@ func (o *Observer) sizeIfNeeded(ctx context.Context, obs *Observation) error {
 	}
 	sz := surge.Size(pods, obs.OldNode, obs.Subject.Status.Allocatable, obs.Settings.WholeNodeReservation)
 	obs.Sizing = &sz
-	if short, ok := surge.Headroom(obs.Pool, sz.Requests); !ok {
+	waiting := surge.Waiting(obs.placeholders, surge.PlaceholderName(obs.SubjectName))
+	if short, ok := surge.HeadroomBeside(obs.Pool, sz.Requests, waiting); !ok {
 		obs.Shortfall = &short
 	}
 	return nil

@@ -169,3 +169,38 @@ func TestPathAndCreatedSinceAtSecondPrecision(t *testing.T) {
 		t.Errorf("Path without a start = %q, want empty", got)
 	}
 }
+
+// Room is judged beside the placeholders still waiting for their surge
+// node: those nodes are not in status.resources yet.
+func TestHeadroomBesideWaitingPlaceholders(t *testing.T) {
+	mk := func(name, node string, requests corev1.ResourceList, terminating bool) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.PodSpec{NodeName: node,
+			Containers: []corev1.Container{{Resources: corev1.ResourceRequirements{Requests: requests}}}}}
+		if terminating {
+			p.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+		}
+		return p
+	}
+	phs := []*corev1.Pod{
+		mk("nrc-surge-a", "", res("2", "4Gi"), false),    // waiting: counted
+		mk("nrc-surge-b", "", res("3", "1Gi"), false),    // waiting: counted
+		mk("nrc-surge-c", "node-c", res("8", ""), false), // bound: its node is in status.resources
+		mk("nrc-surge-d", "", res("8", ""), true),        // terminating: going
+		mk("nrc-surge-self", "", res("100", ""), false),  // the one being judged
+	}
+	w := Waiting(phs, "nrc-surge-self")
+	if cpu, mem := w[corev1.ResourceCPU], w[corev1.ResourceMemory]; cpu.String() != "5" || mem.String() != "5Gi" {
+		t.Fatalf("waiting = %v", w)
+	}
+	pool := limitedPool(res("16", ""), res("8", ""))
+	if _, ok := HeadroomBeside(pool, res("3", ""), w); !ok {
+		t.Error("3 beside 5 waiting in 8 left: want room")
+	}
+	short, ok := HeadroomBeside(pool, res("4", ""), w)
+	if ok || short.Resource != corev1.ResourceCPU || short.Remaining.String() != "3" {
+		t.Errorf("4 beside 5 waiting in 8 left: %+v %v, want cpu short with 3 remaining", short, ok)
+	}
+	if _, ok := Headroom(pool, res("4", "")); !ok {
+		t.Error("alone, 4 fits in 8 left")
+	}
+}

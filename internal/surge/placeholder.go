@@ -22,6 +22,9 @@ const namePrefix = "nrc-surge-"
 // PlaceholderName is the placeholder Pod's name for a rotating claim.
 func PlaceholderName(claim string) string { return namePrefix + claim }
 
+// placeholderComponent is the placeholder Pods' app.kubernetes.io/component.
+const placeholderComponent = "surge-placeholder"
+
 // Placeholder describes the placeholder Pod to build.
 type Placeholder struct {
 	Namespace, PriorityClass, Image string
@@ -33,6 +36,14 @@ type Placeholder struct {
 	// AvoidHostnames are the candidate's and near-deadline nodes' hostnames,
 	// avoided softly (Karpenter refuses required hostname anti-affinity).
 	AvoidHostnames []string
+	// Spread: the pool may have several rotations in flight, so its
+	// placeholders repel each other on the hostname (required pod
+	// anti-affinity): each rotation's placeholder leads Karpenter to a surge
+	// node of its own, never one bigger node for several that one
+	// rotation's rollback would reap under another
+	// (docs/design.md#throughput). Off at one rotation at a time, where
+	// the placeholder is as it always was.
+	Spread bool
 }
 
 // Build returns the placeholder Pod: a bare Pod (no owner controller) in
@@ -57,6 +68,14 @@ func (p Placeholder) Build() *corev1.Pod {
 				{Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpNotIn, Values: avoid},
 			}}})
 	}
+	if p.Spread {
+		affinity.PodAntiAffinity = &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{
+				v1alpha1.LabelNodePool: p.Pool.Name, "app.kubernetes.io/component": placeholderComponent,
+			}},
+			TopologyKey: corev1.LabelHostname,
+		}}}
+	}
 	image := p.Image
 	if image == "" {
 		image = DefaultImage
@@ -69,7 +88,7 @@ func (p Placeholder) Build() *corev1.Pod {
 				v1alpha1.LabelSurgeFor:         p.Claim.Name,
 				v1alpha1.LabelNodePool:         p.Pool.Name,
 				"app.kubernetes.io/managed-by": "node-rotation-controller",
-				"app.kubernetes.io/component":  "surge-placeholder",
+				"app.kubernetes.io/component":  placeholderComponent,
 			},
 		},
 		Spec: corev1.PodSpec{

@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 )
 
@@ -180,5 +181,36 @@ func TestPlaceholderIsLockedDown(t *testing.T) {
 	}
 	if s.NodeName != "" || len(p.OwnerReferences) != 0 || p.Namespace != "ns" {
 		t.Errorf("the placeholder must be a bare, unscheduled Pod: %+v", p.ObjectMeta)
+	}
+}
+
+// At one rotation at a time the placeholder has no pod affinity at all;
+// with several, it repels the pool's other placeholders on the hostname and
+// matches its own labels, so N placeholders need N nodes.
+func TestPlaceholderSpread(t *testing.T) {
+	claim := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "c1"}}
+	if one := (Placeholder{Pool: poolWith(), Claim: claim}).Build(); one.Spec.Affinity.PodAntiAffinity != nil || one.Spec.Affinity.PodAffinity != nil {
+		t.Errorf("one at a time: pod affinity %+v %+v", one.Spec.Affinity.PodAntiAffinity, one.Spec.Affinity.PodAffinity)
+	}
+	p := Placeholder{Pool: poolWith(), Claim: claim, Spread: true}.Build()
+	terms := p.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution
+	if len(terms) != 1 || terms[0].TopologyKey != corev1.LabelHostname {
+		t.Fatalf("anti-affinity = %+v", terms)
+	}
+	sel, err := metav1.LabelSelectorAsSelector(terms[0].LabelSelector)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sel.Matches(labels.Set(p.Labels)) {
+		t.Errorf("the term %s does not match the placeholder's own labels %v", sel, p.Labels)
+	}
+	other := Placeholder{Pool: poolWith(), Claim: &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "c2"}}, Spread: true}.Build()
+	if !sel.Matches(labels.Set(other.Labels)) {
+		t.Errorf("the term does not repel the pool's other placeholder %v", other.Labels)
+	}
+	elsewhere := poolWith()
+	elsewhere.Name = "batch"
+	if sel.Matches(labels.Set(Placeholder{Pool: elsewhere, Claim: claim}.Build().Labels)) {
+		t.Error("the term repels another pool's placeholder")
 	}
 }
