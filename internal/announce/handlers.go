@@ -162,7 +162,8 @@ func (an *Announcer) surgeWaiting(s step) {
 // placeholder's condition was said before Karpenter spoke.
 func (an *Announcer) unschedulable(s step, fingerprint, reason, detail string) {
 	ph := s.view.Placeholder
-	if ph == nil || !an.seen.enter(s.pool(), "SurgeUnschedulable", fingerprint) {
+	// keyed by the rotation too: two slots' placeholders are two conditions
+	if ph == nil || !an.seen.enter(s.pool(), "SurgeUnschedulable/"+s.claim(), fingerprint) {
 		return
 	}
 	s.log.Info("surge placeholder is not schedulable", "placeholder", ph.Name, "reason", reason, "detail", detail)
@@ -302,7 +303,7 @@ func (an *Announcer) windowMissed(s step) {
 }
 
 func (an *Announcer) drainStuck(s step) {
-	if an.seen.enter(s.pool(), string(a.DrainStuck), s.claim()) {
+	if an.seen.enter(s.pool(), string(a.DrainStuck)+"/"+s.claim(), "") {
 		s.log.Info("drain exceeds terminationGracePeriod + buffer; the rotation gate stays held", "nodeclaim", s.claim())
 	}
 }

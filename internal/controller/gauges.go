@@ -17,7 +17,7 @@ func gauges(obs *observe.Observation, decisions []engine.Decision) metrics.Pool 
 	p := metrics.Pool{
 		Name: obs.Pool.Name, Governance: obs.Snapshot.Pool.Governance,
 		Candidates: c.Candidates, InBackoff: c.InBackoff, ShortLead: c.ShortLead, MaxRetry: c.MaxRetry,
-		InFlight: obs.Snapshot.Pool.Anchor != "", WindowOpen: obs.WindowOpen,
+		InFlight: len(v1alpha1.Anchors(obs.Pool.Annotations)), MaxUnavailable: obs.InForce.N, WindowOpen: obs.WindowOpen,
 		Derivation: obs.Derivation, DrainStuck: drainStuck(decisions), DrainBlocked: drainBlocked(obs),
 	}
 	if t, err := time.Parse(time.RFC3339, obs.Pool.Annotations[v1alpha1.AnnotationFreeze]); err == nil && t.After(obs.Now) {

@@ -101,9 +101,11 @@ func TestGauges(t *testing.T) {
 	obs.Pool.Annotations[v1alpha1.AnnotationFreeze] = stamp(freeze)
 	obs.Census = census.Result{Census: census.Census{Total: 9, Candidates: 2, InBackoff: 3, ShortLead: 1, MaxRetry: 4, NotDue: 3}}
 	obs.Snapshot = engine.Snapshot{Pool: engine.PoolObservation{Governance: "governed", Anchor: "general-a"}}
+	obs.Pool.Annotations[v1alpha1.AnnotationActiveRotation] = "general-a"
+	obs.Pool.Annotations[v1alpha1.Slot(3).Key(v1alpha1.AnnotationActiveRotation)] = "general-c" // two rotations in flight
 	stuck := []engine.Decision{{Machine: "rotation", From: "draining", Facts: []engine.FactValue{{Name: "drainStuck", Value: true}}}}
 	want := metrics.Pool{Name: "general", Governance: "governed", Candidates: 2, InBackoff: 3, ShortLead: 1, MaxRetry: 4,
-		InFlight: true, WindowOpen: true, FreezeUntil: freeze, DrainStuck: true, Derivation: obs.Derivation}
+		InFlight: 2, WindowOpen: true, FreezeUntil: freeze, DrainStuck: true, Derivation: obs.Derivation}
 	if got := gauges(obs, stuck); !reflect.DeepEqual(got, want) {
 		t.Errorf("gauges\n got %+v\nwant %+v", got, want)
 	}
@@ -111,8 +113,10 @@ func TestGauges(t *testing.T) {
 	for _, v := range []string{stamp(now.Add(-time.Minute)), stamp(now), "soon"} {
 		obs.Pool.Annotations[v1alpha1.AnnotationFreeze] = v
 		obs.Snapshot.Pool.Anchor = ""
+		delete(obs.Pool.Annotations, v1alpha1.AnnotationActiveRotation)
+		delete(obs.Pool.Annotations, v1alpha1.Slot(3).Key(v1alpha1.AnnotationActiveRotation))
 		got := gauges(obs, nil)
-		if !got.FreezeUntil.IsZero() || got.InFlight || got.DrainStuck {
+		if !got.FreezeUntil.IsZero() || got.InFlight != 0 || got.DrainStuck {
 			t.Errorf("freeze %q: %+v", v, got)
 		}
 	}

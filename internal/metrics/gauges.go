@@ -18,9 +18,13 @@ type Pool struct {
 	// conflict or invalid.
 	Governance                                 string
 	Candidates, InBackoff, ShortLead, MaxRetry int
-	// InFlight: a rotation is anchored on the pool.
-	InFlight   bool
-	WindowOpen bool
+	// InFlight: the rotations anchored on the pool, one per slot
+	// (docs/design.md#throughput).
+	InFlight int
+	// MaxUnavailable: the number in force (0 when no valid policy
+	// governs the pool).
+	MaxUnavailable int
+	WindowOpen     bool
 	// FreezeUntil is the end of a freeze in force; zero when none.
 	FreezeUntil time.Time
 	// DrainStuck is the table's drainStuck fact for a draining rotation.
@@ -50,7 +54,8 @@ func Record(p Pool) {
 	PolicyConflict.WithLabelValues(name).Set(b2f(p.Governance == governanceConflict || p.Governance == governanceInvalid))
 	Candidates.WithLabelValues(name).Set(float64(p.Candidates))
 	InBackoff.WithLabelValues(name).Set(float64(p.InBackoff))
-	InProgress.WithLabelValues(name).Set(b2f(p.InFlight))
+	InProgress.WithLabelValues(name).Set(float64(p.InFlight))
+	MaxUnavailable.WithLabelValues(name).Set(float64(p.MaxUnavailable))
 	ShortLeadNodes.WithLabelValues(name).Set(float64(p.ShortLead))
 	RetryCount.WithLabelValues(name).Set(float64(p.MaxRetry))
 	if p.DrainBlocked != nil { // nil: not looked at this pass; keep the last count

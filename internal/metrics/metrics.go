@@ -25,7 +25,8 @@ func gauge(name, help string) *prometheus.GaugeVec {
 var (
 	Candidates         = gauge("candidates", "Eligible NodeClaims per pool.")
 	InBackoff          = gauge("in_backoff", "NodeClaims past the age trigger held out of the candidates only by their escalated retryBackoff.")
-	InProgress         = gauge("in_progress", "Rotations in flight per pool (0 or 1).")
+	InProgress         = gauge("in_progress", "Rotations in flight per pool (at most its max_unavailable).")
+	MaxUnavailable     = gauge("max_unavailable", "Rotations the pool may have in flight at once: spec.surge.maxUnavailable resolved for the pool (a percentage of its nodes, or auto).")
 	WindowActive       = gauge("window_active", "1 while the pool's maintenance window is open.")
 	PolicyConflict     = gauge("policy_conflict", "1 while the pool is blocked by a selector tie or an invalid policy.")
 	FreezeUntil        = gauge("freeze_until_timestamp", "Unix time the pool's freeze ends (0 = none).")
@@ -44,7 +45,7 @@ var (
 	WindowMissed       = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "window_missed_total", Help: "Window occurrences that closed with work outstanding and no rotation attributable to them succeeding."}, pool)
 	Duration           = prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Name: "duration_seconds", Help: "Rotation phase durations: surge_wait (started-at → surge ready) and drain (draining-at → old NodeClaim gone).", Buckets: []float64{5, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200}}, []string{"nodepool", "phase"})
 	RulesInfo          = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "rules_info", Help: "The version of the transition table in force (value 1)."}, []string{"version"})
-	perPoolGauges      = []*prometheus.GaugeVec{Candidates, InBackoff, InProgress, WindowActive, PolicyConflict, FreezeUntil, AgeThreshold, RotationChances, ThroughputCapacity, TRotEstimate, TRotBound, WindowPeriod, ShortLeadNodes, DrainStuck, RetryCount}
+	perPoolGauges      = []*prometheus.GaugeVec{Candidates, InBackoff, InProgress, MaxUnavailable, WindowActive, PolicyConflict, FreezeUntil, AgeThreshold, RotationChances, ThroughputCapacity, TRotEstimate, TRotBound, WindowPeriod, ShortLeadNodes, DrainStuck, RetryCount}
 	registerOnce       sync.Once
 )
 

@@ -78,9 +78,9 @@ var derivation = schedule.Derivation{
 func TestRecordGovernedPool(t *testing.T) {
 	freeze := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 	Record(Pool{Name: "rec-governed", Governance: "governed", Candidates: 2, InBackoff: 3, ShortLead: 1, MaxRetry: 4,
-		InFlight: true, WindowOpen: true, FreezeUntil: freeze, DrainStuck: true, Derivation: derivation})
+		InFlight: 3, MaxUnavailable: 4, WindowOpen: true, FreezeUntil: freeze, DrainStuck: true, Derivation: derivation})
 	want := map[*prometheus.GaugeVec]float64{
-		PolicyConflict: 0, Candidates: 2, InBackoff: 3, InProgress: 1, ShortLeadNodes: 1, RetryCount: 4, WindowActive: 1,
+		PolicyConflict: 0, Candidates: 2, InBackoff: 3, InProgress: 3, MaxUnavailable: 4, ShortLeadNodes: 1, RetryCount: 4, WindowActive: 1,
 		FreezeUntil: float64(freeze.Unix()), DrainStuck: 1,
 		AgeThreshold: (14*24*time.Hour - 49*time.Minute).Seconds(), RotationChances: 2, ThroughputCapacity: 404,
 		TRotEstimate: 900, TRotBound: 2820, WindowPeriod: 60,
@@ -95,7 +95,7 @@ func TestRecordGovernedPool(t *testing.T) {
 	}
 	// The next pass overwrites every gauge: nothing sticks.
 	Record(Pool{Name: "rec-governed", Governance: "governed", Derivation: derivation})
-	for _, g := range []*prometheus.GaugeVec{Candidates, InBackoff, InProgress, ShortLeadNodes, RetryCount, WindowActive, FreezeUntil, DrainStuck} {
+	for _, g := range []*prometheus.GaugeVec{Candidates, InBackoff, InProgress, MaxUnavailable, ShortLeadNodes, RetryCount, WindowActive, FreezeUntil, DrainStuck} {
 		if got := gaugeValue(t, g, "rec-governed"); got != 0 {
 			t.Errorf("%s = %v after a quiet pass, want 0", describe(g), got)
 		}
@@ -235,7 +235,7 @@ func TestDrainBlockedKeepsTheIdleCount(t *testing.T) {
 	const p = "rec-blocked"
 	Forget(p)
 	Record(Pool{Name: p, Governance: "governed", Derivation: derivation, DrainBlocked: map[string]int{"do-not-disrupt": 2}})
-	Record(Pool{Name: p, Governance: "governed", Derivation: derivation, InFlight: true})
+	Record(Pool{Name: p, Governance: "governed", Derivation: derivation, InFlight: 1})
 	for reason, want := range map[string]float64{"do-not-disrupt": 2, "pdb": 0} {
 		if v, ok := series(t, DrainBlocked, p, "reason", reason); !ok || v != want {
 			t.Errorf("reason %s: %v (found %v), want %v", reason, v, ok, want)
