@@ -73,8 +73,8 @@ func (s *Sweeper) anchors(ctx context.Context) (map[string]bool, error) {
 	}
 	out := map[string]bool{}
 	for _, p := range pools.Items {
-		if a := p.Annotations[v1alpha1.AnnotationActiveRotation]; a != "" {
-			out[a] = true
+		for _, a := range v1alpha1.Anchors(p.Annotations) { // every slot's (docs/design.md#throughput)
+			out[a.Claim] = true
 		}
 	}
 	return out, nil
@@ -143,8 +143,8 @@ func (s *Sweeper) nodes(ctx context.Context, anchored map[string]bool) {
 	}
 }
 
-// anchoredNow re-reads pool fresh and reports whether its anchor names
-// claim: the anchors the sweep started from are a snapshot, and with two
+// anchoredNow re-reads pool fresh and reports whether one of its slots'
+// anchors names claim: the anchors the sweep started from are a snapshot, and with two
 // instances another may have started this very rotation since. A failed
 // read counts as anchored: the sweep never acts on what it cannot check.
 func (s *Sweeper) anchoredNow(ctx context.Context, pool, claim string) bool {
@@ -155,7 +155,12 @@ func (s *Sweeper) anchoredNow(ctx context.Context, pool, claim string) bool {
 	if err := s.Fresh.Get(ctx, client.ObjectKey{Name: pool}, np); err != nil {
 		return !apierrors.IsNotFound(err)
 	}
-	return np.Annotations[v1alpha1.AnnotationActiveRotation] == claim
+	for _, a := range v1alpha1.Anchors(np.Annotations) {
+		if a.Claim == claim {
+			return true
+		}
+	}
+	return false
 }
 
 func (s *Sweeper) claimsByNode(ctx context.Context) (map[string]string, error) {
@@ -208,25 +213,24 @@ func (s *Sweeper) claims(ctx context.Context, anchored map[string]bool) {
 	}
 }
 
-// mirrors removes rotation-scoped keys left on a pool without an anchor.
+// mirrors removes the rotation-scoped keys a slot without an anchor still
+// carries (docs/design.md#throughput: each slot's own set).
 func (s *Sweeper) mirrors(ctx context.Context) {
 	pools := &karpv1.NodePoolList{}
 	if err := s.Client.List(ctx, pools); err != nil {
 		return
 	}
 	for _, p := range pools.Items {
-		if p.Annotations[v1alpha1.AnnotationActiveRotation] != "" || !hasScoped(p.Annotations) {
+		if len(orphanedScoped(p.Annotations)) == 0 {
 			continue
 		}
 		np := &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: p.Name}}
 		out, err := conditional.Write(ctx, s.Fresh, s.Client, np, func() (bool, error) {
-			if np.Annotations[v1alpha1.AnnotationActiveRotation] != "" || !hasScoped(np.Annotations) {
-				return false, nil
-			}
-			for _, k := range v1alpha1.RotationScoped {
+			keys := orphanedScoped(np.Annotations)
+			for _, k := range keys {
 				delete(np.Annotations, k)
 			}
-			return true, nil
+			return len(keys) > 0, nil
 		})
 		if err != nil {
 			s.Say.SweepFailed(err, "removing an orphaned mirror", "nodepool", p.Name)
@@ -236,11 +240,16 @@ func (s *Sweeper) mirrors(ctx context.Context) {
 	}
 }
 
-func hasScoped(a map[string]string) bool {
-	for _, k := range v1alpha1.RotationScoped {
-		if _, ok := a[k]; ok {
-			return true
+// orphanedScoped are the rotation-scoped keys of the slots without an
+// anchor.
+func orphanedScoped(a map[string]string) []string {
+	var out []string
+	for k := range a {
+		slot, base, ok := v1alpha1.SlotOf(k)
+		if ok && base != v1alpha1.AnnotationLastRotationAt &&
+			a[slot.Key(v1alpha1.AnnotationActiveRotation)] == "" {
+			out = append(out, k)
 		}
 	}
-	return false
+	return out
 }

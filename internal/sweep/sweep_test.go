@@ -601,3 +601,31 @@ func TestSweepLeavesARotationStartedAfterItsSnapshot(t *testing.T) {
 		t.Errorf("alerts %v", w.alerts.calls)
 	}
 }
+
+// Every slot's anchor protects its rotation (docs/design.md#throughput): a
+// claim anchored in slot 2 and its placeholder are left alone, while a
+// slot without an anchor loses its leftover mirror and slot 1 keeps its
+// own.
+func TestSweepKeepsEverySlotsRotation(t *testing.T) {
+	s2, s3 := v1alpha1.Slot(2).Key, v1alpha1.Slot(3).Key
+	w := newWorld(t,
+		mkPool("general", ann(
+			v1alpha1.AnnotationActiveRotation, "general-a", v1alpha1.AnnotationActiveRotationState, "pending",
+			s2(v1alpha1.AnnotationActiveRotation), "general-b", s2(v1alpha1.AnnotationActiveRotationState), "draining",
+			s3(v1alpha1.AnnotationActiveRotationState), "draining", s3(v1alpha1.AnnotationLastRotationAt), "2026-11-01T00:00:00Z")),
+		mkClaim("general-a", "node-a", ann(v1alpha1.AnnotationState, "pending")),
+		mkClaim("general-b", "node-b", ann(v1alpha1.AnnotationState, "draining")),
+		mkPod(ns, "nrc-surge-general-b", "general-b"))
+	w.run()
+	for _, c := range []string{"general-a", "general-b"} {
+		if st := w.claim(c).Annotations[v1alpha1.AnnotationState]; st == v1alpha1.StateFailed {
+			t.Errorf("%s, anchored in a slot, was failed", c)
+		}
+	}
+	if !w.podExists(ns, "nrc-surge-general-b") {
+		t.Error("slot 2's placeholder was deleted")
+	}
+	wantAnn(t, "pool", w.pool("general").Annotations, ann(
+		v1alpha1.AnnotationActiveRotationState, "pending", s2(v1alpha1.AnnotationActiveRotationState), "draining",
+		s3(v1alpha1.AnnotationActiveRotationState), "", s3(v1alpha1.AnnotationLastRotationAt), "2026-11-01T00:00:00Z"))
+}

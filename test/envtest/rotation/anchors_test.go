@@ -22,8 +22,12 @@ import (
 // only ever changes between empty and one claim). After every spec,
 // expectNoMoves fails the spec if one of its pools' anchors moved.
 type anchorWatch struct {
-	mu      sync.Mutex
-	anchor  map[string]string // the last anchor seen per pool
+	mu sync.Mutex
+	// anchor is the last anchor seen per pool and slot
+	// (docs/design.md#throughput): each slot's anchor only ever changes
+	// between empty and one claim.
+	anchor  map[string]map[v1alpha1.Slot]string
+	most    map[string]int // the most slots seen anchored at once, per pool
 	deleted map[string]bool   // pools whose deletion the watch delivered
 	moves   []string
 	// overwrites are anchor moves a spec expects, in order (pool → the
@@ -39,14 +43,14 @@ type anchorWatch struct {
 
 func watchAnchors(c client.WithWatch) (*anchorWatch, error) {
 	wctx, cancel := context.WithCancel(context.Background())
-	a := &anchorWatch{anchor: map[string]string{}, deleted: map[string]bool{}, cancel: cancel, done: make(chan struct{})}
+	a := &anchorWatch{anchor: map[string]map[v1alpha1.Slot]string{}, most: map[string]int{}, deleted: map[string]bool{}, cancel: cancel, done: make(chan struct{})}
 	list := &karpv1.NodePoolList{}
 	if err := c.List(wctx, list); err != nil {
 		cancel()
 		return nil, err
 	}
 	for _, p := range list.Items {
-		a.anchor[p.Name] = p.Annotations[v1alpha1.AnnotationActiveRotation]
+		a.anchor[p.Name] = slotAnchors(&p)
 	}
 	w, err := c.Watch(wctx, &karpv1.NodePoolList{}, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: list.ResourceVersion}})
 	if err != nil {
@@ -114,13 +118,49 @@ func (a *anchorWatch) see(typ watch.EventType, np *karpv1.NodePool) {
 		return
 	}
 	delete(a.deleted, np.Name)
-	prev, cur := a.anchor[np.Name], np.Annotations[v1alpha1.AnnotationActiveRotation]
-	if want := a.overwrites[np.Name]; prev != "" && cur != "" && prev != cur && len(want) > 0 && want[0] == cur {
-		a.overwrites[np.Name] = want[1:]
-	} else if prev != "" && cur != "" && prev != cur {
-		a.moves = append(a.moves, fmt.Sprintf("NodePool %s: the anchor moved from %s to %s (resourceVersion %s)", np.Name, prev, cur, np.ResourceVersion))
+	cur := slotAnchors(np)
+	prev := a.anchor[np.Name]
+	slots := map[v1alpha1.Slot]bool{}
+	for s := range prev {
+		slots[s] = true
 	}
+	for s := range cur {
+		slots[s] = true
+	}
+	for s := range slots {
+		p, c := prev[s], cur[s]
+		if want := a.overwrites[np.Name]; p != "" && c != "" && p != c && len(want) > 0 && want[0] == c {
+			a.overwrites[np.Name] = want[1:]
+		} else if p != "" && c != "" && p != c {
+			a.moves = append(a.moves, fmt.Sprintf("NodePool %s: slot %d's anchor moved from %s to %s (resourceVersion %s)", np.Name, s, p, c, np.ResourceVersion))
+		}
+	}
+	named := map[string]v1alpha1.Slot{}
+	for s, c := range cur {
+		if other, ok := named[c]; ok {
+			a.moves = append(a.moves, fmt.Sprintf("NodePool %s: slots %d and %d both name %s (resourceVersion %s)", np.Name, other, s, c, np.ResourceVersion))
+		}
+		named[c] = s
+	}
+	a.most[np.Name] = max(a.most[np.Name], len(cur))
 	a.anchor[np.Name] = cur
+}
+
+// slotAnchors is the claim each anchored slot of np names.
+func slotAnchors(np *karpv1.NodePool) map[v1alpha1.Slot]string {
+	out := map[v1alpha1.Slot]string{}
+	for _, an := range v1alpha1.Anchors(np.Annotations) {
+		out[an.Slot] = an.Claim
+	}
+	return out
+}
+
+// mostAnchored is the most slots the watch has seen anchored at once on
+// pool.
+func (a *anchorWatch) mostAnchored(pool string) int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.most[pool]
 }
 
 // expectOverwrite tells the watch that pool's anchor is about to move to

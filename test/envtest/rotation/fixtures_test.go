@@ -265,9 +265,9 @@ func uncordoned(node string) func() bool {
 func noRotationKeys(pool string) func() []string {
 	return func() []string {
 		var left []string
-		a := getPool(pool).Annotations
-		for _, k := range v1alpha1.RotationScoped {
-			if _, ok := a[k]; ok {
+		for k := range getPool(pool).Annotations {
+			// every slot's rotation-scoped keys (docs/design.md#throughput)
+			if _, base, ok := v1alpha1.SlotOf(k); ok && base != v1alpha1.AnnotationLastRotationAt {
 				left = append(left, k)
 			}
 		}
