@@ -27,8 +27,8 @@ type anchorWatch struct {
 	// (docs/design.md#throughput): each slot's anchor only ever changes
 	// between empty and one claim.
 	anchor  map[string]map[v1alpha1.Slot]string
-	most    map[string]int // the most slots seen anchored at once, per pool
-	deleted map[string]bool   // pools whose deletion the watch delivered
+	most    map[string]int  // the most slots seen anchored at once, per pool
+	deleted map[string]bool // pools whose deletion the watch delivered
 	moves   []string
 	// overwrites are anchor moves a spec expects, in order (pool → the
 	// claims the anchor moves to): its own overwrite, as an operator's
