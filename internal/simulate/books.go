@@ -144,14 +144,18 @@ func (b *poolBooks) observe(obs *observe.Observation) {
 		}
 	}
 	a := obs.Pool.Annotations
-	if a[v1alpha1.AnnotationRotationMode] == v1alpha1.RotationModeFallback {
-		if l := b.lanes[a[v1alpha1.AnnotationActiveRotation]]; l != nil {
-			if t, err := time.Parse(time.RFC3339, a[v1alpha1.AnnotationDrainingAt]); err == nil {
+	for _, an := range v1alpha1.Anchors(a) {
+		if a[an.Slot.Key(v1alpha1.AnnotationRotationMode)] != v1alpha1.RotationModeFallback {
+			continue
+		}
+		if l := b.lanes[an.Claim]; l != nil {
+			if t, err := time.Parse(time.RFC3339, a[an.Slot.Key(v1alpha1.AnnotationDrainingAt)]); err == nil {
 				l.start(t)
 			}
 		}
 	}
-	held := obs.WindowOpen && obs.Snapshot.Pool.Feasible && obs.Census.Candidate != nil && a[v1alpha1.AnnotationActiveRotation] == ""
+	// a start is held while a slot is free (docs/design.md#throughput)
+	held := obs.WindowOpen && obs.Snapshot.Pool.Feasible && obs.Census.Candidate != nil && obs.FreeSlot() != nil
 	switch {
 	case held && b.holdSince.IsZero():
 		b.holdSince = obs.Now

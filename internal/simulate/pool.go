@@ -151,7 +151,7 @@ func (w *world) triggeredWithinBackstop() bool {
 }
 
 func (w *world) inFlight() bool {
-	return w.lastObs.Pool.Annotations[v1alpha1.AnnotationActiveRotation] != ""
+	return len(v1alpha1.Anchors(w.lastObs.Pool.Annotations)) > 0
 }
 
 // schedulePass brings the pool's next pass to at, unless one is due sooner.
