@@ -160,7 +160,26 @@ func gateCell(p *PoolStatus) string {
 }
 
 func inFlightCell(p *PoolStatus) string {
-	f := p.InFlight
+	if p.MaxUnavailable <= 1 && len(p.Rotations) <= 1 {
+		return rotationCell(p, p.InFlight)
+	}
+	// several at once: "2/3 a pending for 3m, b draining for 6m" (each
+	// one's phase in -o wide's ROTATION and in -o json)
+	cells := make([]string, len(p.Rotations))
+	for i, f := range p.Rotations {
+		cells[i] = f.NodeClaim + " " + orDash(f.State)
+		if !f.StartedAt.IsZero() {
+			cells[i] += " for " + schedule.Approx(p.Now.Sub(f.StartedAt))
+		}
+	}
+	s := fmt.Sprintf("%d/%d", len(p.Rotations), p.MaxUnavailable)
+	if len(cells) > 0 {
+		s += " " + strings.Join(cells, ", ")
+	}
+	return s
+}
+
+func rotationCell(p *PoolStatus, f *InFlight) string {
 	if f == nil {
 		return "-"
 	}

@@ -42,10 +42,15 @@ type PoolStatus struct {
 	GateWhy string `json:"gateWhy,omitempty"`
 	// WindowLeft is the short form for the GATE column: "9m left,
 	// forecast 14m".
-	WindowLeft string        `json:"-"`
-	InFlight   *InFlight     `json:"inFlight,omitempty"`
-	Census     census.Census `json:"census"`
-	Next       *Next         `json:"next,omitempty"`
+	WindowLeft string `json:"-"`
+	// MaxUnavailable is the number of rotations the pool may have in
+	// flight at once (docs/design.md#throughput); Rotations are those in
+	// flight, in slot order, and InFlight the first of them.
+	MaxUnavailable int           `json:"maxUnavailable,omitempty"`
+	Rotations      []*InFlight   `json:"rotations,omitempty"`
+	InFlight       *InFlight     `json:"inFlight,omitempty"`
+	Census         census.Census `json:"census"`
+	Next           *Next         `json:"next,omitempty"`
 	// Forecast places the outstanding rotations (candidates and claims in
 	// backoff) on the calendar at t_rot_est each; none when Blocked says
 	// why the pool starts no rotation at all (infeasible, static pool).
@@ -164,11 +169,27 @@ func (in *Inspector) status(pool string, obs *observe.Observation, ds []engine.D
 			st.Transitions[d.Machine] = cmp.Or(d.Transition, "(undecided)")
 		}
 	}
-	st.InFlight = inFlight(obs, decision(ds, rotationMachine))
-	if !obs.Governed() {
-		return st // no policy's durations: no bound (a held drain has none)
+	st.MaxUnavailable = obs.InForce.N
+	for _, s := range obs.Slots {
+		if s.Anchor() == "" {
+			continue
+		}
+		d, err := in.Engine.DecideMachine(&s.Snapshot, rotationMachine)
+		f := inFlight(s, &d)
+		if err != nil {
+			f = inFlight(s, nil)
+		}
+		if obs.Governed() { // no policy's durations: no bound (a held drain has none)
+			f.bound(in.Engine, s)
+		}
+		st.Rotations = append(st.Rotations, f)
 	}
-	st.InFlight.bound(in.Engine, obs)
+	if len(st.Rotations) > 0 {
+		st.InFlight = st.Rotations[0]
+	}
+	if !obs.Governed() {
+		return st
+	}
 	st.Window = window(obs)
 	st.describeGate(in.Engine, obs)
 	st.tRotEst = obs.Derivation.TRotEst
@@ -360,15 +381,16 @@ func zone(l *time.Location) string {
 	return l.String()
 }
 
-// inFlight describes the anchored rotation, nil when the pool is idle.
+// inFlight describes the rotation a slot's anchor names (obs is the slot's
+// observation), nil when the slot is free.
 func inFlight(obs *observe.Observation, rot *engine.Decision) *InFlight {
-	a := obs.Pool.Annotations
-	name := a[v1alpha1.AnnotationActiveRotation]
+	a, k := obs.Pool.Annotations, obs.Slot.Key
+	name := obs.Anchor()
 	if name == "" {
 		return nil
 	}
 	f := &InFlight{NodeClaim: name, State: obs.Snapshot.Claim.State, Mode: "surge"}
-	if a[v1alpha1.AnnotationRotationMode] != "" {
+	if a[k(v1alpha1.AnnotationRotationMode)] != "" {
 		f.Mode = "forcefulFallback"
 	}
 	if !obs.Snapshot.Claim.Exists {
@@ -383,7 +405,7 @@ func inFlight(obs *observe.Observation, rot *engine.Decision) *InFlight {
 	if obs.SurgeHost != nil {
 		f.SurgeNode = obs.SurgeHost.Name
 	} else {
-		f.SurgeNode = a[v1alpha1.AnnotationSurgeNode]
+		f.SurgeNode = a[k(v1alpha1.AnnotationSurgeNode)]
 	}
 	return f
 }
@@ -423,6 +445,8 @@ func forecast(eng *engine.Engine, obs *observe.Observation, st *PoolStatus, n in
 	from := obs.Now
 	tRotEst := obs.Derivation.TRotEst
 	switch {
+	case st.InFlight != nil && st.MaxUnavailable > 1 && obs.FreeSlot() != nil:
+		// a slot is free: the next start does not wait for those in flight
 	case st.InFlight != nil:
 		end, after := obs.Now.Add(tRotEst), obs.Settings.CooldownAfter
 		started := st.InFlight.StartedAt
@@ -446,7 +470,11 @@ func forecast(eng *engine.Engine, obs *observe.Observation, st *PoolStatus, n in
 	if st.GateUntil.After(from) {
 		from = st.GateUntil
 	}
-	f := obs.Settings.Calendar.ForecastRotations(from, n, obs.Settings.Timing, tRotEst)
+	// n at a time from there: approximate while some are in flight, which
+	// hold their slots until they end
+	timing := obs.Settings.Timing
+	timing.MaxUnavailable = max(obs.InForce.N, 1)
+	f := obs.Settings.Calendar.ForecastRotations(from, n, timing, tRotEst)
 	for i := range f.Starts {
 		f.Starts[i] = f.Starts[i].UTC()
 	}

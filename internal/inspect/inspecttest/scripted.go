@@ -12,6 +12,7 @@ import (
 	"github.com/awslabs/operatorpkg/status"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
@@ -113,6 +114,11 @@ func Scripted() []client.Object {
 		// deadline: a fatal finding
 		policyFor("strict", "strict", func(s *v1alpha1.RotationPolicySpec) { s.AgeThreshold = "335h30m" }),
 		policyFor("tie-a", "tie"), policyFor("tie-b", "tie"),
+		// three rotations at once (docs/design.md#throughput)
+		policyFor("wide", "wide", func(s *v1alpha1.RotationPolicySpec) {
+			three := intstr.FromInt32(3)
+			s.Surge.MaxUnavailable = &three
+		}),
 		// a window closing at 12:09, a 14m forecast and startCutoff 0s: the
 		// window-end gate holds the pool (docs/design.md#window-end)
 		policyFor("closing", "closing", func(s *v1alpha1.RotationPolicySpec) {
@@ -192,6 +198,13 @@ func Scripted() []client.Object {
 		claim("guarded-a", "guarded", 22*time.Hour), claim("guarded-b", "guarded", 30*time.Hour),
 		doNotDisrupt(scheduledOn(workload("batch-job"), "node-guarded-a")),
 		pool("tied", "tie"), claim("tied-a", "tied", time.Hour),
+		// two of three slots in flight: slot 1 waits on its surge, slot 3
+		// drains; slot 2 is free for the next start
+		pool("wide", "wide", v1alpha1.AnnotationActiveRotation, "wide-a", v1alpha1.AnnotationActiveRotationState, v1alpha1.StatePending,
+			v1alpha1.Slot(3).Key(v1alpha1.AnnotationActiveRotation), "wide-c", v1alpha1.Slot(3).Key(v1alpha1.AnnotationActiveRotationState), v1alpha1.StateDraining),
+		claim("wide-a", "wide", 25*time.Minute, v1alpha1.AnnotationState, v1alpha1.StatePending, v1alpha1.AnnotationStartedAt, stamp3339(Now.Add(-2*time.Minute))),
+		claim("wide-b", "wide", 35*time.Minute),
+		claim("wide-c", "wide", 30*time.Minute, v1alpha1.AnnotationState, v1alpha1.StateDraining, v1alpha1.AnnotationStartedAt, stamp3339(Now.Add(-6*time.Minute))),
 		pool("invalid", "broken"),
 		pool("plain", ""), claim("plain-a", "plain", time.Hour),
 		// a malformed freeze: undecidable until fixed
