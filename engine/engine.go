@@ -82,6 +82,9 @@ func (e *Engine) compileMachine(def *Machine, env celEnv, catalog Catalog) (*mac
 	}
 	m := &machine{def: def, state: state, states: map[string]*stateIndex{}}
 	var errs []error
+	if def.Scope != "" && def.Scope != ScopePool && def.Scope != ScopeSlot {
+		errs = append(errs, fmt.Errorf("rules: line %d: machine %q: scope %q is neither %s nor %s", def.line, def.Name, def.Scope, ScopePool, ScopeSlot))
+	}
 	for i := range def.Transitions {
 		tr := &def.Transitions[i]
 		for _, s := range append(append([]string{}, tr.From...), tr.To) {
@@ -100,6 +103,26 @@ func (e *Engine) compileMachine(def *Machine, env celEnv, catalog Catalog) (*mac
 		m.rows = append(m.rows, r)
 	}
 	return m, errors.Join(errs...)
+}
+
+// The scopes of a machine's decisions (Machine.Scope).
+const (
+	ScopePool = "pool"
+	ScopeSlot = "slot"
+)
+
+// Scope is the named machine's scope, ScopePool unless the table says
+// ScopeSlot; "" when the table has no such machine.
+func (e *Engine) Scope(name string) string {
+	for _, m := range e.machines {
+		if m.def.Name == name {
+			if m.def.Scope == ScopeSlot {
+				return ScopeSlot
+			}
+			return ScopePool
+		}
+	}
+	return ""
 }
 
 // Version is the table's behaviour version.

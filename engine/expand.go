@@ -12,6 +12,9 @@ import (
 // matches. A guard change shows up in review as the lines it moves.
 func (e *Engine) Expand(w io.Writer) error {
 	for _, m := range e.machines {
+		if err := m.scopeLine(w); err != nil {
+			return err
+		}
 		for _, s := range m.state.def.Values {
 			idx := m.states[s]
 			if _, err := fmt.Fprintf(w, "# %s %s: %d combinations of [%s]\n", m.def.Name, s, len(idx.lookup), strings.Join(idx.factNames(), " ")); err != nil {
@@ -39,6 +42,9 @@ func (e *Engine) Expand(w io.Writer) error {
 // copy of the shipped table's fact space is this form.
 func (e *Engine) ExpandCompact(w io.Writer) error {
 	for _, m := range e.machines {
+		if err := m.scopeLine(w); err != nil {
+			return err
+		}
 		for _, s := range m.state.def.Values {
 			idx := m.states[s]
 			if _, err := fmt.Fprintf(w, "# %s %s: %d combinations of [%s]; * is any value\n", m.def.Name, s, len(idx.lookup), strings.Join(idx.factNames(), " ")); err != nil {
@@ -110,4 +116,13 @@ func (e *Engine) Stats() Stats {
 		}
 	}
 	return s
+}
+
+// scopeLine says, for a machine decided once per rotation slot, that it is.
+func (m *machine) scopeLine(w io.Writer) error {
+	if m.def.Scope != ScopeSlot {
+		return nil
+	}
+	_, err := fmt.Fprintf(w, "# %s: decided once per rotation slot of the pool\n", m.def.Name)
+	return err
 }

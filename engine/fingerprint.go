@@ -22,6 +22,11 @@ func (e *Engine) Fingerprint() string {
 		fmt.Fprintf(h, "fact %s %s\n", f.def.Name, f.definition())
 	}
 	for _, m := range e.machines {
+		if m.def.Scope == ScopeSlot {
+			// deciding once per slot is behaviour (the pool-scoped
+			// default writes nothing, so older tables keep their digest)
+			fmt.Fprintf(h, "machine %s per slot\n", m.def.Name)
+		}
 		for _, s := range m.state.def.Values {
 			m.states[s].fingerprint(h, m.def.Name+" "+s)
 		}

@@ -43,8 +43,13 @@ type FactDef struct {
 // and the transitions out of each state. Every pass decides one transition
 // per machine.
 type Machine struct {
-	Name        string       `yaml:"name"`
-	StateFact   string       `yaml:"state"`
+	Name      string `yaml:"name"`
+	StateFact string `yaml:"state"`
+	// Scope is what one decision of the machine is about: "slot", once
+	// per rotation slot of the pool, each on its own slot's snapshot
+	// (docs/design.md#throughput); "pool" (the default, or empty), once
+	// per pass on the pool's.
+	Scope       string       `yaml:"scope,omitempty"`
 	Description string       `yaml:"description"`
 	Transitions []Transition `yaml:"transitions"`
 	line        int

@@ -61,6 +61,7 @@ func SlotOf(key string) (Slot, string, bool) {
 }
 
 // Anchor is one anchored slot and the claim it names.
+// +kubebuilder:object:generate=false
 type Anchor struct {
 	Slot  Slot
 	Claim string

@@ -13,16 +13,17 @@ type decided struct {
 	engine.Decision
 }
 
-// decide decides the rotation machine once per slot, in the observation's
-// slot order (anchored slots, then the free one), then every other
-// machine once on the pool's own snapshot. With one slot the pool's
+// decide decides each machine of the table's slot scope (the rotation
+// machine) once per slot, in the observation's slot order (anchored
+// slots, then the free one), and every other machine once on the pool's
+// own snapshot. With one slot the pool's
 // snapshot is that slot's, so a pool rotating one node at a time decides
 // exactly as Engine.Decide would.
 func (r *NodePoolReconciler) decide(obs *observe.Observation) ([]decided, error) {
 	var out []decided
 	for _, name := range r.Engine.MachineNames() {
 		on := []*observe.Observation{obs}
-		if name == rotationMachine {
+		if r.Engine.Scope(name) == engine.ScopeSlot {
 			on = obs.Slots
 		}
 		for _, o := range on {
