@@ -21,6 +21,18 @@ import (
 type PoolExplanation struct {
 	Status    *PoolStatus       `json:"status"`
 	Decisions []engine.Decision `json:"decisions"`
+	// Slots are the rotation machine's decision for each slot a pass
+	// decides on, when there is more than one (docs/design.md#throughput);
+	// Decisions then holds the first.
+	Slots []SlotDecision `json:"slots,omitempty"`
+}
+
+// SlotDecision is the rotation machine's decision for one slot: an
+// anchored one (NodeClaim its anchor), or the free one a start takes.
+type SlotDecision struct {
+	Slot      int    `json:"slot"`
+	NodeClaim string `json:"nodeClaim,omitempty"`
+	engine.Decision
 }
 
 // ExplainPool describes the pool and the decisions a pass takes now.
@@ -29,7 +41,17 @@ func (in *Inspector) ExplainPool(ctx context.Context, pool string) (*PoolExplana
 	if err != nil {
 		return nil, err
 	}
-	return &PoolExplanation{Status: in.status(pool, obs, ds, problem), Decisions: ds}, nil
+	ex := &PoolExplanation{Status: in.status(pool, obs, ds, problem), Decisions: ds}
+	if obs != nil && len(obs.Slots) > 1 {
+		for _, s := range obs.Slots {
+			d, err := in.Engine.DecideMachine(&s.Snapshot, rotationMachine)
+			if err != nil {
+				return nil, err
+			}
+			ex.Slots = append(ex.Slots, SlotDecision{Slot: int(s.Slot), NodeClaim: s.Anchor(), Decision: d})
+		}
+	}
+	return ex, nil
 }
 
 // ClaimExplanation says why a NodeClaim is or is not rotating now.
@@ -105,7 +127,7 @@ func (in *Inspector) ExplainClaim(ctx context.Context, name string) (*ClaimExpla
 	}
 	if !obs.Governed() {
 		ex.Class, ex.Reason = governanceReason(obs)
-		if obs.Pool.Annotations[v1alpha1.AnnotationActiveRotation] == name {
+		if ex.Pool.rotation(name) != nil {
 			ex.Class, ex.Reason = census.ClassInFlight, heldReason(c, ex.Reason)
 		}
 		return ex, nil
@@ -151,11 +173,12 @@ func classify(ex *ClaimExplanation, obs *observe.Observation) {
 	ex.Deadline, ex.DueFrom, ex.RetryAt, ex.ShortLead = f.Deadline.UTC(), f.Trigger.UTC(), f.RetryAt.UTC(), f.ShortLead
 	ex.RotateNext = f.RotateNext
 	ex.Class = census.Class(obs.CensusInput, f)
-	if ex.Class == census.ClassCandidate && obs.Pool.Annotations[v1alpha1.AnnotationActiveRotation] == ex.NodeClaim {
+	rot := ex.Pool.rotation(ex.NodeClaim)
+	if ex.Class == census.ClassCandidate && rot != nil {
 		ex.Class = census.ClassInFlight // anchored; its state is written next
 	}
-	if ex.Class == census.ClassInFlight && obs.Pool.Annotations[v1alpha1.AnnotationActiveRotation] == ex.NodeClaim && ex.Pool.InFlight != nil {
-		ex.PhaseBound, ex.PhaseBounded = ex.Pool.InFlight.Bound, ex.Pool.InFlight.Bounded
+	if ex.Class == census.ClassInFlight && rot != nil {
+		ex.PhaseBound, ex.PhaseBounded = rot.Bound, rot.Bounded
 	}
 	if b, ok := obs.Census.Blocked[ex.NodeClaim]; ok && ex.Class == census.ClassCandidate {
 		ex.Class, ex.Blockers, ex.UrgentFrom = census.ClassDrainBlocked, b.Blockers, b.UrgentFrom.UTC()
@@ -216,12 +239,16 @@ func reason(ex *ClaimExplanation, obs *observe.Observation, f census.Figures) st
 	case census.ClassExpired:
 		return "Karpenter's expireAfter expired it before a rotation could (state expired)"
 	case census.ClassInFlight:
-		switch anchor := obs.Pool.Annotations[v1alpha1.AnnotationActiveRotation]; {
-		case anchor == c.Name && state == "":
-			return "the pool's anchor names it: its rotation has just started (" + ex.Pool.InFlight.Phase + ")" + phaseBound(ex, obs.Now)
-		case anchor == c.Name:
-			return "it is the pool's rotation in flight (state " + state + ", " + ex.Pool.InFlight.Phase + ")" + phaseBound(ex, obs.Now)
-		case anchor == "":
+		rot, anchor := ex.Pool.rotation(c.Name), ""
+		if ex.Pool.InFlight != nil {
+			anchor = ex.Pool.InFlight.NodeClaim
+		}
+		switch {
+		case rot != nil && state == "":
+			return "the pool's anchor names it: its rotation has just started (" + rot.Phase + ")" + phaseBound(ex, rot, obs.Now)
+		case rot != nil:
+			return "it is the pool's rotation in flight (state " + state + ", " + rot.Phase + ")" + phaseBound(ex, rot, obs.Now)
+		case anchor == "" || (ex.Pool.FreeSlot != 0 && obs.Snapshot.Claim.Exists):
 			return "it carries state " + state + " but the pool lost its anchor: the next pass writes the anchor back for it (AnchorRestored) and the rotation goes on"
 		case !obs.Snapshot.Claim.Exists:
 			return "it carries state " + state + " but the pool's anchor names " + anchor + ", a claim that is gone: the next pass puts it in the anchor's place (AnchorRestored) and the rotation goes on"
@@ -263,8 +290,7 @@ func reason(ex *ClaimExplanation, obs *observe.Observation, f census.Figures) st
 
 // phaseBound says when the in-flight claim's phase ends by the table:
 // its readyTimeout, or the drain bound once its delete is issued.
-func phaseBound(ex *ClaimExplanation, now time.Time) string {
-	c := ex.Pool.InFlight
+func phaseBound(ex *ClaimExplanation, c *InFlight, now time.Time) string {
 	switch {
 	case ex.PhaseBound.IsZero() && c.State == v1alpha1.StateDraining:
 		return "; its delete is issued next, once no placeholder is left"
@@ -292,7 +318,9 @@ func candidateReason(ex *ClaimExplanation) string {
 		fmt.Fprintf(&b, "a candidate, %d in line (short-lead claims first, then the earliest deadline)", ex.Place)
 	}
 	switch {
-	case st.InFlight != nil:
+	case st.InFlight != nil && st.FreeSlot == 0 && len(st.Rotations) > 1:
+		fmt.Fprintf(&b, "; waits for a free slot: all %d rotations the pool may run at once are in flight", len(st.Rotations))
+	case st.InFlight != nil && st.FreeSlot == 0:
 		b.WriteString("; waits for the rotation of " + st.InFlight.NodeClaim + " in flight")
 	case st.Blocked != "":
 		b.WriteString("; but the pool starts no rotation: " + st.Blocked)
@@ -303,6 +331,11 @@ func candidateReason(ex *ClaimExplanation) string {
 		}
 		if !st.GateUntil.IsZero() {
 			b.WriteString(", every gate open at " + stamp(st.GateUntil))
+		}
+	case st.FreeSlot != 0 && len(st.Rotations) > 0:
+		fmt.Fprintf(&b, "; %d of %d rotations in flight, slot %d is free", len(st.Rotations), st.MaxUnavailable, st.FreeSlot)
+		if ex.Place == 1 {
+			b.WriteString(": the next start takes it")
 		}
 	case ex.Place == 1 && st.Transitions[rotationMachine] != "":
 		b.WriteString("; the pool's pass takes " + st.Transitions[rotationMachine])

@@ -166,6 +166,9 @@ func TestExplainClaims(t *testing.T) {
 		{"guarded-b", census.ClassCandidate, "the next candidate", 1},
 		{"tied-a", "conflict", "policies tie-a, tie-b tie", 0},
 		{"plain-a", "ungoverned", "no RotationPolicy selects", 0},
+		{"wide-a", census.ClassInFlight, "the pool's rotation in flight (state pending, pending.create-placeholder); its surge must be ready by", 0},
+		{"wide-b", census.ClassCandidate, "2 of 3 rotations in flight, slot 2 is free: the next start takes it", 1},
+		{"wide-c", census.ClassInFlight, "the pool's rotation in flight (state draining, draining.delete-claim)", 0},
 	}
 	var names []string
 	for _, c := range checks {

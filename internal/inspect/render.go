@@ -268,6 +268,9 @@ func RenderPool(w io.Writer, ex *PoolExplanation, format string) error {
 	if st.GateWhy != "" {
 		rows = append(rows, [2]string{"", st.GateWhy})
 	}
+	if st.MaxUnavailable > 1 || len(st.Rotations) > 1 {
+		rows = append(rows, [2]string{"Slots", slotsCell(st)})
+	}
 	rows = append(rows, [][2]string{
 		{"In flight", inFlightCell(st)},
 		{"Claims", fmt.Sprintf("%d: %d candidates, %d in backoff, %d in flight, %d not due, %d skipped, %d opted out, %d not ready, %d deleting, %d expired, %d without deadline",
@@ -284,11 +287,30 @@ func RenderPool(w io.Writer, ex *PoolExplanation, format string) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	type shown struct {
+		label string
+		engine.Decision
+	}
+	var decisions []shown
 	for _, d := range ex.Decisions {
+		if d.Machine == rotationMachine && len(ex.Slots) > 0 {
+			for _, sd := range ex.Slots { // each slot's instead of the first's
+				label := fmt.Sprintf("%s machine, slot %d (%s)", sd.Machine, sd.Slot, orDash(sd.NodeClaim))
+				if sd.NodeClaim == "" {
+					label = fmt.Sprintf("%s machine, slot %d (free)", sd.Machine, sd.Slot)
+				}
+				decisions = append(decisions, shown{label, sd.Decision})
+			}
+			continue
+		}
+		decisions = append(decisions, shown{d.Machine + " machine", d})
+	}
+	for _, sd := range decisions {
+		d := sd.Decision
 		if d.Undecided != nil {
-			fmt.Fprintf(w, "\n%s machine: undecided (%s): it takes no step until fixed: %v\n", d.Machine, orDash(d.From), d.Undecided)
+			fmt.Fprintf(w, "\n%s: undecided (%s): it takes no step until fixed: %v\n", sd.label, orDash(d.From), d.Undecided)
 		} else {
-			fmt.Fprintf(w, "\n%s machine: %s (%s → %s), the table's requeue %s\n", d.Machine, d.Transition, d.From, orDash(d.To), schedule.FormatDuration(d.Requeue))
+			fmt.Fprintf(w, "\n%s: %s (%s → %s), the table's requeue %s\n", sd.label, d.Transition, d.From, orDash(d.To), schedule.FormatDuration(d.Requeue))
 		}
 		facts := make([]string, len(d.Facts))
 		for i, f := range d.Facts {
@@ -365,4 +387,15 @@ func RenderClaim(w io.Writer, ex *ClaimExplanation, format string) error {
 		fmt.Fprintf(tw, "%s\t%s\n", r[0], r[1])
 	}
 	return tw.Flush()
+}
+
+// slotsCell says how many rotations the pool may run at once, which slots
+// are in flight, and which one the next start takes or why none is free
+// (docs/design.md#throughput).
+func slotsCell(p *PoolStatus) string {
+	s := fmt.Sprintf("%d at once (maxUnavailable), %d in flight", p.MaxUnavailable, len(p.Rotations))
+	if p.FreeSlot != 0 {
+		return s + fmt.Sprintf("; slot %d is free: the next start takes it", p.FreeSlot)
+	}
+	return s + ": no slot is free, no rotation starts until one ends"
 }

@@ -46,11 +46,14 @@ type PoolStatus struct {
 	// MaxUnavailable is the number of rotations the pool may have in
 	// flight at once (docs/design.md#throughput); Rotations are those in
 	// flight, in slot order, and InFlight the first of them.
-	MaxUnavailable int           `json:"maxUnavailable,omitempty"`
-	Rotations      []*InFlight   `json:"rotations,omitempty"`
-	InFlight       *InFlight     `json:"inFlight,omitempty"`
-	Census         census.Census `json:"census"`
-	Next           *Next         `json:"next,omitempty"`
+	MaxUnavailable int `json:"maxUnavailable,omitempty"`
+	// FreeSlot is the slot the next start takes, 0 when every slot below
+	// MaxUnavailable is in flight.
+	FreeSlot  int           `json:"freeSlot,omitempty"`
+	Rotations []*InFlight   `json:"rotations,omitempty"`
+	InFlight  *InFlight     `json:"inFlight,omitempty"`
+	Census    census.Census `json:"census"`
+	Next      *Next         `json:"next,omitempty"`
 	// Forecast places the outstanding rotations (candidates and claims in
 	// backoff) on the calendar at t_rot_est each; none when Blocked says
 	// why the pool starts no rotation at all (infeasible, static pool).
@@ -135,6 +138,17 @@ type InFlight struct {
 	Bounded string    `json:"bounded,omitempty"`
 }
 
+// rotation is the rotation in flight whose anchor names claim, nil when
+// none does.
+func (st *PoolStatus) rotation(claim string) *InFlight {
+	for _, f := range st.Rotations {
+		if f.NodeClaim == claim {
+			return f
+		}
+	}
+	return nil
+}
+
 // Next is the candidate the next start takes.
 type Next struct {
 	NodeClaim string    `json:"nodeClaim"`
@@ -170,6 +184,9 @@ func (in *Inspector) status(pool string, obs *observe.Observation, ds []engine.D
 		}
 	}
 	st.MaxUnavailable = obs.InForce.N
+	if f := obs.FreeSlot(); f != nil {
+		st.FreeSlot = int(f.Slot)
+	}
 	for _, s := range obs.Slots {
 		if s.Anchor() == "" {
 			continue

@@ -303,6 +303,6 @@ func placeholder(claim, pool string) *corev1.Pod {
 // ExplainedClaims are the claims the explain golden file explains, in its
 // order; ExplainedPools the pools.
 var (
-	ExplainedClaims = []string{"ready-e", "ready-a", "ready-b", "ready-c", "ready-d", "cooling-a", "static-a", "starting-a", "starting-b", "lost-a", "busy-a", "busy-b", "night-a", "night-b", "night-c", "night-d", "asked-a", "asked-b", "closing-a", "guarded-a", "guarded-b", "tied-a", "plain-a"}
-	ExplainedPools  = []string{"ready", "busy", "night", "frozen-night", "closing", "asked", "guarded", "garbled"}
+	ExplainedClaims = []string{"ready-e", "ready-a", "ready-b", "ready-c", "ready-d", "cooling-a", "static-a", "starting-a", "starting-b", "lost-a", "busy-a", "busy-b", "night-a", "night-b", "night-c", "night-d", "asked-a", "asked-b", "closing-a", "guarded-a", "guarded-b", "tied-a", "plain-a", "wide-a", "wide-b", "wide-c"}
+	ExplainedPools  = []string{"ready", "busy", "night", "frozen-night", "closing", "asked", "guarded", "garbled", "wide"}
 )
