@@ -544,3 +544,23 @@ func TestTakeFailedWithoutFailedAtIsDue(t *testing.T) {
 		t.Errorf("RetryDue = %v, %v: the table must agree", due, err)
 	}
 }
+
+// A claim a slot names is never another slot's candidate, even before its
+// state is written; it stays counted in its class
+// (docs/design.md#throughput).
+func TestTakeSkipsAnchoredClaims(t *testing.T) {
+	early, late := claim("early", 20*time.Minute), claim("late", 40*time.Minute)
+	in := input(t, alwaysOpen(), early, late)
+	in.Anchored = map[string]bool{"early": true}
+	r := Take(in)
+	if got := names(r); got != "late" {
+		t.Errorf("candidate %s, want late: early is anchored", got)
+	}
+	if r.Census.Candidates != 2 {
+		t.Errorf("candidates counted %d, want 2: the census classes are unchanged", r.Census.Candidates)
+	}
+	in.Anchored["late"] = true
+	if r := Take(in); r.Candidate != nil {
+		t.Errorf("candidate %s with every eligible claim anchored", names(r))
+	}
+}

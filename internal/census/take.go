@@ -27,6 +27,10 @@ type Input struct {
 	// candidate order, and only until a claim is taken: it may read the
 	// API server.
 	DrainBlockers func(*karpv1.NodeClaim) []Blocker
+	// Anchored are the claims a rotation slot of the pool names: never
+	// the candidate of another slot's start, whatever their state says
+	// yet (docs/design.md#throughput).
+	Anchored map[string]bool
 }
 
 // Result is a census and what it decided.
@@ -91,6 +95,9 @@ func Take(in Input) Result {
 func (r *Result) pick(in Input, eligible []Figures) *Candidate {
 	sort.Slice(eligible, func(i, j int) bool { return Ahead(eligible[i], eligible[j]) })
 	for _, f := range eligible {
+		if in.Anchored[f.Claim.Name] {
+			continue // in flight in a slot: its state is written next
+		}
 		b := blockers(in, f.Claim)
 		if urgent, ok := urgentFrom(in, f); len(b) > 0 && (!ok || in.Now.Before(urgent)) {
 			if r.Blocked == nil {

@@ -129,6 +129,10 @@ func (o *Observer) census(ctx context.Context, obs *Observation) error {
 	obs.CensusInput = census.Input{
 		Now: obs.Now, Claims: obs.Claims, Settings: obs.Settings, Derivation: obs.Derivation,
 		OptedOut: func(c *karpv1.NodeClaim) bool { return o.optedOut(ctx, c) },
+		Anchored: map[string]bool{},
+	}
+	for _, a := range v1alpha1.Anchors(obs.Pool.Annotations) {
+		obs.CensusInput.Anchored[a.Claim] = true
 	}
 	c := obs.Settings.Concurrency
 	n, taken := c.Count, false // a count needs no census...
