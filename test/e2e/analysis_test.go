@@ -21,25 +21,31 @@ type rotation struct {
 }
 
 // rotationsOf reconstructs every rotation of pool from the records, keyed
-// by the rotated claim: from the anchor's write to its release.
+// by the rotated claim: from its slot's anchor write to its release
+// (docs/design.md#throughput: each slot's anchor on its own).
 func rotationsOf(rec *recorder.Recorder, pool string) map[string]*rotation {
 	out := map[string]*rotation{}
 	records := rec.Sorted()
-	current := ""
+	current := map[v1alpha1.Slot]string{}
 	for _, r := range records {
 		if r.Kind != "NodePool" || r.Obj.GetName() != pool {
 			continue
 		}
-		anchor := r.Obj.GetAnnotations()[v1alpha1.AnnotationActiveRotation]
-		if anchor != current {
-			if current != "" {
-				out[current].endRV = r.RV
-			}
-			if anchor != "" {
-				out[anchor] = &rotation{startRV: r.RV}
-			}
-			current = anchor
+		now := map[v1alpha1.Slot]string{}
+		for _, a := range v1alpha1.Anchors(r.Obj.GetAnnotations()) {
+			now[a.Slot] = a.Claim
 		}
+		for slot, claim := range current {
+			if now[slot] != claim {
+				out[claim].endRV = r.RV
+			}
+		}
+		for slot, claim := range now {
+			if current[slot] != claim {
+				out[claim] = &rotation{startRV: r.RV}
+			}
+		}
+		current = now
 	}
 	for claim, rot := range out {
 		oldNode := ""
@@ -76,6 +82,31 @@ func rotationsOf(rec *recorder.Recorder, pool string) map[string]*rotation {
 		if !deletingSeen.IsZero() && !goneSeen.IsZero() {
 			rot.drain = goneSeen.Sub(deletingSeen)
 		}
+	}
+	// rotations side by side each see the others' surge claims created in
+	// their span: those are not theirs
+	surgeClaim := map[string]string{} // surge node → its claim
+	for _, r := range records {
+		if r.Kind == "NodeClaim" {
+			if nc := r.Obj.(*karpv1.NodeClaim); nc.Status.NodeName != "" {
+				surgeClaim[nc.Status.NodeName] = nc.Name
+			}
+		}
+	}
+	for claim, rot := range out {
+		others := map[string]bool{}
+		for other, o := range out {
+			if other != claim && o.surgeNode != "" {
+				others[surgeClaim[o.surgeNode]] = true
+			}
+		}
+		own := rot.created[:0:0]
+		for _, c := range rot.created {
+			if !others[c] {
+				own = append(own, c)
+			}
+		}
+		rot.created = own
 	}
 	return out
 }

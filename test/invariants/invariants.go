@@ -172,15 +172,17 @@ func checkPools(ctx context.Context, in Input, r *Report) error {
 		if err := in.Client.Get(ctx, client.ObjectKey{Name: name}, np); err != nil {
 			return fmt.Errorf("reading NodePool %s: %w", name, err)
 		}
-		a := np.Annotations
-		anchor, anchored := a[v1alpha1.AnnotationActiveRotation]
-		r.check(!anchored, InFlight, "NodePool/"+name, "still anchors %q after quiescence", anchor)
-		for _, k := range v1alpha1.RotationScoped {
-			if k == v1alpha1.AnnotationActiveRotation {
-				continue
+		// every rotation slot's keys (docs/design.md#throughput)
+		for k, v := range np.Annotations {
+			slot, base, ok := v1alpha1.SlotOf(k)
+			switch {
+			case !ok || base == v1alpha1.AnnotationLastRotationAt:
+			case base == v1alpha1.AnnotationActiveRotation:
+				r.check(false, InFlight, "NodePool/"+name, "still anchors %q in %s after quiescence", v, k)
+			default:
+				_, anchored := np.Annotations[slot.Key(v1alpha1.AnnotationActiveRotation)]
+				r.check(anchored, PoolKeyLeft, "NodePool/"+name, "%s=%q with no rotation anchored", k, v)
 			}
-			v, left := a[k]
-			r.check(!left || anchored, PoolKeyLeft, "NodePool/"+name, "%s=%q with no rotation anchored", k, v)
 		}
 	}
 	return nil
@@ -457,8 +459,10 @@ func Anchored(rec *recorder.Recorder, pools []string, sinceRV int64) []string {
 		if r.Kind != "NodePool" || r.RV <= sinceRV || !slices.Contains(pools, r.Obj.GetName()) {
 			continue
 		}
-		if a := r.Obj.GetAnnotations()[v1alpha1.AnnotationActiveRotation]; a != "" && !slices.Contains(out, a) {
-			out = append(out, a)
+		for _, a := range v1alpha1.Anchors(r.Obj.GetAnnotations()) {
+			if !slices.Contains(out, a.Claim) {
+				out = append(out, a.Claim)
+			}
 		}
 	}
 	return out
