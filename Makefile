@@ -153,12 +153,12 @@ cluster-smoke: ## prove the local cluster provisions, drains and surges
 # local cluster whose nodes boot in NODE_BOOT_DELAY_MS, as a cloud's do (the
 # extra-NodeClaim effect of docs/design.md#deviation-placeholder-first only
 # shows with a delay), SUITE_CONCURRENCY clusters at once: the crash
-# campaign, the e2e matrix in two halves, the fault run and the
+# campaign, the e2e matrix in three parts, the fault run and the
 # chart-identity e2e (E2E_SUITES, the longest first), and the Karpenter
 # version matrix (KARPENTER_MATRIX), each
 # running the controller binary taken out of the image `make image` builds.
 NODE_BOOT_DELAY_MS ?= 8000
-E2E_SUITES ?= crash e2e.2 e2e.1 faults identity
+E2E_SUITES ?= crash e2e.2 e2e.1 e2e.3 faults identity
 SUITE_CONCURRENCY ?= 3
 SUITES_ENV = NODE_BOOT_DELAY_MS=$(NODE_BOOT_DELAY_MS) SUITE_CONCURRENCY=$(SUITE_CONCURRENCY) KARPENTER_MATRIX="$(KARPENTER_MATRIX)" \
   NRC_CONTROLLER_BIN=$(CURDIR)/$(IMAGE_DIR)/extracted/node-rotation-controller

@@ -34,6 +34,9 @@ type scenario struct {
 	rec       *recorder.Recorder
 	sinceRV   int64 // the record's last resourceVersion once the workload ran
 	originals []string
+	// spread: one replica per node (required pod anti-affinity on the
+	// hostname), so the pool has as many nodes as replicas
+	spread bool
 }
 
 func newScenario(name string, pool *karpv1.NodePool, replicas, pdbMaxUnavailable int32) *scenario {
@@ -52,7 +55,15 @@ func (s *scenario) setUp(ctx context.Context) {
 	Expect(kube.Create(ctx, ns)).To(Succeed())
 	Expect(kube.Create(ctx, s.pool)).To(Succeed())
 	Expect(kube.Create(ctx, fixtures.PDB(s.name, "web", s.pdb, s.app))).To(Succeed())
-	Expect(kube.Create(ctx, fixtures.Workload(s.name, "web", s.name, s.replicas, "1500m", s.app))).To(Succeed())
+	w := fixtures.Workload(s.name, "web", s.name, s.replicas, "1500m", s.app)
+	if s.spread {
+		w.Spec.Template.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+			RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+				LabelSelector: &metav1.LabelSelector{MatchLabels: s.app}, TopologyKey: corev1.LabelHostname,
+			}},
+		}}
+	}
+	Expect(kube.Create(ctx, w)).To(Succeed())
 	DeferCleanup(func() {
 		s.rec.Stop()
 		_ = kube.Delete(ctx, &v1alpha1.RotationPolicy{ObjectMeta: metav1.ObjectMeta{Name: s.name}})
@@ -111,8 +122,10 @@ func (s *scenario) updatePool(ctx context.Context, edit func(*karpv1.NodePool)) 
 // waits for any rotation in flight to end.
 func (s *scenario) pause(ctx context.Context, within time.Duration) {
 	s.updatePolicy(ctx, func(p *v1alpha1.RotationPolicy) { p.Spec.AgeThreshold = "720h" })
-	Eventually(poolAnnotations(ctx, s.name)).WithTimeout(within).
-		ShouldNot(HaveKey(v1alpha1.AnnotationActiveRotation), "the rotation in flight ends")
+	Eventually(func() ([]v1alpha1.Anchor, error) {
+		a, err := poolAnnotations(ctx, s.name)()
+		return v1alpha1.Anchors(a), err
+	}).WithTimeout(within).Should(BeEmpty(), "the rotations in flight end")
 }
 
 // poolAnnotations polls the pool's annotations; a failed read is a failed

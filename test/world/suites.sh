@@ -4,8 +4,8 @@
 # SUITE_CONCURRENCY at once: they mostly wait on node boot delays,
 # Karpenter's batch window and readyTimeouts, so several share 2 cores.
 #
-# Jobs: e2e (test/e2e, every scenario), e2e.1 and e2e.2 (its two halves,
-# by Ginkgo label: E2E_HALVES), identity (test/chart/identity), crash and
+# Jobs: e2e (test/e2e, every scenario), e2e.1, e2e.2 and e2e.3 (its
+# parts, by Ginkgo label: E2E_PARTS), identity (test/chart/identity), crash and
 # faults (the two campaigns of test/chaos), and matrix:VERSION (the e2e
 # smoke and happy-path rotation on that Karpenter version). Each test binary is
 # compiled once, before any cluster starts, and each matrix version's kwok
@@ -15,7 +15,7 @@
 # each job's wall time ends the run.
 #
 # Usage: test/world/suites.sh [job...]
-#   (default: crash e2e.2 e2e.1 faults identity and matrix:V for V in
+#   (default: crash e2e.2 e2e.1 e2e.3 faults identity and matrix:V for V in
 #   KARPENTER_MATRIX: the longest first)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -31,24 +31,25 @@ export NODE_BOOT_DELAY_MS=${NODE_BOOT_DELAY_MS:-8000}
 GO=${GO:-go}
 out=${NRC_SUITES_DIR:-${TMPDIR:-/tmp}/node-rotation-controller/suites}
 
-# The e2e scenarios in two halves of about equal time (docs/test-world.md,
+# The e2e scenarios in parts, job e2e.N running part N (docs/test-world.md,
 # "CI time"): every label of test/e2e is in exactly one, or the run stops
-# here.
-E2E_HALVES=('rotation || rollback || drainblock || smoke' 'expiry || fallback || stuckdrain || leader')
+# here. The first two take about equal time; the third is the pool
+# rotated several nodes at a time.
+E2E_PARTS=('rotation || rollback || drainblock || smoke' 'expiry || fallback || stuckdrain || leader' 'throughput')
 
 jobs_=("$@")
 if [ ${#jobs_[@]} -eq 0 ]; then
-  jobs_=(crash e2e.2 e2e.1 faults identity)
+  jobs_=(crash e2e.2 e2e.1 e2e.3 faults identity)
   for v in $KARPENTER_MATRIX; do jobs_+=("matrix:$v"); done
 fi
 
-# halves_cover_labels: each Label("...") of test/e2e in exactly one half.
-halves_cover_labels() {
+# parts_cover_labels: each Label("...") of test/e2e in exactly one part.
+parts_cover_labels() {
   local l n h bad=0
   for l in $(grep -ho 'Label("[^"]*"' test/e2e/*_test.go | sed 's/Label("//; s/"$//' | sort -u); do
     n=0
-    for h in "${E2E_HALVES[@]}"; do [[ " $h " == *" $l "* ]] && n=$((n + 1)); done
-    [ "$n" = 1 ] || { echo "test/e2e label $l is in $n of the halves of E2E_HALVES (test/world/suites.sh): it must be in one" >&2; bad=1; }
+    for h in "${E2E_PARTS[@]}"; do [[ " $h " == *" $l "* ]] && n=$((n + 1)); done
+    [ "$n" = 1 ] || { echo "test/e2e label $l is in $n of the parts of E2E_PARTS (test/world/suites.sh): it must be in one" >&2; bad=1; }
   done
   return "$bad"
 }
@@ -66,10 +67,10 @@ compile() {
   local need=() j
   for j in "${jobs_[@]}"; do
     case "$j" in
-      e2e | e2e.1 | e2e.2 | matrix:*) need+=(e2e) ;;
+      e2e | e2e.[0-9] | matrix:*) need+=(e2e) ;;
       crash | faults) need+=(chaos) ;;
       identity) need+=(identity) ;;
-      *) echo "unknown job $j (e2e e2e.1 e2e.2 identity crash faults matrix:VERSION)" >&2; exit 2 ;;
+      *) echo "unknown job $j (e2e e2e.1 e2e.2 e2e.3 identity crash faults matrix:VERSION)" >&2; exit 2 ;;
     esac
   done
   local t0=$SECONDS b
@@ -136,8 +137,7 @@ job() {
   NRC_AUDIT_LOG=$("$here/cluster.sh" audit-log)
   case "$name" in
     e2e) (cd test/e2e && "$out/bin/e2e.test" -test.v -test.timeout 45m -ginkgo.v) || rc=$? ;;
-    e2e.1) (cd test/e2e && "$out/bin/e2e.test" -test.v -test.timeout 30m -ginkgo.v -ginkgo.label-filter="$E2E_HALF_1") || rc=$? ;;
-    e2e.2) (cd test/e2e && "$out/bin/e2e.test" -test.v -test.timeout 30m -ginkgo.v -ginkgo.label-filter="$E2E_HALF_2") || rc=$? ;;
+    e2e.[0-9]) (cd test/e2e && "$out/bin/e2e.test" -test.v -test.timeout 30m -ginkgo.v -ginkgo.label-filter="$E2E_PART") || rc=$? ;;
     crash) (cd test/chaos && "$out/bin/chaos.test" -test.v -test.timeout 45m -ginkgo.v -ginkgo.label-filter=crash) || rc=$? ;;
     faults) (cd test/chaos && "$out/bin/chaos.test" -test.v -test.timeout 45m -ginkgo.v -ginkgo.label-filter=faults) || rc=$? ;;
     identity) (cd test/chart/identity && "$out/bin/identity.test" -test.v -test.timeout 20m) || rc=$? ;;
@@ -191,7 +191,7 @@ reap() {
   done
 }
 
-halves_cover_labels
+parts_cover_labels
 compile
 # the cluster's binaries once, before any job: a job's cluster.sh up then
 # only finds them cached (never two builds into one cache at once)
@@ -219,7 +219,12 @@ for j in "${jobs_[@]}"; do
   while [ ${#free_slots[@]} -eq 0 ]; do reap; done
   slot=${free_slots[0]} free_slots=("${free_slots[@]:1}")
   started[$j]=$SECONDS slot_of[$j]=$slot
-  E2E_HALF_1=${E2E_HALVES[0]} E2E_HALF_2=${E2E_HALVES[1]} \
+  part=
+  if [[ $j == e2e.[0-9] ]]; then
+    part=${E2E_PARTS[${j#e2e.} - 1]:-}
+    [ -n "$part" ] || { echo "job $j: E2E_PARTS has no part ${j#e2e.}" >&2; exit 2; }
+  fi
+  E2E_PART=$part \
     setsid bash -c "$(declare -f job ports clusterdir component_tails); here='$here' out='$out' GO='$GO' job '$j' '$slot'" >"$out/${j//:/-}.log" 2>&1 &
   pid_of[$j]=$!
   running+=("$j")

@@ -1,0 +1,70 @@
+//go:build e2e
+
+package e2e_test
+
+import (
+	"context"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
+	"github.com/noderotation/node-rotation-controller/test/fixtures"
+)
+
+// Several rotations of one pool at once on real Karpenter
+// (docs/design.md#throughput): a twelve-node pool (one replica per node)
+// behind a PDB, maxUnavailable 4 — every original node rotated, four at a
+// time and never five, each rotation with a surge NodeClaim of its own,
+// the PDB never violated.
+var _ = Describe("several rotations of a pool at once on real Karpenter", Label("throughput"), Ordered, func() {
+	ctx := context.Background()
+	s := newScenario("throughput-e2e", fixtures.RotationPool("throughput-e2e"), 12, 1)
+	s.spread = true
+	var ctrl *controller
+
+	BeforeAll(func() {
+		installPrerequisites(ctx)
+		s.setUp(ctx)
+		ctrl = startController("throughput")
+	})
+
+	It("starts with twelve nodes, one replica on each", func() {
+		Expect(s.originals).To(HaveLen(12))
+	})
+
+	It("rotates every original node, four at a time", func() {
+		start := time.Now()
+		s.govern(ctx, "45s", func(p *v1alpha1.RotationPolicy) {
+			p.Spec.Surge.MaxUnavailable = ptr.To(intstr.FromInt32(4))
+		})
+		for _, name := range s.originals {
+			Eventually(gone(ctx, name)).WithTimeout(8*time.Minute).WithPolling(time.Second).Should(Satisfy(notFound), "original NodeClaim %s rotated away", name)
+		}
+		GinkgoWriter.Printf("twelve nodes rotated four at a time in %s\n", time.Since(start).Round(time.Second))
+		By("stopping further rotations and letting those in flight finish")
+		s.pause(ctx, 4*time.Minute)
+		Eventually(func() int { return healthyPods(ctx, s.name, s.app) }).WithTimeout(2 * time.Minute).Should(Equal(int(s.replicas)))
+	})
+
+	It("ran four at once and never five, one surge NodeClaim and surge node per rotation, the PDB held", func() {
+		rotations := rotationsOf(s.rec, s.name)
+		for _, name := range s.originals {
+			Expect(rotations).To(HaveKey(name))
+		}
+		surgeNodes := map[string]string{}
+		for claim, r := range rotations {
+			GinkgoWriter.Printf("rotation %s: surge node %s, NodeClaims created %v, drain %s\n", claim, r.surgeNode, r.created, r.drain.Round(10*time.Millisecond))
+			Expect(r.surgeReadyRV).NotTo(BeZero(), "rotation %s: the surge node became Ready", claim)
+			Expect(r.surgeReadyRV).To(BeNumerically("<", r.deleteRV), "rotation %s: replacement Ready before the old claim's deletionTimestamp", claim)
+			Expect(r.created).To(HaveLen(1), "rotation %s: Karpenter created exactly one NodeClaim for it", claim)
+			Expect(surgeNodes).NotTo(HaveKey(r.surgeNode), "rotation %s shares its surge node with %s", claim, surgeNodes[r.surgeNode])
+			surgeNodes[r.surgeNode] = claim
+		}
+		Expect(maxInFlight(s.rec, s.name)).To(Equal(4), "four rotations at once, never five")
+		s.expectSettled(ctx, []*controller{ctrl}, s.originals, 0)
+	})
+})
