@@ -102,8 +102,13 @@ func (w *world) result(policies []v1alpha1.RotationPolicy, start, end time.Time)
 	if gov.Governed() {
 		sum.Policy = gov.Policy.Name
 		if settings, err := gov.Settings, gov.Err; err == nil {
-			_, d := settings.Derive(nodePool(w.spec), start)
-			sum.Plan = &Figures{P: d.Cycle.P, D: d.Cycle.D, A: d.A, C: d.C, TRotEst: d.TRotEst, AlwaysOpen: d.Cycle.AlwaysOpen}
+			in, d := settings.Derive(nodePool(w.spec), start)
+			pop := schedule.Population{Nodes: w.spec.Nodes}
+			if w.lastObs != nil {
+				pop = w.lastObs.Census.Population
+			}
+			_, d, inForce := settings.Sized(in, d.Cycle, pop)
+			sum.Plan = &Figures{P: d.Cycle.P, D: d.Cycle.D, A: d.A, C: d.C, N: inForce.N, TRotEst: d.TRotEst, AlwaysOpen: d.Cycle.AlwaysOpen}
 			pr.Occurrences = settings.Calendar.Occurrences(start, end)
 			if len(pr.Occurrences) > 0 && pr.Occurrences[0].Location != nil {
 				pr.Timezone = pr.Occurrences[0].Location

@@ -13,8 +13,10 @@ import (
 // Figures are plan's schedule figures for a pool (docs/design.md#age-threshold).
 type Figures struct {
 	P, D, A, TRotEst time.Duration
-	C                int
-	AlwaysOpen       bool
+	// C is counted at N, the rotations at once the policy's
+	// maxUnavailable resolves to for the pool at the end of the run.
+	C, N       int
+	AlwaysOpen bool
 }
 
 // PoolSummary is one pool's outcome over the span.
@@ -110,18 +112,18 @@ func RenderSummary(w io.Writer, r *Result) error {
 	}
 	fmt.Fprintln(w, "\nSchedule figures, plan's against the run's:")
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "NODEPOOL\tP\tA\tAGE AT FIRST START\tC\tMOST STARTS IN ONE OCCURRENCE\tSTARTS PER OCCURRENCE")
+	fmt.Fprintln(tw, "NODEPOOL\tP\tA\tAGE AT FIRST START\tN\tC\tMOST STARTS IN ONE OCCURRENCE\tSTARTS PER OCCURRENCE")
 	for _, p := range r.Pools {
 		s := p.Summary
 		if s.Plan == nil {
-			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t-\t-\n", s.Pool)
+			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t-\t-\t-\n", s.Pool)
 			continue
 		}
 		ages := "-"
 		if s.Started > 0 {
 			ages = schedule.Approx(s.YoungestAtStart) + " – " + schedule.Approx(s.OldestAtStart)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\n", s.Pool, schedule.Approx(s.Plan.P), schedule.Approx(s.Plan.A), ages, s.Plan.C, s.MaxPerOccurrence, counts(s.PerOccurrence))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\n", s.Pool, schedule.Approx(s.Plan.P), schedule.Approx(s.Plan.A), ages, s.Plan.N, s.Plan.C, s.MaxPerOccurrence, counts(s.PerOccurrence))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
