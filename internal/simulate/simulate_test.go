@@ -335,3 +335,27 @@ func BenchmarkSimulate500Nodes10Pools4Weeks(b *testing.B) {
 }
 
 func metaName(n string) metav1.ObjectMeta { return metav1.ObjectMeta{Name: n} }
+
+// The 300-node pool of docs/design.md#throughput over 8 weeks, one
+// rotation at a time and maxUnavailable auto: how many nodes Karpenter
+// force-expires, and the N auto picked (docs/performance.md).
+func BenchmarkSimulate300NodesThroughput8Weeks(b *testing.B) {
+	f, err := LoadFleet("testdata/fleet-300.yaml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, n := range []string{"1", "auto"} {
+		pols, err := plan.LoadPolicies("testdata/policy-300-" + n + ".yaml")
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run("maxUnavailable="+n, func(b *testing.B) {
+			for b.Loop() {
+				r := run(b, f, pols, 1)
+				b.ReportMetric(float64(r.Total.ForceExpired), "force-expired")
+				b.ReportMetric(float64(r.Total.Rotations), "rotations")
+				b.ReportMetric(float64(r.Pools[0].Summary.Plan.N), "N")
+			}
+		})
+	}
+}
