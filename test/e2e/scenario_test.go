@@ -34,9 +34,6 @@ type scenario struct {
 	rec       *recorder.Recorder
 	sinceRV   int64 // the record's last resourceVersion once the workload ran
 	originals []string
-	// spread: one replica per node (required pod anti-affinity on the
-	// hostname), so the pool has as many nodes as replicas
-	spread bool
 }
 
 func newScenario(name string, pool *karpv1.NodePool, replicas, pdbMaxUnavailable int32) *scenario {
@@ -55,15 +52,7 @@ func (s *scenario) setUp(ctx context.Context) {
 	Expect(kube.Create(ctx, ns)).To(Succeed())
 	Expect(kube.Create(ctx, s.pool)).To(Succeed())
 	Expect(kube.Create(ctx, fixtures.PDB(s.name, "web", s.pdb, s.app))).To(Succeed())
-	w := fixtures.Workload(s.name, "web", s.name, s.replicas, "1500m", s.app)
-	if s.spread {
-		w.Spec.Template.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
-			RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
-				LabelSelector: &metav1.LabelSelector{MatchLabels: s.app}, TopologyKey: corev1.LabelHostname,
-			}},
-		}}
-	}
-	Expect(kube.Create(ctx, w)).To(Succeed())
+	Expect(kube.Create(ctx, fixtures.Workload(s.name, "web", s.name, s.replicas, "1500m", s.app))).To(Succeed())
 	DeferCleanup(func() {
 		s.rec.Stop()
 		_ = kube.Delete(ctx, &v1alpha1.RotationPolicy{ObjectMeta: metav1.ObjectMeta{Name: s.name}})

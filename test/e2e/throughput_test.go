@@ -8,6 +8,8 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
@@ -16,14 +18,17 @@ import (
 )
 
 // Several rotations of one pool at once on real Karpenter
-// (docs/design.md#throughput): a twelve-node pool (one replica per node)
-// behind a PDB, maxUnavailable 4 — every original node rotated, four at a
-// time and never five, each rotation with a surge NodeClaim of its own,
-// the PDB never violated.
+// (docs/design.md#throughput): a twelve-node pool (24 replicas of 1.5
+// cores on 4-core nodes: two on each, so no node has room for another
+// node's placeholder) behind a PDB, maxUnavailable 4 — every original node
+// rotated, four at a time and never five, each rotation with a surge
+// NodeClaim of its own, the PDB never violated.
 var _ = Describe("several rotations of a pool at once on real Karpenter", Label("throughput"), Ordered, func() {
 	ctx := context.Background()
-	s := newScenario("throughput-e2e", fixtures.RotationPool("throughput-e2e"), 12, 1)
-	s.spread = true
+	pool := fixtures.RotationPool("throughput-e2e")
+	// twelve nodes, four surges and room for a launch Karpenter retries
+	pool.Spec.Limits[corev1.ResourceCPU] = resource.MustParse("80")
+	s := newScenario("throughput-e2e", pool, 24, 1)
 	var ctrl *controller
 
 	BeforeAll(func() {
@@ -32,7 +37,7 @@ var _ = Describe("several rotations of a pool at once on real Karpenter", Label(
 		ctrl = startController("throughput")
 	})
 
-	It("starts with twelve nodes, one replica on each", func() {
+	It("starts with twelve nodes, two replicas on each", func() {
 		Expect(s.originals).To(HaveLen(12))
 	})
 
