@@ -105,7 +105,7 @@ testbin-cluster: ## build every binary the local cluster needs (cached)
 	@echo "==> [$$(date +%T)] test binaries for the local cluster"
 	$(TESTBIN) cluster
 
-test: lint testbin ## unit + envtest + a short run of every fuzz target (the command CI runs)
+test: lint testbin ## unit + envtest + a short run of every fuzz target (CI runs test-all, which runs this first)
 	@echo "==> [$$(date +%T)] unit and golden tests, no test binaries (everything outside test/)"
 	env -u KUBEBUILDER_ASSETS $(GO) test -count=1 $$($(GO) list ./... | grep -v '/test/')
 	@echo "==> [$$(date +%T)] envtest and layering suites: go test ./test/... (envtest assets: $$($(TESTBIN) path))"
