@@ -44,8 +44,7 @@ var _ = Describe("several rotations of one pool at once", func() {
 			}
 			return left
 		}, 3*timeout).Should(BeEmpty())
-		By("freezing the pool, so the surge claims (due after a second) start no more, and letting the rotations in flight end")
-		annotatePool(pool, map[string]string{v1alpha1.AnnotationFreeze: rfc3339(time.Now().Add(time.Hour))})
+		By("letting the rotations in flight end (the surge claims are kept out by skip-until, so none starts after the last old claim)")
 		Eventually(noRotationKeys(pool), 2*timeout).Should(BeEmpty())
 		most := serve.stop()
 
@@ -78,16 +77,25 @@ func announcedFor(pool, reason, claim string) int32 {
 // surgeServer plays Karpenter for a pool with several rotations in flight:
 // each placeholder waiting unbound gets a surge claim and node of its own
 // and runs there; each deleting claim is finalized. It samples the most
-// placeholders and deleting claims it saw at once.
+// placeholders and deleting claims it saw at once. The surge claims carry
+// an hour's skip-until: the pool's age threshold is a second, so without it
+// they would be rotated in turn and the pool would never come to rest (a
+// freeze would not do: it holds a pending rotation where it stands).
 type surgeServer struct {
 	done chan struct{}
 	wg   sync.WaitGroup
 	most struct{ placeholders, deleting int }
 	n    atomic.Int64
+	seen map[string]time.Time // when each placeholder was first seen unbound
 }
 
+// provisionDelay is how long a placeholder waits before its surge claim
+// appears, as it would for a real cloud's node: it keeps the rotations'
+// placeholders side by side long enough for the 50 ms samples to see it.
+const provisionDelay = time.Second
+
 func serveSurges(pool string) *surgeServer {
-	s := &surgeServer{done: make(chan struct{})}
+	s := &surgeServer{done: make(chan struct{}), seen: map[string]time.Time{}}
 	s.wg.Add(1)
 	go func() {
 		defer GinkgoRecover()
@@ -116,8 +124,15 @@ func (s *surgeServer) round(pool string) {
 		if p.Spec.NodeName != "" || p.DeletionTimestamp != nil {
 			continue
 		}
+		if _, ok := s.seen[string(p.UID)]; !ok {
+			s.seen[string(p.UID)] = time.Now()
+		}
+		if time.Since(s.seen[string(p.UID)]) < provisionDelay {
+			continue
+		}
 		name := fmt.Sprintf("%s-s%d", pool, s.n.Add(1))
-		if _, err := karpenter.CreateClaim(ctx, fk.Claim{Pool: pool, Name: name, Zone: "zone-a"}); err != nil {
+		skip := map[string]string{v1alpha1.AnnotationSkipUntil: rfc3339(time.Now().Add(time.Hour))}
+		if _, err := karpenter.CreateClaim(ctx, fk.Claim{Pool: pool, Name: name, Zone: "zone-a", Annotations: skip}); err != nil {
 			continue
 		}
 		_ = karpenter.BindAndRun(ctx, p, fk.NodeName(name))
