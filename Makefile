@@ -9,7 +9,7 @@ TESTBIN := test/world/testbin.sh
 CLUSTER := test/world/cluster.sh
 FUZZTIME ?= 5s
 
-.PHONY: all build demo test test-all test-e2e test-e2e-matrix lint generate fuzz testbin testbin-cluster cluster-up cluster-down cluster-smoke clean bench-scale
+.PHONY: all build demo test test-all test-e2e test-e2e-matrix lint generate fuzz testbin testbin-cluster cluster-up cluster-down cluster-smoke clean bench-scale bench-throughput
 
 all: build
 
@@ -158,7 +158,7 @@ cluster-smoke: ## prove the local cluster provisions, drains and surges
 # version matrix (KARPENTER_MATRIX), each
 # running the controller binary taken out of the image `make image` builds.
 NODE_BOOT_DELAY_MS ?= 8000
-E2E_SUITES ?= crash e2e.2 e2e.1 e2e.3 faults identity
+E2E_SUITES ?= crash e2e.4 e2e.2 e2e.1 crash-slots e2e.3 faults identity
 SUITE_CONCURRENCY ?= 3
 SUITES_ENV = NODE_BOOT_DELAY_MS=$(NODE_BOOT_DELAY_MS) SUITE_CONCURRENCY=$(SUITE_CONCURRENCY) KARPENTER_MATRIX="$(KARPENTER_MATRIX)" \
   NRC_CONTROLLER_BIN=$(CURDIR)/$(IMAGE_DIR)/extracted/node-rotation-controller
@@ -186,6 +186,19 @@ SCALE_ROTATE_POOLS ?= 20
 bench-scale: ## measure the controller's memory, CPU and rotation overhead at fleet scale on its own local cluster (about 17 minutes; not in test-all)
 	@echo "==> [$$(date +%T)] fleet-scale benchmark: $(SCALE_NODES) nodes, $(SCALE_PODS) Pods, $(SCALE_POOLS) NodePools, $(SCALE_ROTATE_POOLS) pools rotating at once"
 	$(GO) run -tags scale ./test/scale -nodes $(SCALE_NODES) -pods $(SCALE_PODS) -pools $(SCALE_POOLS) -rotate-pools $(SCALE_ROTATE_POOLS)
+
+# The throughput benchmark (docs/performance.md, "Throughput"): on one local
+# cluster with real Karpenter (8 s node boot), a twelve-node pool behind a
+# PDB rotated whole one at a time, then four at a time; each phase's wall
+# against the provision+drain floor, overhead, requests and CPU per
+# rotation, as a table (also in $(BENCH_REPORT)). A measurement, never part
+# of test-all or CI; the controller is built from the checkout unless
+# NRC_CONTROLLER_BIN names one.
+BENCH_REPORT ?= /tmp/node-rotation-controller/bench-throughput.md
+
+bench-throughput: testbin-cluster ## measure whole-pool rotation time one at a time against four at a time on real Karpenter (about 10 minutes; not in test-all)
+	NODE_BOOT_DELAY_MS=$(NODE_BOOT_DELAY_MS) NRC_BENCH_REPORT=$(BENCH_REPORT) test/world/suites.sh bench
+	@cat $(BENCH_REPORT)
 
 # The Karpenter versions besides the default that the e2e smoke and rotation
 # run against (README.md, "Supported Karpenter versions").

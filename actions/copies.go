@@ -69,8 +69,13 @@ func (p *Pass) index(t Targets) {
 // targets (docs/design.md#throughput). What the pass holds stays: an
 // object it already observed or wrote keeps its newest copy — the pool's
 // above all, which every slot writes — and the new targets' objects it
-// holds no copy of are added.
+// holds no copy of are added. The elections the previous slot's steps left
+// unconfirmed are dropped: they guard that slot's effects, which are
+// behind it, and nothing the next slot does depends on them — confirming
+// them before its writes cost a no-op patch of another rotation's claim
+// per slot and pass.
 func (p *Pass) Retarget(t Targets) {
+	p.unconfirmed = nil
 	p.copies()
 	p.Targets = t
 	p.index(t)

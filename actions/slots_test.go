@@ -1,9 +1,11 @@
 package actions
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
+	"github.com/noderotation/node-rotation-controller/engine"
 )
 
 // A start in slot 2 writes slot 2's keys only, and only while the pool has
@@ -114,4 +116,36 @@ func TestRetargetKeepsThePoolCopy(t *testing.T) {
 		t.Fatalf("slot 2 on the pass's own copy: %s %v", res.Outcome, err)
 	}
 	wantAnn(t, "pool", e.pool(poolName).Annotations, ann(keyAnchor, claimA, v1alpha1.Slot(2).Key(keyAnchor), "claim-b"))
+}
+
+// An election one slot's steps left unconfirmed is not confirmed before
+// the next slot's effects: it guards its own slot's effects only, so the
+// second slot's placeholder costs no patch of the first slot's claim.
+func TestRetargetDropsThePreviousSlotsElections(t *testing.T) {
+	e := newEnv(t, mkPool(poolName, ann(keyAnchor, claimA, keyMirror, "pending", v1alpha1.Slot(2).Key(keyAnchor), "claim-b", v1alpha1.Slot(2).Key(keyMirror), "pending")),
+		mkClaim(claimA, ann(keyState, "pending", keyStarted, "2026-11-30T09:00:00Z")),
+		mkClaim("claim-b", ann(keyState, "pending", keyStarted, "2026-11-30T09:00:00Z")))
+	first := e.targets()
+	first.Slot, first.InForce = 1, 2
+	p := e.pass(first)
+	reassert := engine.Decision{Transition: "test", Steps: pendingCreate().Steps[:1]}
+	if ran, err := Run(ctxb, p, reassert); err != nil || !ran.Owned {
+		t.Fatalf("slot 1: %+v %v", ran, err)
+	}
+	if len(e.writes) != 0 {
+		t.Fatalf("a no-op election wrote %v", e.writes)
+	}
+	second := first
+	second.Slot, second.Claim, second.ClaimObject = 2, "claim-b", e.claim("claim-b")
+	second.PlaceholderKey.Name = "ph-claim-b"
+	second.NewPlaceholder = newPlaceholder()
+	second.NewPlaceholder.Name = "ph-claim-b"
+	p.Retarget(second)
+	if ran, err := Run(ctxb, p, pendingCreate()); err != nil || !ran.Owned {
+		t.Fatalf("slot 2: %+v %v", ran, err)
+	}
+	want := []string{"patch NodeClaim/claim-b", "create Pod/" + phNS + "/ph-claim-b"}
+	if !slices.Equal(e.writes, want) {
+		t.Fatalf("writes %v, want %v (slot 2's own confirmation and its placeholder)", e.writes, want)
+	}
 }

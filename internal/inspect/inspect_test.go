@@ -103,6 +103,13 @@ func TestStatusOfEveryPoolState(t *testing.T) {
 	if f := m["busy"].Forecast; f == nil || len(f.Starts) != 1 || !f.Starts[0].Equal(now.Add(22*time.Minute)) {
 		t.Errorf("busy forecast %+v", f)
 	}
+	// pair: each slot is free once its own rotation ends — at the 15m
+	// estimate from its start, then the 10m cooldown: pair-b's, started
+	// 10m ago, at +15m; pair-a's, started 2m ago, at +23m (one slot's end
+	// for both would say +23m for both)
+	if f := m["pair"].Forecast; f == nil || len(f.Starts) != 2 || !f.Starts[0].Equal(now.Add(15*time.Minute)) || !f.Starts[1].Equal(now.Add(23*time.Minute)) {
+		t.Errorf("pair forecast %+v", f)
+	}
 	// overrun's rotation is past its readyTimeout: it fails now, the next
 	// start follows the failure pause (15m, not the 20m cooldown), and the
 	// failed claim is one more rotation

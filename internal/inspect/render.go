@@ -66,11 +66,8 @@ func RenderStatus(w io.Writer, pools []*PoolStatus, format string) error {
 		row := []string{p.NodePool, policyCell(p), windowCell(p, wide), gateCell(p), inFlightCell(p),
 			fmt.Sprintf("%d/%d/%d", p.Census.Candidates, p.Census.InBackoff, p.Census.NotDue), nextCell(p), forecastCell(p)}
 		if wide {
-			surge := "-"
-			if p.InFlight != nil && p.InFlight.SurgeNode != "" {
-				surge = p.InFlight.SurgeNode
-			}
-			row = append(row, orDash(p.PolicyReady), fmt.Sprint(p.Census.Total), orDash(p.Transitions[rotationMachine]), orDash(p.Transitions[windowMachine]), surge)
+			rotation, surge := wideRotationCells(p)
+			row = append(row, orDash(p.PolicyReady), fmt.Sprint(p.Census.Total), rotation, orDash(p.Transitions[windowMachine]), surge)
 		}
 		fmt.Fprintln(tw, strings.Join(row, "\t"))
 		if p.Problem != "" {
@@ -157,6 +154,25 @@ func gateCell(p *PoolStatus) string {
 		return p.Gate
 	}
 	return p.Gate + " (" + schedule.Approx(p.GateUntil.Sub(p.Now)) + ")"
+}
+
+// wideRotationCells are -o wide's ROTATION and SURGE-NODE: the rotation
+// machine's transition and the surge node of the rotation in flight; with
+// several in flight (docs/design.md#throughput), each one's, in slot order,
+// comma-separated.
+func wideRotationCells(p *PoolStatus) (rotation, surge string) {
+	if len(p.Rotations) <= 1 {
+		surge = "-"
+		if p.InFlight != nil && p.InFlight.SurgeNode != "" {
+			surge = p.InFlight.SurgeNode
+		}
+		return orDash(p.Transitions[rotationMachine]), surge
+	}
+	phases, nodes := make([]string, len(p.Rotations)), make([]string, len(p.Rotations))
+	for i, f := range p.Rotations {
+		phases[i], nodes[i] = orDash(f.Phase), orDash(f.SurgeNode)
+	}
+	return strings.Join(phases, ","), strings.Join(nodes, ",")
 }
 
 func inFlightCell(p *PoolStatus) string {

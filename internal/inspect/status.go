@@ -369,53 +369,64 @@ func zone(l *time.Location) string {
 	return l.String()
 }
 
-// forecast plays n rotations forward from when the pool can next start:
-// after the rotation in flight and every gate. A rotation in flight ends at
-// its estimate from its start (started-at, or the pool's draining-at for a
-// surge-less one), or now once it has overrun it or its claim is gone;
-// then comes the cooldown — or, when its readyTimeout has run out, the
-// failure pause, and the failed claim is one more rotation to place. A
-// pass that is mending an anchor (repairing, re-adopting) finishes a
-// rotation first, counted as one just starting.
+// forecast plays n rotations forward from when the pool can next start,
+// on each of its rotation slots (docs/design.md#throughput): a slot with a
+// rotation in flight is free once it ends — at its estimate from its start
+// (started-at, or the slot's draining-at for a surge-less one), or now once
+// it has overrun it or its claim is gone — and then the cooldown; or, when
+// its readyTimeout has run out, the failure pause, and the failed claim is
+// one more rotation to place. A free slot is free now, or, when a pass is
+// mending an anchor (repairing, re-adopting), once that rotation is
+// finished, counted as one just starting. No slot starts before every gate
+// is open.
 func forecast(eng *engine.Engine, obs *observe.Observation, st *PoolStatus, n int) *schedule.Forecast {
-	from := obs.Now
 	tRotEst := obs.Derivation.TRotEst
-	switch {
-	case st.InFlight != nil && st.MaxUnavailable > 1 && obs.FreeSlot() != nil:
-		// a slot is free: the next start does not wait for those in flight
-	case st.InFlight != nil:
+	var free []time.Time
+	for _, s := range obs.Slots {
+		if s.Anchor() == "" {
+			continue
+		}
+		f := st.rotation(s.Anchor())
 		end, after := obs.Now.Add(tRotEst), obs.Settings.CooldownAfter
-		started := st.InFlight.StartedAt
+		started := f.StartedAt
 		if started.IsZero() {
-			started = parseTime(obs.Pool.Annotations[v1alpha1.AnnotationDrainingAt])
+			started = parseTime(s.Pool.Annotations[s.Slot.Key(v1alpha1.AnnotationDrainingAt)])
 		}
 		if !started.IsZero() {
 			end = started.Add(tRotEst)
 		}
-		if end.Before(obs.Now) || st.InFlight.State == goneState { // overrunning, or ending
+		if end.Before(obs.Now) || f.State == goneState { // overrunning, or ending
 			end = obs.Now
 		}
-		if v, err := eng.Evaluate(&obs.Snapshot, readyTimeoutFact); err == nil && v == true {
+		if v, err := eng.Evaluate(&s.Snapshot, readyTimeoutFact); err == nil && v == true {
 			end, after = obs.Now, obs.Derivation.FailurePause
 			n++
 		}
-		from = end.Add(after)
-	case st.Transitions[rotationMachine] == repairStranded || st.Transitions[rotationMachine] == readopt:
-		from = obs.Now.Add(tRotEst + obs.Settings.CooldownAfter)
+		free = append(free, end.Add(after))
 	}
-	if st.GateUntil.After(from) {
-		from = st.GateUntil
+	idle := obs.Now
+	if t := st.Transitions[rotationMachine]; len(free) == 0 && (t == repairStranded || t == readopt) {
+		idle = obs.Now.Add(tRotEst + obs.Settings.CooldownAfter)
 	}
-	// n at a time from there: approximate while some are in flight, which
-	// hold their slots until they end
-	timing := obs.Settings.Timing
-	timing.MaxUnavailable = max(obs.InForce.N, 1)
-	f := obs.Settings.Calendar.ForecastRotations(from, n, timing, tRotEst)
+	for len(free) < max(obs.InForce.N, 1) {
+		free = append(free, idle)
+	}
+	for i := range free {
+		free[i] = later(free[i], st.GateUntil)
+	}
+	f := obs.Settings.Calendar.ForecastSlots(free, n, obs.Settings.Timing, tRotEst)
 	for i := range f.Starts {
 		f.Starts[i] = f.Starts[i].UTC()
 	}
 	f.Done = f.Done.UTC()
 	return &f
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 func parseTime(s string) time.Time {

@@ -102,7 +102,14 @@ var keyed = map[string]bool{"nodepools": true, "nodeclaims": true, "nodes": true
 // valued are the keys whose value is part of the write type: short enums
 // whose value is the transition (pending, draining, failed, expired), so a
 // claim moved to pending and one moved to draining are different writes.
+// Every rotation slot's copy of the draining mirror is valued too
+// (docs/design.md#throughput).
 var valued = map[string]bool{v1alpha1.AnnotationState: true, v1alpha1.AnnotationActiveRotationState: true}
+
+func isValued(key string) bool {
+	_, base, slotted := v1alpha1.SlotOf(key)
+	return valued[key] || slotted && valued[base]
+}
 
 // ours reports whether a label or annotation key is one a rotation writes.
 // incidental keys ride along with a write that the other keys identify,
@@ -197,7 +204,7 @@ func patchKeys(contentType string, body []byte) []string {
 			return
 		}
 		k := sign + key
-		if sign == "+" && valued[key] {
+		if sign == "+" && isValued(key) {
 			k += "=" + value
 		}
 		keys = append(keys, k)

@@ -53,12 +53,10 @@ func (s step) matcher() func(apiproxy.Write) bool {
 
 func object(w apiproxy.Write) string { return w.Namespace + "/" + w.Name }
 
-// steps are the applied, targeted writes of one rotation, from its anchor
-// write to the write that ended it.
-func steps(writes []apiproxy.Write) []step {
-	var out []step
-	objects := map[string]map[string]bool{}
-	started := false
+// rotationWrites are the applied, targeted writes from the first anchor
+// write of any slot on: what the rotations of an iteration wrote.
+func rotationWrites(writes []apiproxy.Write) []apiproxy.Write {
+	var out []apiproxy.Write
 	for _, w := range writes {
 		// The policy's status is written when the suite edits the policy,
 		// not by the rotation.
@@ -72,10 +70,26 @@ func steps(writes []apiproxy.Write) []step {
 			slices.Contains([]string{"nodepools", "nodeclaims", "nodes"}, w.Resource) {
 			continue
 		}
-		if !started && !slices.Contains(w.Keys, "+"+v1alpha1.AnnotationActiveRotation) {
+		if len(out) == 0 && !slices.ContainsFunc(w.Keys, anchorsSlot) {
 			continue
 		}
-		started = true
+		out = append(out, w)
+	}
+	return out
+}
+
+// anchorsSlot: a write key that anchors a rotation in some slot.
+func anchorsSlot(key string) bool {
+	_, base, ok := v1alpha1.SlotOf(key[1:])
+	return ok && key[0] == '+' && base == v1alpha1.AnnotationActiveRotation
+}
+
+// steps are the writes of one rotation, from its anchor write to the write
+// that ended it.
+func steps(writes []apiproxy.Write) []step {
+	var out []step
+	objects := map[string]map[string]bool{}
+	for _, w := range rotationWrites(writes) {
 		if objects[w.Type] == nil {
 			objects[w.Type] = map[string]bool{}
 		}
@@ -90,23 +104,23 @@ func steps(writes []apiproxy.Write) []step {
 	return out
 }
 
-// ended reports whether a targeted write since seq ended a rotation.
-// A write that is the armed kill's target does not count: the proxy marks
-// it applied before the kill has run and Killed reports it, and the last
-// write of a rollback is both the kill target and the end of the rotation.
-func ended(seq int) bool {
-	for _, w := range proxy.Writes(seq) {
-		if !w.Background && !w.Killed && w.Applied() && endsRotation(w) {
-			return true
+// typeSteps are the first write of each type of several rotations in
+// flight at once, from the first anchor write to the last write: a kill
+// after one lands wherever the others stand.
+func typeSteps(writes []apiproxy.Write) []step {
+	var out []step
+	for _, w := range rotationWrites(writes) {
+		if !slices.ContainsFunc(out, func(s step) bool { return s.Type == w.Type }) {
+			out = append(out, step{w.Type, 1})
 		}
 	}
-	return false
+	return out
 }
 
-// iteration is one rotation of the campaign: started by resuming the
-// policy, paused again as soon as it is anchored so no second one starts,
-// optionally killed after one write and restarted at once, then left to
-// quiesce and judged.
+// iteration is one rotation of the campaign — as many at once as the
+// pool's maxUnavailable allows: started by resuming the policy, paused
+// again as soon as they are anchored so no more start, optionally killed
+// after one write and restarted at once, then left to quiesce and judged.
 type iteration struct {
 	label  string
 	kill   *step  // nil: no kill (a recording)
@@ -132,27 +146,32 @@ func (w *world) iterate(ctx context.Context, c *campaign, it iteration) outcome 
 		proxy.KillAfter(it.kill.matcher(), 1, w.ctl.kill)
 	}
 	w.resume(ctx)
-	pausedYet := false
+	// At maxUnavailable 1 a kill pauses the pool at once, as the one
+	// rotation is anchored; above it, the successor goes on starting
+	// rotations until as many as the pool allows were anchored, so a kill
+	// lands with the others wherever they stand.
+	pausedYet, restarted, at := false, false, min(max(w.n, 1), w.nodes)
 	Eventually(func() bool {
 		_, killed := proxy.Killed()
-		if !pausedYet && (killed || w.anchor(ctx) != "") {
-			// one rotation per iteration: none starts after this one
+		if killed && !restarted {
+			w.ctl.start() // at once: the successor's startup races what the victim left
+			restarted = true
+			c.kills++
+		}
+		if !pausedYet && ((killed && at == 1) || len(invariants.Anchored(w.rec, []string{w.pool}, since)) >= at) {
+			// none starts after these
 			w.pause(ctx)
 			pausedYet = true
 		}
-		if killed {
+		if killed && at == 1 {
 			return true
 		}
 		w.ctl.alive()
-		return pausedYet && ended(seq)
+		return pausedYet && len(w.anchors(ctx)) == 0
 	}).WithContext(ctx).WithTimeout(5*time.Minute).WithPolling(200*time.Millisecond).Should(BeTrue(),
-		"%s: the rotation started and was killed or ended", it.label)
+		"%s: %d rotation(s) started and were killed or ended", it.label, at)
 	killedAt, killed := proxy.Killed()
 	proxy.Disarm()
-	if killed {
-		w.ctl.start() // at once: the successor's startup races what the victim left
-		c.kills++
-	}
 	w.quiesce(ctx, 5*time.Minute)
 	o := outcome{since: since, writes: proxy.Writes(seq), anchored: invariants.Anchored(w.rec, []string{w.pool}, since), killed: killed}
 	var originals []string
@@ -193,7 +212,7 @@ var _ = Describe("crash campaign", Label("crash"), Ordered, func() {
 
 	BeforeAll(func(ctx SpecContext) {
 		start = time.Now()
-		w = newWorld(ctx, pool, 3)
+		w = newWorld(ctx, pool, 3, 1)
 		w.ctl = newController()
 		sinceRV, seq0 = revision(ctx), proxy.Seq()
 		originals = w.claimNames(ctx)
@@ -214,26 +233,6 @@ var _ = Describe("crash campaign", Label("crash"), Ordered, func() {
 			GinkgoWriter.Printf("steps never reached by their kill: %v\n", notKilled)
 		}
 	})
-
-	// killEach runs one iteration per step, killing right after it, and
-	// expects every step to have been reached and no invariant broken.
-	killEach := func(ctx context.Context, path string, todo []step, it iteration) {
-		var failed, missed []string
-		for i, s := range todo {
-			it := it
-			it.label, it.kill = fmt.Sprintf("%s kill %d/%d", path, i+1, len(todo)), &s
-			o := w.iterate(ctx, &c, it)
-			if !o.killed {
-				missed = append(missed, s.String())
-			}
-			if len(o.report.Violations) > 0 {
-				failed = append(failed, it.label+" after "+s.String())
-			}
-		}
-		notKilled = append(notKilled, missed...)
-		Expect(failed).To(BeEmpty(), "iterations with violations (their reports and timelines are above)")
-		Expect(missed).To(BeEmpty(), "every recorded step is a kill point in a rotation like the recorded one")
-	}
 
 	It("learns the writes of one surge rotation", func(ctx SpecContext) {
 		o := w.iterate(ctx, &c, iteration{label: "recording: surge rotation", rotate: true})
@@ -264,7 +263,7 @@ var _ = Describe("crash campaign", Label("crash"), Ordered, func() {
 	}, NodeTimeout(8*time.Minute))
 
 	It("holds every invariant after a kill right after each write of a surge rotation", func(ctx SpecContext) {
-		killEach(ctx, "surge", success, iteration{rotate: true})
+		w.killEach(ctx, &c, &notKilled, "surge", success, iteration{rotate: true})
 	}, NodeTimeout(30*time.Minute))
 
 	Context("when Karpenter cannot provision the surge", func() {
@@ -296,7 +295,7 @@ var _ = Describe("crash campaign", Label("crash"), Ordered, func() {
 		}, NodeTimeout(8*time.Minute))
 
 		It("holds every invariant after a kill right after each write of the rollback", func(ctx SpecContext) {
-			killEach(ctx, "rollback", failure, iteration{setup: failing(ctx)})
+			w.killEach(ctx, &c, &notKilled, "rollback", failure, iteration{setup: failing(ctx)})
 			restore(ctx)
 		}, NodeTimeout(20*time.Minute))
 
@@ -310,7 +309,7 @@ var _ = Describe("crash campaign", Label("crash"), Ordered, func() {
 		}, NodeTimeout(8*time.Minute))
 
 		It("holds every invariant after a kill right after each write only a retry makes", func(ctx SpecContext) {
-			killEach(ctx, "retry", retry, iteration{setup: retryDue(ctx, w, failing(ctx), restore), rotate: true})
+			w.killEach(ctx, &c, &notKilled, "retry", retry, iteration{setup: retryDue(ctx, w, failing(ctx), restore), rotate: true})
 		}, NodeTimeout(20*time.Minute))
 	})
 
@@ -325,6 +324,26 @@ var _ = Describe("crash campaign", Label("crash"), Ordered, func() {
 		Expect(c.kills).To(BeNumerically(">=", len(success)))
 	}, NodeTimeout(5*time.Minute))
 })
+
+// killEach runs one iteration per step, killing right after it, and
+// expects every step to have been reached and no invariant broken.
+func (w *world) killEach(ctx context.Context, c *campaign, notKilled *[]string, path string, todo []step, it iteration) {
+	var failed, missed []string
+	for i, s := range todo {
+		it := it
+		it.label, it.kill = fmt.Sprintf("%s kill %d/%d", path, i+1, len(todo)), &s
+		o := w.iterate(ctx, c, it)
+		if !o.killed {
+			missed = append(missed, s.String())
+		}
+		if len(o.report.Violations) > 0 {
+			failed = append(failed, it.label+" after "+s.String())
+		}
+	}
+	*notKilled = append(*notKilled, missed...)
+	Expect(failed).To(BeEmpty(), "iterations with violations (their reports and timelines are above)")
+	Expect(missed).To(BeEmpty(), "every recorded step is a kill point in a rotation like the recorded one")
+}
 
 // startupKill kills the controller while a rotation is pending, leaves
 // behind what a crashed controller could leave outside any rotation — a

@@ -52,18 +52,21 @@ const (
 type world struct {
 	pool, ns string
 	nodes    int
-	app      map[string]string
-	rec      *recorder.Recorder
-	ctl      *controller
+	// n is the policy's maxUnavailable: how many rotations run at once
+	// (docs/design.md#throughput); the checker holds the pool to it.
+	n   int
+	app map[string]string
+	rec *recorder.Recorder
+	ctl *controller
 }
 
 func (w *world) replicas() int { return w.nodes }
 
 // newWorld builds the world — a Deployment of one Pod per node — and
-// waits until the Deployment runs, with rotations paused. Its cleanup
-// removes everything.
-func newWorld(ctx context.Context, pool string, nodes int) *world {
-	w := &world{pool: pool, ns: pool, nodes: nodes, app: map[string]string{"app": "web"}}
+// waits until the Deployment runs, with rotations paused and n rotations
+// at once allowed. Its cleanup removes everything.
+func newWorld(ctx context.Context, pool string, nodes, n int) *world {
+	w := &world{pool: pool, ns: pool, nodes: nodes, n: n, app: map[string]string{"app": "web"}}
 	var err error
 	w.rec, err = recorder.Start(watcher)
 	Expect(err).NotTo(HaveOccurred())
@@ -143,6 +146,9 @@ func (w *world) deployment() *appsv1.Deployment {
 func (w *world) policy() *v1alpha1.RotationPolicy {
 	p := fixtures.Policy(w.pool, paused)
 	p.Spec.Surge = v1alpha1.SurgeSpec{ReadyTimeout: "3m", CooldownAfter: "0s", FailurePause: "0s", RetryBackoff: "20s"}
+	if w.n > 1 {
+		p.Spec.Surge.MaxUnavailable = ptr.To(intstr.FromInt(w.n))
+	}
 	return p
 }
 
@@ -183,8 +189,21 @@ func (w *world) nodePoolNow(ctx context.Context) *karpv1.NodePool {
 	return np
 }
 
+// anchor is the claim of the pool's first anchored slot, "" when none is.
 func (w *world) anchor(ctx context.Context) string {
-	return w.nodePoolNow(ctx).Annotations[v1alpha1.AnnotationActiveRotation]
+	if a := w.anchors(ctx); len(a) > 0 {
+		return a[0]
+	}
+	return ""
+}
+
+// anchors are the claims of every anchored slot, in slot order.
+func (w *world) anchors(ctx context.Context) []string {
+	var out []string
+	for _, a := range v1alpha1.Anchors(w.nodePoolNow(ctx).Annotations) {
+		out = append(out, a.Claim)
+	}
+	return out
 }
 
 func (w *world) claims(ctx context.Context) []karpv1.NodeClaim {
@@ -224,8 +243,8 @@ func revision(ctx context.Context) int64 {
 // no rotation anchored, no placeholder, no claim of the pool deleting,
 // every Pod of the Deployment healthy.
 func (w *world) quiet(ctx context.Context) string {
-	if a := w.anchor(ctx); a != "" {
-		return "rotation of " + a + " anchored"
+	if a := w.anchors(ctx); len(a) > 0 {
+		return fmt.Sprintf("rotation of %v anchored", a)
 	}
 	pods := &corev1.PodList{}
 	Expect(kube.List(ctx, pods, client.InNamespace(fixtures.ControllerNamespace), client.MatchingLabels{v1alpha1.LabelNodePool: w.pool})).To(Succeed())
@@ -292,6 +311,7 @@ func (w *world) input(sinceRV int64, originals []string, seq0 int) invariants.In
 		Attempts: invariants.Attempts(w.rec, []string{w.pool}, sinceRV), Created: invariants.Created(w.rec, []string{w.pool}, sinceRV),
 		Logs: w.ctl.logs(), InterruptedEnds: ends, InterruptedFailures: failures, Records: w.rec, SinceRV: sinceRV,
 		Workloads: []invariants.Workload{{Namespace: w.ns, Selector: w.app, MinHealthy: w.replicas() - 1, MaxPending: maxPending}},
+		MaxAtOnce: max(w.n, 1),
 	}
 }
 
@@ -317,14 +337,20 @@ func (w *world) diagnose(sinceRV int64, seq0 int) {
 // given make-before-break. Generous for a loaded machine.
 const maxPending = 45 * time.Second
 
-// endsRotation: a write that ends a rotation — the anchor released, or the
-// expiry recorded — after which the completion line is announced.
+// endsRotation: a write that ends a rotation in any slot — the anchor
+// released, or the expiry recorded — after which the completion line is
+// announced.
 func endsRotation(wr apiproxy.Write) bool {
 	if wr.Resource != "nodepools" || wr.Verb != "PATCH" {
 		return false
 	}
 	for _, k := range wr.Keys {
-		if k == "-"+v1alpha1.AnnotationActiveRotation || k == "+"+v1alpha1.AnnotationActiveRotationState+"="+v1alpha1.StateExpired {
+		key, value, _ := strings.Cut(k[1:], "=")
+		_, base, ok := v1alpha1.SlotOf(key)
+		switch {
+		case !ok:
+		case k[0] == '-' && base == v1alpha1.AnnotationActiveRotation,
+			k[0] == '+' && base == v1alpha1.AnnotationActiveRotationState && value == v1alpha1.StateExpired:
 			return true
 		}
 	}

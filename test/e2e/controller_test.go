@@ -49,6 +49,11 @@ func startController(name string, extra ...string) *controller {
 	Expect(err).NotTo(HaveOccurred())
 	bin, err := process.Binary(root, logDir)
 	Expect(err).NotTo(HaveOccurred())
+	return startBinary(bin, name, extra...)
+}
+
+// startBinary runs bin as startController runs this checkout's controller.
+func startBinary(bin, name string, extra ...string) *controller {
 	ports, err := process.FreePorts(2)
 	Expect(err).NotTo(HaveOccurred())
 	args := append([]string{"-kubeconfig", os.Getenv("KUBECONFIG"), "-namespace", fixtures.ControllerNamespace,

@@ -29,18 +29,19 @@ import (
 
 // The invariants, as they name a violation.
 const (
-	InFlight        = "rotation-in-flight"     // the pool still anchors a rotation after quiescence
-	PoolKeyLeft     = "pool-key-left"          // a rotation-scoped key outlived its rotation
-	PlaceholderLeft = "placeholder-left"       // a placeholder Pod outlived its rotation
-	NodeMarked      = "node-marked"            // surge-for, our do-not-disrupt or our cordon left on a node
-	ClaimInFlight   = "claim-in-flight"        // a claim left pending or draining
-	NotRotated      = "original-not-rotated"   // an original claim still exists
-	ExtraNodeClaims = "nodeclaims-over-budget" // more NodeClaims created than rotation attempts
-	AnnouncedTwice  = "announced-twice"        // one completion or failure announced more than once
-	NeverAnnounced  = "never-announced"        // a completion or failure lost with no interrupted write to explain it
-	PendingTooLong  = "pod-pending-too-long"   // a workload Pod waited longer than the bound
-	BelowMinHealthy = "pdb-violated"           // fewer healthy workload Pods than the PDB allows
-	LogUnreadable   = "log-unreadable"         // a log file the checker was given cannot be read
+	InFlight           = "rotation-in-flight"     // the pool still anchors a rotation after quiescence
+	PoolKeyLeft        = "pool-key-left"          // a rotation-scoped key outlived its rotation
+	PlaceholderLeft    = "placeholder-left"       // a placeholder Pod outlived its rotation
+	NodeMarked         = "node-marked"            // surge-for, our do-not-disrupt or our cordon left on a node
+	ClaimInFlight      = "claim-in-flight"        // a claim left pending or draining
+	NotRotated         = "original-not-rotated"   // an original claim still exists
+	ExtraNodeClaims    = "nodeclaims-over-budget" // more NodeClaims created than rotation attempts
+	AnnouncedTwice     = "announced-twice"        // one completion or failure announced more than once
+	NeverAnnounced     = "never-announced"        // a completion or failure lost with no interrupted write to explain it
+	PendingTooLong     = "pod-pending-too-long"   // a workload Pod waited longer than the bound
+	BelowMinHealthy    = "pdb-violated"           // fewer healthy workload Pods than the PDB allows
+	LogUnreadable      = "log-unreadable"         // a log file the checker was given cannot be read
+	OverMaxUnavailable = "over-max-unavailable"   // more rotations, placeholders or deletes of a pool at once than maxUnavailable
 )
 
 // Input is what the checker needs to know about a run.
@@ -74,6 +75,9 @@ type Input struct {
 	Records   *recorder.Recorder
 	SinceRV   int64
 	Workloads []Workload
+	// MaxAtOnce, when set with Records, is the pools' maxUnavailable: no
+	// more slots anchored, placeholders or rotated claims deleting at once.
+	MaxAtOnce int
 	// Now ends the observation of a Pod still pending; time.Now when zero.
 	Now time.Time
 }
@@ -163,6 +167,7 @@ func Check(ctx context.Context, in Input) (*Report, error) {
 		return nil, err
 	}
 	checkWorkloads(in, r)
+	checkAtOnce(in, r)
 	return r, nil
 }
 

@@ -192,3 +192,43 @@ func FreePorts(n int) ([]int, error) {
 	}
 	return ports, nil
 }
+
+// UpgradeFromEnv names the binary of an earlier commit to run instead of
+// building one (BinaryAt).
+const UpgradeFromEnv = "NRC_UPGRADE_FROM_BIN"
+
+// BinaryAt is the controller binary of an earlier commit of the checkout at
+// repoRoot: $NRC_UPGRADE_FROM_BIN, or one built into dir from a temporary
+// git worktree of commit (removed after the build), reused when dir already
+// holds it. The checkout must have the commit: a shallow clone does not.
+func BinaryAt(repoRoot, commit, dir string) (string, error) {
+	if bin := os.Getenv(UpgradeFromEnv); bin != "" {
+		return filepath.Abs(bin)
+	}
+	out := filepath.Join(dir, "node-rotation-controller-"+commit)
+	if _, err := os.Stat(out); err == nil {
+		return out, nil
+	}
+	tree, err := os.MkdirTemp("", "nrc-worktree-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(tree)
+	src := filepath.Join(tree, "src")
+	run := func(dir string, args ...string) error {
+		cmd := exec.Command(args[0], args[1:]...)
+		cmd.Dir = dir
+		if b, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("%s: %w\n%s", strings.Join(args, " "), err, b)
+		}
+		return nil
+	}
+	if err := run(repoRoot, "git", "worktree", "add", "--detach", src, commit); err != nil {
+		return "", err
+	}
+	defer func() { _ = run(repoRoot, "git", "worktree", "remove", "--force", src) }()
+	if err := run(src, "go", "build", "-o", out, "./cmd/node-rotation-controller"); err != nil {
+		return "", err
+	}
+	return out, nil
+}

@@ -4,10 +4,11 @@
 # SUITE_CONCURRENCY at once: they mostly wait on node boot delays,
 # Karpenter's batch window and readyTimeouts, so several share 2 cores.
 #
-# Jobs: e2e (test/e2e, every scenario), e2e.1, e2e.2 and e2e.3 (its
-# parts, by Ginkgo label: E2E_PARTS), identity (test/chart/identity), crash and
-# faults (the two campaigns of test/chaos), and matrix:VERSION (the e2e
-# smoke and happy-path rotation on that Karpenter version). Each test binary is
+# Jobs: e2e (test/e2e, every scenario), e2e.1 to e2e.4 (its
+# parts, by Ginkgo label: E2E_PARTS), identity (test/chart/identity), crash,
+# crash-slots and faults (the campaigns of test/chaos, by label), and matrix:VERSION (the e2e
+# smoke and happy-path rotation on that Karpenter version); bench, the
+# throughput benchmark (make bench-throughput, never a default job). Each test binary is
 # compiled once, before any cluster starts, and each matrix version's kwok
 # provider is built (one at a time, into the versioned cache) before its
 # job starts. Each job's output goes to its own log, printed in full when
@@ -15,7 +16,7 @@
 # each job's wall time ends the run.
 #
 # Usage: test/world/suites.sh [job...]
-#   (default: crash e2e.2 e2e.1 e2e.3 faults identity and matrix:V for V in
+#   (default: crash e2e.4 e2e.2 e2e.1 crash-slots e2e.3 faults identity and matrix:V for V in
 #   KARPENTER_MATRIX: the longest first)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -34,19 +35,21 @@ out=${NRC_SUITES_DIR:-${TMPDIR:-/tmp}/node-rotation-controller/suites}
 # The e2e scenarios in parts, job e2e.N running part N (docs/test-world.md,
 # "CI time"): every label of test/e2e is in exactly one, or the run stops
 # here. The first two take about equal time; the third is the pool
-# rotated several nodes at a time.
-E2E_PARTS=('rotation || rollback || drainblock || smoke' 'expiry || fallback || stuckdrain || leader' 'throughput')
+# rotated several nodes at a time, the fourth the upgrade from the
+# single-anchor build with rotations in flight.
+E2E_PARTS=('rotation || rollback || drainblock || smoke' 'expiry || fallback || stuckdrain || leader' 'throughput' 'upgrade')
 
 jobs_=("$@")
 if [ ${#jobs_[@]} -eq 0 ]; then
-  jobs_=(crash e2e.2 e2e.1 e2e.3 faults identity)
+  jobs_=(crash e2e.4 e2e.2 e2e.1 crash-slots e2e.3 faults identity)
   for v in $KARPENTER_MATRIX; do jobs_+=("matrix:$v"); done
 fi
 
 # parts_cover_labels: each Label("...") of test/e2e in exactly one part.
 parts_cover_labels() {
   local l n h bad=0
-  for l in $(grep -ho 'Label("[^"]*"' test/e2e/*_test.go | sed 's/Label("//; s/"$//' | sort -u); do
+  # bench is the throughput benchmark's, run by its own job only
+  for l in $(grep -ho 'Label("[^"]*"' test/e2e/*_test.go | sed 's/Label("//; s/"$//' | grep -vx bench | sort -u); do
     n=0
     for h in "${E2E_PARTS[@]}"; do [[ " $h " == *" $l "* ]] && n=$((n + 1)); done
     [ "$n" = 1 ] || { echo "test/e2e label $l is in $n of the parts of E2E_PARTS (test/world/suites.sh): it must be in one" >&2; bad=1; }
@@ -67,10 +70,10 @@ compile() {
   local need=() j
   for j in "${jobs_[@]}"; do
     case "$j" in
-      e2e | e2e.[0-9] | matrix:*) need+=(e2e) ;;
-      crash | faults) need+=(chaos) ;;
+      e2e | e2e.[0-9] | matrix:* | bench) need+=(e2e) ;;
+      crash | crash-slots | faults) need+=(chaos) ;;
       identity) need+=(identity) ;;
-      *) echo "unknown job $j (e2e e2e.1 e2e.2 e2e.3 identity crash faults matrix:VERSION)" >&2; exit 2 ;;
+      *) echo "unknown job $j (e2e e2e.1 e2e.2 e2e.3 e2e.4 identity crash crash-slots faults bench matrix:VERSION)" >&2; exit 2 ;;
     esac
   done
   local t0=$SECONDS b
@@ -136,10 +139,10 @@ job() {
   export KUBECONFIG=$kubeconfig NRC_AUDIT_LOG
   NRC_AUDIT_LOG=$("$here/cluster.sh" audit-log)
   case "$name" in
-    e2e) (cd test/e2e && "$out/bin/e2e.test" -test.v -test.timeout 45m -ginkgo.v) || rc=$? ;;
+    e2e) (cd test/e2e && "$out/bin/e2e.test" -test.v -test.timeout 45m -ginkgo.v -ginkgo.label-filter='!bench') || rc=$? ;;
+    bench) (cd test/e2e && "$out/bin/e2e.test" -test.v -test.timeout 60m -ginkgo.v -ginkgo.label-filter=bench) || rc=$? ;;
     e2e.[0-9]) (cd test/e2e && "$out/bin/e2e.test" -test.v -test.timeout 30m -ginkgo.v -ginkgo.label-filter="$E2E_PART") || rc=$? ;;
-    crash) (cd test/chaos && "$out/bin/chaos.test" -test.v -test.timeout 45m -ginkgo.v -ginkgo.label-filter=crash) || rc=$? ;;
-    faults) (cd test/chaos && "$out/bin/chaos.test" -test.v -test.timeout 45m -ginkgo.v -ginkgo.label-filter=faults) || rc=$? ;;
+    crash | crash-slots | faults) (cd test/chaos && "$out/bin/chaos.test" -test.v -test.timeout 45m -ginkgo.v -ginkgo.label-filter="$name") || rc=$? ;;
     identity) (cd test/chart/identity && "$out/bin/identity.test" -test.v -test.timeout 20m) || rc=$? ;;
     matrix:*) (cd test/e2e && "$out/bin/e2e.test" -test.v -test.timeout 20m -ginkgo.v -ginkgo.label-filter='smoke || rotation') || rc=$? ;;
   esac

@@ -119,6 +119,10 @@ func Scripted() []client.Object {
 			three := intstr.FromInt32(3)
 			s.Surge.MaxUnavailable = &three
 		}),
+		policyFor("pair", "pair", func(s *v1alpha1.RotationPolicySpec) {
+			two := intstr.FromInt32(2)
+			s.Surge.MaxUnavailable = &two
+		}),
 		// a window closing at 12:09, a 14m forecast and startCutoff 0s: the
 		// window-end gate holds the pool (docs/design.md#window-end)
 		policyFor("closing", "closing", func(s *v1alpha1.RotationPolicySpec) {
@@ -205,6 +209,13 @@ func Scripted() []client.Object {
 		claim("wide-a", "wide", 25*time.Minute, v1alpha1.AnnotationState, v1alpha1.StatePending, v1alpha1.AnnotationStartedAt, stamp3339(Now.Add(-2*time.Minute))),
 		claim("wide-b", "wide", 35*time.Minute),
 		claim("wide-c", "wide", 30*time.Minute, v1alpha1.AnnotationState, v1alpha1.StateDraining, v1alpha1.AnnotationStartedAt, stamp3339(Now.Add(-6*time.Minute))),
+		// both slots in flight, started 2m and 10m ago: the next two starts
+		// follow each slot's own end, the older rotation's first
+		pool("pair", "pair", v1alpha1.AnnotationActiveRotation, "pair-a", v1alpha1.AnnotationActiveRotationState, v1alpha1.StatePending,
+			v1alpha1.Slot(2).Key(v1alpha1.AnnotationActiveRotation), "pair-b", v1alpha1.Slot(2).Key(v1alpha1.AnnotationActiveRotationState), v1alpha1.StatePending),
+		claim("pair-a", "pair", 25*time.Minute, v1alpha1.AnnotationState, v1alpha1.StatePending, v1alpha1.AnnotationStartedAt, stamp3339(Now.Add(-2*time.Minute))),
+		claim("pair-b", "pair", 30*time.Minute, v1alpha1.AnnotationState, v1alpha1.StatePending, v1alpha1.AnnotationStartedAt, stamp3339(Now.Add(-10*time.Minute))),
+		claim("pair-c", "pair", 35*time.Minute), claim("pair-d", "pair", 40*time.Minute),
 		pool("invalid", "broken"),
 		pool("plain", ""), claim("plain-a", "plain", time.Hour),
 		// a malformed freeze: undecidable until fixed

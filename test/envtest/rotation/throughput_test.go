@@ -16,6 +16,7 @@ import (
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
+	"github.com/noderotation/node-rotation-controller/internal/surge"
 	fk "github.com/noderotation/node-rotation-controller/test/fakekarpenter"
 )
 
@@ -32,6 +33,7 @@ var _ = Describe("several rotations of one pool at once", func() {
 			createClaim(fk.Claim{Pool: pool, Name: c, Zone: "zone-a"})
 		}
 		serve := serveSurges(pool)
+		mark := controllerRequests.mark()
 		createPool(pool, v1alpha1.SurgeSpec{MaxUnavailable: ptr.To(intstr.FromInt32(3)), ReadyTimeout: "1h"}, nil)
 
 		By("rotating every old claim")
@@ -57,6 +59,20 @@ var _ = Describe("several rotations of one pool at once", func() {
 			Expect(announcedFor(pool, "RotationCompleted", c)).To(Equal(int32(1)), "RotationCompleted for %s", c)
 		}
 		Eventually(scrape("noderotation_max_unavailable", series(pool)), timeout).Should(Equal(3.0))
+
+		By("costing no more per rotation than one at a time does: at most 5 reads per instance and 22 writes landed (docs/design.md#cache-based-writes)")
+		names := []string{pool}
+		for _, c := range append(olds, serve.claims()...) {
+			names = append(names, c, fk.NodeName(c), surge.PlaceholderName(c))
+		}
+		rs := controllerRequests.touching(mark, names...)
+		perRotation := float64(landedWrites(rs)) / float64(len(olds))
+		GinkgoWriter.Printf("rotation requests, %d rotations three at a time: reads per instance %v, %d writes landed (%.1f per rotation), %d refused as stale\n",
+			len(olds), readsByInstance(rs), landedWrites(rs), perRotation, refusedWrites(rs))
+		for instance, n := range readsByInstance(rs) {
+			Expect(float64(n)/float64(len(olds))).To(BeNumerically("<=", 5), "reads of %s: %v", instance, describe(rs))
+		}
+		Expect(perRotation).To(BeNumerically("<=", 22), "writes: %v", describe(rs))
 	})
 })
 
@@ -87,6 +103,7 @@ type surgeServer struct {
 	most struct{ placeholders, deleting int }
 	n    atomic.Int64
 	seen map[string]time.Time // when each placeholder was first seen unbound
+	pool string
 }
 
 // provisionDelay is how long a placeholder waits before its surge claim
@@ -95,7 +112,7 @@ type surgeServer struct {
 const provisionDelay = time.Second
 
 func serveSurges(pool string) *surgeServer {
-	s := &surgeServer{done: make(chan struct{}), seen: map[string]time.Time{}}
+	s := &surgeServer{done: make(chan struct{}), seen: map[string]time.Time{}, pool: pool}
 	s.wg.Add(1)
 	go func() {
 		defer GinkgoRecover()
@@ -149,6 +166,15 @@ func (s *surgeServer) round(pool string) {
 		}
 	}
 	s.most.deleting = max(s.most.deleting, deleting)
+}
+
+// claims are the surge claims it created.
+func (s *surgeServer) claims() []string {
+	out := make([]string, s.n.Load())
+	for i := range out {
+		out[i] = fmt.Sprintf("%s-s%d", s.pool, i+1)
+	}
+	return out
 }
 
 // stop ends the serving (once) and returns the most seen at once.
