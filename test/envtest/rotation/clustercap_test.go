@@ -16,14 +16,7 @@ import (
 // that rotation has ended.
 var _ = Describe("the cluster cap", func() {
 	It("holds a second pool's start while another rotation is in flight", func() {
-		for _, c := range mainWorld.instances.caps {
-			c.SetMax(1)
-		}
-		DeferCleanup(func() {
-			for _, c := range mainWorld.instances.caps {
-				c.SetMax(0)
-			}
-		})
+		capRotations(1)
 		const first, firstOld, second, secondOld = "capped-a", "capped-a-old", "capped-b", "capped-b-old"
 		// the cap counts every pool's anchor: no other spec's pool may be left
 		Eventually(poolsLeft, timeout).Should(BeEmpty(), "another spec's pool is left for the cap to count")
@@ -42,3 +35,16 @@ var _ = Describe("the cluster cap", func() {
 		Eventually(poolAnnotations(second), timeout).Should(HaveKeyWithValue(v1alpha1.AnnotationActiveRotation, secondOld))
 	})
 })
+
+// capRotations sets every instance's -max-concurrent-rotations to n for the
+// spec, and lifts it after.
+func capRotations(n int) {
+	for _, c := range mainWorld.instances.caps {
+		c.SetMax(n)
+	}
+	DeferCleanup(func() {
+		for _, c := range mainWorld.instances.caps {
+			c.SetMax(0)
+		}
+	})
+}
