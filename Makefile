@@ -158,7 +158,7 @@ cluster-smoke: ## prove the local cluster provisions, drains and surges
 # version matrix (KARPENTER_MATRIX), each
 # running the controller binary taken out of the image `make image` builds.
 NODE_BOOT_DELAY_MS ?= 8000
-E2E_SUITES ?= crash e2e.4 e2e.2 e2e.1 crash-slots e2e.3 faults identity
+E2E_SUITES ?= crash-slots crash e2e.2 e2e.1 e2e.4 e2e.3 faults identity
 SUITE_CONCURRENCY ?= 3
 SUITES_ENV = NODE_BOOT_DELAY_MS=$(NODE_BOOT_DELAY_MS) SUITE_CONCURRENCY=$(SUITE_CONCURRENCY) KARPENTER_MATRIX="$(KARPENTER_MATRIX)" \
   NRC_CONTROLLER_BIN=$(CURDIR)/$(IMAGE_DIR)/extracted/node-rotation-controller
@@ -187,7 +187,8 @@ bench-scale: ## measure the controller's memory, CPU and rotation overhead at fl
 	@echo "==> [$$(date +%T)] fleet-scale benchmark: $(SCALE_NODES) nodes, $(SCALE_PODS) Pods, $(SCALE_POOLS) NodePools, $(SCALE_ROTATE_POOLS) pools rotating at once"
 	$(GO) run -tags scale ./test/scale -nodes $(SCALE_NODES) -pods $(SCALE_PODS) -pools $(SCALE_POOLS) -rotate-pools $(SCALE_ROTATE_POOLS)
 
-# The throughput benchmark (docs/performance.md, "Throughput"): on one local
+# The throughput benchmark (docs/performance.md, "Several rotations of a
+# pool at once on real Karpenter"): on one local
 # cluster with real Karpenter (8 s node boot), a twelve-node pool behind a
 # PDB rotated whole one at a time, then four at a time; each phase's wall
 # against the provision+drain floor, overhead, requests and CPU per

@@ -9,9 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
 	"github.com/noderotation/node-rotation-controller/internal/census"
 	"github.com/noderotation/node-rotation-controller/internal/golden"
 	"github.com/noderotation/node-rotation-controller/internal/inspect/inspecttest"
+	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 func statuses(t *testing.T, in *Inspector) []*PoolStatus {
@@ -243,5 +245,27 @@ func TestExplainPools(t *testing.T) {
 	d := ex.Decisions[0]
 	if d.Transition != "idle.start" || len(d.Facts) == 0 || d.Facts[0].Name != "state" || d.Facts[0].Value != "idle" {
 		t.Errorf("ready's rotation decision %+v", d)
+	}
+}
+
+// With more rotations in flight than the number in force — maxUnavailable
+// lowered from 2 to 1 under the scripted pool "pair" — no start comes
+// until fewer are in flight: the one slot is free once the later of the
+// two ends (pair-a's, +23m), the next start a rotation and a cooldown
+// (25m) after that.
+func TestForecastAfterMaxUnavailableIsLowered(t *testing.T) {
+	objs := scripted()
+	for _, o := range objs {
+		if p, ok := o.(*v1alpha1.RotationPolicy); ok && p.Name == "pair" {
+			one := intstr.FromInt32(1)
+			p.Spec.Surge.MaxUnavailable = &one
+		}
+	}
+	st, err := inspector(t, objs...).Status(context.Background(), "pair")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := st.Forecast; f == nil || len(f.Starts) != 2 || !f.Starts[0].Equal(now.Add(23*time.Minute)) || !f.Starts[1].Equal(now.Add(48*time.Minute)) {
+		t.Fatalf("forecast %+v, want starts at +23m and +48m", f)
 	}
 }

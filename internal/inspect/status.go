@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -377,8 +378,9 @@ func zone(l *time.Location) string {
 // its readyTimeout has run out, the failure pause, and the failed claim is
 // one more rotation to place. A free slot is free now, or, when a pass is
 // mending an anchor (repairing, re-adopting), once that rotation is
-// finished, counted as one just starting. No slot starts before every gate
-// is open.
+// finished, counted as one just starting. With more in flight than the
+// number in force (lowered meanwhile), the slots free up as the latest of
+// them end. No slot starts before every gate is open.
 func forecast(eng *engine.Engine, obs *observe.Observation, st *PoolStatus, n int) *schedule.Forecast {
 	tRotEst := obs.Derivation.TRotEst
 	var free []time.Time
@@ -404,11 +406,18 @@ func forecast(eng *engine.Engine, obs *observe.Observation, st *PoolStatus, n in
 		}
 		free = append(free, end.Add(after))
 	}
+	// more in flight than the number in force (it was lowered): no start
+	// until fewer are, so the n slots free up at the n latest ends
+	n0 := max(obs.InForce.N, 1)
+	if len(free) > n0 {
+		slices.SortFunc(free, time.Time.Compare)
+		free = free[len(free)-n0:]
+	}
 	idle := obs.Now
 	if t := st.Transitions[rotationMachine]; len(free) == 0 && (t == repairStranded || t == readopt) {
 		idle = obs.Now.Add(tRotEst + obs.Settings.CooldownAfter)
 	}
-	for len(free) < max(obs.InForce.N, 1) {
+	for len(free) < n0 {
 		free = append(free, idle)
 	}
 	for i := range free {

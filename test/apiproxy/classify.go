@@ -117,10 +117,13 @@ func isValued(key string) bool {
 // rotations: the failure write records failure-reason (unchanged when the
 // claim failed for the same reason before) and drops an operator's
 // rotate-next; the success write appends to recent-rotations (unchanged
-// when the record is full of the same figure). A crash campaign that
-// recorded a write on one claim must find it again on the next.
+// when the record is full of the same figure); a failure's release stamps
+// the pool-wide last-failure-at (unchanged when another slot's failure
+// stamped it in the same second). A crash campaign that recorded a write
+// on one claim must find it again on the next.
 var incidental = map[string]bool{
 	v1alpha1.AnnotationFailureReason: true, v1alpha1.AnnotationRecentRotations: true, v1alpha1.AnnotationRotateNext: true,
+	v1alpha1.AnnotationLastFailureAt: true,
 }
 
 // identifying are the keys that name a write's type.

@@ -3,12 +3,14 @@
 package chaos_test
 
 import (
+	"context"
 	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
 	"github.com/noderotation/node-rotation-controller/test/fixtures"
 	"github.com/noderotation/node-rotation-controller/test/invariants"
 )
@@ -34,7 +36,9 @@ var _ = Describe("crash campaign, three at once", Label("crash-slots"), Ordered,
 
 	BeforeAll(func(ctx SpecContext) {
 		start = time.Now()
-		w = newWorld(ctx, pool, 3, 3)
+		// four nodes: a fourth candidate is always there for a controller
+		// that would start more than three at once
+		w = newWorld(ctx, pool, 4, 3)
 		w.ctl = newController()
 		sinceRV, seq0 = revision(ctx), proxy.Seq()
 		originals = w.claimNames(ctx)
@@ -79,6 +83,45 @@ var _ = Describe("crash campaign, three at once", Label("crash-slots"), Ordered,
 	It("holds every invariant after a kill right after the first write of each type", func(ctx SpecContext) {
 		w.killEach(ctx, &c, &notKilled, "three at once", types, iteration{rotate: true})
 	}, NodeTimeout(30*time.Minute))
+
+	Context("when Karpenter cannot provision the surges", func() {
+		var failure []step
+		failing := func(ctx context.Context) func() {
+			return func() {
+				w.starve(ctx)
+				w.editPolicy(ctx, func(p *v1alpha1.RotationPolicy) { p.Spec.Surge.ReadyTimeout = "20s" })
+			}
+		}
+
+		It("learns the writes of three attempts rolled back at once", func(ctx SpecContext) {
+			o := w.iterate(ctx, &c, iteration{label: "recording: three rolled-back attempts", setup: failing(ctx)})
+			all := typeSteps(o.writes)
+			failure = newSteps(all, types)
+			GinkgoWriter.Printf("three rolled-back attempts write %d types, %d not in three surge rotations:\n  %s\n", len(all), len(failure), strings.Join(stepStrings(failure), "\n  "))
+			Expect(o.report.Violations).To(BeEmpty())
+			Expect(o.anchored).To(HaveLen(3))
+			Expect(failedClaims(ctx, w)).To(HaveLen(3), "the three attempts failed")
+			var names []string
+			for _, st := range failure {
+				names = append(names, st.Type)
+			}
+			for _, slot := range []string{"", "slot2.", "slot3."} {
+				Expect(names).To(ContainElement("PATCH nodepools -noderotation.io/"+slot+"active-rotation -noderotation.io/"+slot+"active-rotation-state"),
+					"slot %q released with the failure", slot)
+			}
+		}, NodeTimeout(8*time.Minute))
+
+		It("holds every invariant after a kill right after the first write of each type only a rollback makes", func(ctx SpecContext) {
+			w.killEach(ctx, &c, &notKilled, "three rolled back", failure, iteration{setup: failing(ctx)})
+			w.setLimit(ctx, w.roomy())
+			w.editPolicy(ctx, func(p *v1alpha1.RotationPolicy) { p.Spec.Surge.ReadyTimeout = "3m" })
+		}, NodeTimeout(20*time.Minute))
+	})
+
+	It("holds every invariant after a kill during the startup sweep, with rotations in flight", func(ctx SpecContext) {
+		o := w.startupKill(ctx, &c)
+		Expect(o.report.Violations).To(BeEmpty())
+	}, NodeTimeout(10*time.Minute))
 
 	It("leaves every original claim rotated and every invariant held over the whole campaign", func(ctx SpecContext) {
 		r := w.check(ctx, "whole campaign", sinceRV, originals, seq0)

@@ -367,10 +367,17 @@ func (w *world) startupKill(ctx context.Context, c *campaign) outcome {
 	c.kills++
 
 	var bystander *corev1.Node
+	// neither a rotation's old node nor its surge host: at maxUnavailable
+	// > 1 several rotations may be in flight
+	anchored := w.anchors(ctx)
 	for _, cl := range w.claims(ctx) {
-		if cl.Name != claim && cl.Status.NodeName != "" && cl.DeletionTimestamp == nil {
-			bystander = &corev1.Node{}
-			Expect(kube.Get(ctx, client.ObjectKey{Name: cl.Status.NodeName}, bystander)).To(Succeed())
+		if slices.Contains(anchored, cl.Name) || cl.Status.NodeName == "" || cl.DeletionTimestamp != nil {
+			continue
+		}
+		n := &corev1.Node{}
+		Expect(kube.Get(ctx, client.ObjectKey{Name: cl.Status.NodeName}, n)).To(Succeed())
+		if _, paired := n.Labels[v1alpha1.LabelSurgeFor]; !paired {
+			bystander = n
 			break
 		}
 	}

@@ -148,6 +148,9 @@ func (w *world) policy() *v1alpha1.RotationPolicy {
 	p.Spec.Surge = v1alpha1.SurgeSpec{ReadyTimeout: "3m", CooldownAfter: "0s", FailurePause: "0s", RetryBackoff: "20s"}
 	if w.n > 1 {
 		p.Spec.Surge.MaxUnavailable = ptr.To(intstr.FromInt(w.n))
+		// several failed claims must all come back as candidates within an
+		// iteration, their backoffs escalating with every rollback
+		p.Spec.Surge.RetryBackoff = "1s"
 	}
 	return p
 }
@@ -173,12 +176,24 @@ func (w *world) pause(ctx context.Context) {
 }
 
 func (w *world) setLimit(ctx context.Context, cpu resource.Quantity) {
+	w.setLimits(ctx, karpv1.Limits{corev1.ResourceCPU: cpu})
+}
+
+// starve leaves the pool's CPU limit roomy, so the controller's headroom
+// check (CPU requests) passes for every placeholder, but sets a memory
+// limit below any node's: Karpenter launches nothing, and every attempt
+// times out and is rolled back (as the e2e rollback scenario does).
+func (w *world) starve(ctx context.Context) {
+	w.setLimits(ctx, karpv1.Limits{corev1.ResourceCPU: w.roomy(), corev1.ResourceMemory: resource.MustParse("1Mi")})
+}
+
+func (w *world) setLimits(ctx context.Context, limits karpv1.Limits) {
 	Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		np := &karpv1.NodePool{}
 		if err := kube.Get(ctx, client.ObjectKey{Name: w.pool}, np); err != nil {
 			return err
 		}
-		np.Spec.Limits = karpv1.Limits{corev1.ResourceCPU: cpu}
+		np.Spec.Limits = limits
 		return kube.Update(ctx, np)
 	})).To(Succeed())
 }

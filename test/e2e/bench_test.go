@@ -26,7 +26,8 @@ import (
 )
 
 // The throughput benchmark (make bench-throughput, docs/performance.md
-// "Throughput"; never in CI: label bench): the world of the e2e of several
+// "Several rotations of a pool at once on real Karpenter"; never in CI:
+// label bench): the world of the e2e of several
 // rotations at once — twelve 4-core nodes, 24 replicas of 1.5 cores behind
 // a PDB of maxUnavailable 1 — rotated whole one at a time, then whole
 // again four at a time, on the same cluster in one run. It reports each

@@ -23,8 +23,9 @@ import (
 	"github.com/noderotation/node-rotation-controller/test/testenv"
 )
 
-// upgradeFrom is the last commit before rotation slots
-// (docs/design.md#throughput): one anchor per pool, the format slot 1 kept.
+// upgradeFrom is the build issue #34 names for the upgrade test: 22
+// commits before rotation slots (31dbc00), one anchor per pool — the
+// format slot 1 kept (docs/design.md#throughput).
 const upgradeFrom = "a8de63b"
 
 // An upgrade with a rotation in flight (docs/operations.md, "Rotating

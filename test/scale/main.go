@@ -82,6 +82,7 @@ type config struct {
 	profileDir         string
 	rotatePools        int
 	rotatePerPool      int
+	rotateAtOnce       int // the rotation policy's maxUnavailable
 	controllerArgs     string
 	variants           [][]string // controller runs measured after the scale run, on the same fleet: environments, binary=PATH for another build
 }
@@ -121,6 +122,7 @@ func parseConfig() config {
 	flag.StringVar(&c.profileDir, "profile-dir", envStr("SCALE_PROFILE_DIR", ""), "when set, the controller serves pprof and each run saves a heap profile once settled and a CPU profile of the churn here ($SCALE_PROFILE_DIR)")
 	flag.IntVar(&c.rotatePools, "rotate-pools", envInt("SCALE_ROTATE_POOLS", 20), "pools rotating at once in the rotation phase, after one pool alone; 0 skips the phase ($SCALE_ROTATE_POOLS)")
 	flag.IntVar(&c.rotatePerPool, "rotate-per-pool", envInt("SCALE_ROTATE_PER_POOL", 2), "claims each rotating pool rotates, one after another ($SCALE_ROTATE_PER_POOL)")
+	flag.IntVar(&c.rotateAtOnce, "rotate-max-unavailable", envInt("SCALE_ROTATE_MAX_UNAVAILABLE", 1), "the rotation phase's policy rotates this many claims of a pool at once (spec.surge.maxUnavailable, docs/design.md#throughput) ($SCALE_ROTATE_MAX_UNAVAILABLE)")
 	flag.StringVar(&c.controllerArgs, "controller-args", envStr("SCALE_CONTROLLER_ARGS", ""), "extra flags for the controller, space-separated, e.g. \"-workers 20 -kube-api-qps 500\" ($SCALE_CONTROLLER_ARGS)")
 	variants := flag.String("variants", envStr("SCALE_VARIANTS", ""), "controller runs to measure at scale after the default one, on the same fleet: ;-separated, each space-separated KEY=value for its environment or binary=PATH for another build of it, e.g. \"GOMAXPROCS=1;binary=/tmp/old\" ($SCALE_VARIANTS)")
 	flag.Parse()
@@ -138,7 +140,7 @@ func logf(format string, args ...any) {
 
 func main() {
 	cfg := parseConfig()
-	if cfg.nodes < baselineNodes || cfg.pools < 1 || cfg.pods < 0 || cfg.churnRate < 1 || cfg.rotatePools < 0 || cfg.rotatePerPool < 1 {
+	if cfg.nodes < baselineNodes || cfg.pools < 1 || cfg.pods < 0 || cfg.churnRate < 1 || cfg.rotatePools < 0 || cfg.rotatePerPool < 1 || cfg.rotateAtOnce < 1 {
 		fmt.Fprintf(os.Stderr, "need -nodes ≥ %d, -pools ≥ 1, -pods ≥ 0, -churn-rate ≥ 1, -rotate-pools ≥ 0, -rotate-per-pool ≥ 1\n", baselineNodes)
 		os.Exit(2)
 	}

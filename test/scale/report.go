@@ -111,7 +111,7 @@ func (b *bench) reportRotations(phases []*phase) {
 	}
 	fmt.Println()
 	fmt.Println("rotations on the full fleet (floor: placeholder created → placeholder Running on a Ready surge node, plus old claim deleting → gone; overhead: the rest of the rotation)")
-	fmt.Println()
+	fmt.Printf("maxUnavailable %d in each rotating pool\n\n", b.cfg.rotateAtOnce)
 	fmt.Println("| pools rotating at once | rotations | phase wall (s) | wall per rotation, median (s) | floor, median (s) | overhead, median (s) | overhead, p90 (s) | overhead, mean (s) | API requests per rotation | passes per rotation | time in passes per rotation (s) | controller CPU per rotation (s) | machine CPU busy |")
 	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, ph := range phases {

@@ -18,7 +18,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
@@ -128,6 +130,9 @@ func (b *bench) rotatePhase(ctx context.Context, bin, kubeconfig string, ph *pha
 	busy0, total0, _ := machineTicks()
 	comp0 := componentTicks(b.cfg.clusterDir)
 	pol := fixtures.Policy(label, rotateAge.String())
+	if b.cfg.rotateAtOnce > 1 {
+		pol.Spec.Surge.MaxUnavailable = ptr.To(intstr.FromInt(b.cfg.rotateAtOnce))
+	}
 	pol.Spec.NodePoolSelector = metav1.LabelSelector{MatchLabels: map[string]string{rotateLabel: strconv.Itoa(ph.pools)}}
 	t0 := time.Now()
 	if err := b.cluster.Client.Create(ctx, pol); err != nil {

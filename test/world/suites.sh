@@ -16,7 +16,7 @@
 # each job's wall time ends the run.
 #
 # Usage: test/world/suites.sh [job...]
-#   (default: crash e2e.4 e2e.2 e2e.1 crash-slots e2e.3 faults identity and matrix:V for V in
+#   (default: crash-slots crash e2e.2 e2e.1 e2e.4 e2e.3 faults identity and matrix:V for V in
 #   KARPENTER_MATRIX: the longest first)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -41,7 +41,7 @@ E2E_PARTS=('rotation || rollback || drainblock || smoke' 'expiry || fallback || 
 
 jobs_=("$@")
 if [ ${#jobs_[@]} -eq 0 ]; then
-  jobs_=(crash e2e.4 e2e.2 e2e.1 crash-slots e2e.3 faults identity)
+  jobs_=(crash-slots crash e2e.2 e2e.1 e2e.4 e2e.3 faults identity)
   for v in $KARPENTER_MATRIX; do jobs_+=("matrix:$v"); done
 fi
 

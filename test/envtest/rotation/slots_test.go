@@ -40,7 +40,9 @@ var _ = Describe("a lost or overwritten anchor beside another rotation", func() 
 	It("re-adopts a pending rotation whose slot-2 anchor was removed into the free slot, before a due claim starts, with one Warning", func() {
 		const pool, third = "lost-slot", "lost-slot-c"
 		first, second := startTwoPending(pool, "lost-slot-a", "lost-slot-b")
-		createClaim(fk.Claim{Pool: pool, Name: third, Zone: "zone-a"}) // due: the free slot would start it
+		createClaim(fk.Claim{Pool: pool, Name: third, Zone: "zone-a"})
+		By("waiting until the third claim is a candidate: a free slot would start it")
+		Eventually(scrape("noderotation_candidates", series(pool)), timeout).Should(Equal(1.0))
 		annotatePool(pool, map[string]string{v1alpha1.Slot(2).Key(v1alpha1.AnnotationActiveRotation): ""})
 		By("writing the anchor back for the stranded claim, in the free slot")
 		assertsTransition(pool, "idle.readopt")
@@ -54,6 +56,7 @@ var _ = Describe("a lost or overwritten anchor beside another rotation", func() 
 			Expect(claimAnnotations(c)()).To(HaveKeyWithValue(v1alpha1.AnnotationState, "pending"), "the rotation of %s goes on", c)
 		}
 		Expect(anchors.mostAnchored(pool)).To(Equal(2), "never a third rotation")
+		Expect(claimAnnotations(third)()).NotTo(HaveKey(v1alpha1.AnnotationState), "the due claim never started")
 	})
 
 	It("puts the live rotation in the place of slot 2's anchor naming a gone claim, leaving slot 1's rotation alone", func() {
