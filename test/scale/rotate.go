@@ -172,11 +172,11 @@ func (b *bench) rotatePhase(ctx context.Context, bin, kubeconfig string, ph *pha
 	// the claims gone.
 	err = poll(ctx, 30*time.Second, label+": every rotation's records", func() (bool, error) {
 		var err error
-		ph.rotations, err = timesOf(rec, t0, originals)
+		ph.rotations, err = timesOf(rec, t0, originals, b.cfg.rotateAtOnce)
 		return err == nil, nil
 	})
 	if err != nil {
-		_, why := timesOf(rec, t0, originals)
+		_, why := timesOf(rec, t0, originals, b.cfg.rotateAtOnce)
 		return fmt.Errorf("%w: %v", err, why)
 	}
 	if extra := extraRotations(rec, originals); len(extra) > 0 {
@@ -310,9 +310,11 @@ func (b *bench) poolClaims(ctx context.Context, ph *phase) (int, error) {
 }
 
 // timesOf reads each rotation's steps from the watch record. A pool's
-// rotations run one after another: the first starts at t0 (the policy's
-// creation), each next one when the previous one's claim is gone.
-func timesOf(rec *recorder.Recorder, t0 time.Time, originals map[string][]string) ([]rotationTimes, error) {
+// rotations run atOnce at a time (its maxUnavailable), in the order of
+// their placeholders: the first atOnce start at t0 (the policy's
+// creation), each next one when the claim of the one atOnce places before
+// it is gone — its slot free again.
+func timesOf(rec *recorder.Recorder, t0 time.Time, originals map[string][]string, atOnce int) ([]rotationTimes, error) {
 	var out []rotationTimes
 	for pool, claims := range originals {
 		var pr []rotationTimes
@@ -354,10 +356,11 @@ func timesOf(rec *recorder.Recorder, t0 time.Time, originals map[string][]string
 			pr = append(pr, r)
 		}
 		sort.Slice(pr, func(i, j int) bool { return pr[i].placeholder.Before(pr[j].placeholder) })
-		start := t0
 		for i := range pr {
-			pr[i].start = start
-			start = pr[i].gone
+			pr[i].start = t0
+			if i >= atOnce {
+				pr[i].start = pr[i-atOnce].gone
+			}
 		}
 		out = append(out, pr...)
 	}
