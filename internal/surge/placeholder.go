@@ -41,8 +41,12 @@ type Placeholder struct {
 	// anti-affinity): each rotation's placeholder leads Karpenter to a surge
 	// node of its own, never one bigger node for several that one
 	// rotation's rollback would reap under another
-	// (docs/design.md#throughput). Off at one rotation at a time, where
-	// the placeholder is as it always was.
+	// (docs/design.md#throughput). Nor may it land on another rotation's
+	// surge host (required node affinity: no surge-for label): that host
+	// is labelled before its own placeholder is deleted, and the room the
+	// deletion frees is for that rotation's drained Pods — a placeholder
+	// taking it would send them to a node not yet there. Off at one
+	// rotation at a time, where the placeholder is as it always was.
 	Spread bool
 }
 
@@ -52,6 +56,9 @@ type Placeholder struct {
 // node selector, tolerations for its taints and replicated requirements.
 func (p Placeholder) Build() *corev1.Pod {
 	required, preferred := Requirements(p.Required, p.Preferred, p.OldNode, p.Claim, p.Pool)
+	if p.Spread {
+		required = append(required, corev1.NodeSelectorRequirement{Key: v1alpha1.LabelSurgeFor, Operator: corev1.NodeSelectorOpDoesNotExist})
+	}
 	affinity := &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{}}
 	if len(required) > 0 {
 		affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution = &corev1.NodeSelector{

@@ -4,9 +4,11 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	corev1helper "k8s.io/component-helpers/scheduling/corev1"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 )
 
@@ -212,5 +214,34 @@ func TestPlaceholderSpread(t *testing.T) {
 	elsewhere.Name = "batch"
 	if sel.Matches(labels.Set(Placeholder{Pool: elsewhere, Claim: claim}.Build().Labels)) {
 		t.Error("the term repels another pool's placeholder")
+	}
+}
+
+// With several rotations at once a placeholder never lands on another
+// rotation's surge host — a node labelled surge-for — whose room is for
+// that rotation's drained Pods; one at a time it carries no such term.
+func TestPlaceholderAvoidsOtherSurgeHosts(t *testing.T) {
+	claim := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "c1"}}
+	host := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "h", Labels: map[string]string{
+		corev1.LabelHostname: "h", karpv1.NodePoolLabelKey: poolWith().Name, v1alpha1.LabelSurgeFor: "c0"}}}
+	fresh := host.DeepCopy()
+	delete(fresh.Labels, v1alpha1.LabelSurgeFor)
+	admits := func(p *corev1.Pod, n *corev1.Node) bool {
+		sel := p.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution
+		if sel == nil {
+			return true
+		}
+		ok, err := corev1helper.MatchNodeSelectorTerms(n, sel)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	}
+	spread := Placeholder{Pool: poolWith(), Claim: claim, Spread: true}.Build()
+	if admits(spread, host) || !admits(spread, fresh) {
+		t.Errorf("several at once: admits another rotation's surge host %v, a fresh node %v", admits(spread, host), admits(spread, fresh))
+	}
+	if one := (Placeholder{Pool: poolWith(), Claim: claim}).Build(); !admits(one, host) {
+		t.Error("one at a time: the placeholder changed")
 	}
 }
