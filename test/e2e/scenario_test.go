@@ -108,13 +108,21 @@ func (s *scenario) updatePool(ctx context.Context, edit func(*karpv1.NodePool)) 
 }
 
 // pause stops further starts (every claim is young against 720h) and
-// waits for any rotation in flight to end.
+// waits for any rotation in flight to end. A pass that read the policy
+// before the update may still anchor a start after it (CI saw one 0.1 s
+// after the last rotation ended), so the pool must stay without an anchor
+// for quietFor — longer than a pass — not merely be seen without one.
 func (s *scenario) pause(ctx context.Context, within time.Duration) {
+	const quietFor = 5 * time.Second
 	s.updatePolicy(ctx, func(p *v1alpha1.RotationPolicy) { p.Spec.AgeThreshold = "720h" })
-	Eventually(func() ([]v1alpha1.Anchor, error) {
+	lastBusy := time.Now()
+	Eventually(func() (time.Duration, error) {
 		a, err := poolAnnotations(ctx, s.name)()
-		return v1alpha1.Anchors(a), err
-	}).WithTimeout(within).Should(BeEmpty(), "the rotations in flight end")
+		if err != nil || len(v1alpha1.Anchors(a)) > 0 {
+			lastBusy = time.Now()
+		}
+		return time.Since(lastBusy), err
+	}).WithTimeout(within).WithPolling(200*time.Millisecond).Should(BeNumerically(">=", quietFor), "the rotations in flight end and none starts after")
 }
 
 // poolAnnotations polls the pool's annotations; a failed read is a failed

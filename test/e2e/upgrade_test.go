@@ -69,8 +69,11 @@ var _ = Describe("an upgrade from the single-anchor build with a rotation in fli
 		s.awaitRotation(ctx, 3*time.Minute, "a rotation starts", pending(ctx))
 		By("holding the drain: a PDB that allows no disruption from the moment the surge is pending")
 		s.setPDB(ctx, 0)
-		claim := s.awaitRotation(ctx, 3*time.Minute, "the rotation drains", func(a map[string]string, _ string) bool {
-			return a[v1alpha1.AnnotationActiveRotationState] == v1alpha1.StateDraining
+		// Both the pool's state and the claim's mirror: the claim is patched
+		// after the pool, and a SIGTERM between the two (CI saw it) leaves
+		// a state the old build never rests in.
+		claim := s.awaitRotation(ctx, 3*time.Minute, "the rotation drains", func(a map[string]string, claim string) bool {
+			return a[v1alpha1.AnnotationActiveRotationState] == v1alpha1.StateDraining && claimState(ctx, claim)() == v1alpha1.StateDraining
 		})
 		Expect(prior.Stop(15*time.Second)).To(BeTrue(), "the old build stops on SIGTERM")
 		s.expectSingleAnchor(ctx, claim, v1alpha1.StateDraining)
