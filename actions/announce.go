@@ -41,6 +41,7 @@ const (
 	ClusterCap           Announcement = "ClusterCap"
 	RotationRequested    Announcement = "RotationRequested"
 	SkipHeld             Announcement = "SkipHeld"
+	ExpiredUnrotated     Announcement = "ExpiredUnrotated"
 )
 
 // Announcements is every announcement, in the catalog's order.
@@ -50,6 +51,7 @@ var Announcements = []Announcement{
 	SurgeReady, DrainStarted, RotationFailed, RotationExpired, RotationCompleted,
 	GovernanceLost, WindowMissed, DrainStuck, AnchorRestored, StrandedRepaired, OrphanedAnchor,
 	DrainBlocked, SurgeUnservable, WindowEnding, ClusterCap, RotationRequested, SkipHeld,
+	ExpiredUnrotated,
 }
 
 var announceAction = action{

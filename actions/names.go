@@ -22,5 +22,6 @@ const (
 	ActionWindowStamp       = "window-stamp"
 	ActionWindowClear       = "window-clear"
 	ActionRepairStranded    = "repair-stranded"
+	ActionLossRecord        = "loss-record"
 	ActionAnnounce          = "announce"
 )

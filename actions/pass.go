@@ -93,6 +93,8 @@ type Result struct {
 	FailedClaims []string
 	// WindowOpenedAt: the stamp window-clear observed (WindowMissed).
 	WindowOpenedAt string
+	// Lost: the claim a claimed loss-record recorded (ExpiredUnrotated).
+	Lost *Lost
 	// Unfrozen: the nodes unfreeze released, in list order (the surge host
 	// of a completion whose pool recorded none).
 	Unfrozen []string
@@ -173,7 +175,7 @@ var all = []action{
 	claimStateAction, claimDeleteAction, surgeClaimPersistAction, surgeClaimReapAction,
 	freezeAction, unfreezeAction, cordonAction, uncordonAction,
 	placeholderEnsureAction, placeholderDeleteAction,
-	windowStampAction, windowClearAction, repairStrandedAction, announceAction,
+	windowStampAction, windowClearAction, repairStrandedAction, lossRecordAction, announceAction,
 }
 
 var registry = func() map[string]body {

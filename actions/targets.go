@@ -50,6 +50,19 @@ type Targets struct {
 	// Stranded are the pool's rotation artefacts its anchor does not name,
 	// as observed; repair-stranded re-checks each on a fresh read.
 	Stranded Stranded
+	// Lost is a claim Karpenter deleted for expiry with no rotation of it
+	// in flight that the pool does not record yet; nil when none.
+	Lost *Lost
+}
+
+// Lost is a claim lost to Karpenter's expiry, as the pass observed it
+// (docs/design.md#coverage).
+type Lost struct {
+	Claim               string
+	Deadline, DeletedAt time.Time
+	// Why is why no rotation of it started: its census class at the last
+	// pass that saw it before its deletion, in words.
+	Why string
 }
 
 // Stranded are rotation artefacts no anchor names.

@@ -37,6 +37,10 @@ type Snapshot struct {
 	// over for their drain blockers: the work the window-missed
 	// evaluation judges a closed occurrence by.
 	Outstanding int `json:"outstanding"`
+	// Lost names a claim of the pool Karpenter deleted for expiry with no
+	// rotation of it in flight that the pool does not record yet, empty
+	// when none (docs/design.md#coverage).
+	Lost string `json:"lost,omitempty"`
 }
 
 // PoolObservation is the NodePool's side of the snapshot.
@@ -155,6 +159,7 @@ var inputs = []input{
 	{"surge.headroom", cel.BoolType, func(s *Snapshot) any { return s.Surge.Headroom }, ""},
 	{"surge.unservable", cel.StringType, func(s *Snapshot) any { return s.Surge.Unservable }, ""},
 	{"outstanding", cel.IntType, func(s *Snapshot) any { return int64(s.Outstanding) }, ""},
+	{"lost", cel.StringType, func(s *Snapshot) any { return s.Lost }, ""},
 }
 
 var inputIndex = func() map[string]int {

@@ -24,6 +24,11 @@ const (
 	// durations (at most RecentRotationsKept): the learned forecast of
 	// docs/design.md#window-end.
 	AnnotationRecentRotations = Prefix + "recent-rotations"
+	// AnnotationExpiredUnrotated records the claims of the pool Karpenter
+	// deleted for expiry with no rotation of them in flight, each once:
+	// comma-separated <claim>@<RFC3339 deletion time>, kept for
+	// LossesKept (docs/design.md#coverage).
+	AnnotationExpiredUnrotated = Prefix + "expired-unrotated"
 
 	// Old NodeClaim annotations.
 	AnnotationState      = Prefix + "state"       // pending, draining, failed, expired

@@ -45,6 +45,7 @@ var handlers = map[a.Announcement]func(*Announcer, step){
 	a.ClusterCap:           (*Announcer).clusterCap,
 	a.RotationRequested:    (*Announcer).rotationRequested,
 	a.SkipHeld:             (*Announcer).skipHeld,
+	a.ExpiredUnrotated:     (*Announcer).expiredUnrotated,
 }
 
 // rotationStarted announces RotationStarted, or ForcefulFallback when the
@@ -300,6 +301,23 @@ func (an *Announcer) windowMissed(s step) {
 		"eligible", c.Candidates, "inBackoffTriggered", c.InBackoff)
 	an.event(s.view.Pool, corev1.EventTypeWarning, "WindowMissed",
 		fmt.Sprintf("the window opened at %s closed with %d claim(s) outstanding and no rotation completed in it", res.WindowOpenedAt, c.Outstanding()))
+}
+
+// expiredUnrotated: Karpenter expired a claim no rotation of which was in
+// flight (docs/design.md#coverage); said once, by the pass whose
+// loss-record write added it to the pool's expired-unrotated.
+func (an *Announcer) expiredUnrotated(s step) {
+	res, _ := s.last(a.ActionLossRecord)
+	l := res.Lost
+	if l == nil {
+		return
+	}
+	metrics.ExpiredUnrotated.WithLabelValues(s.pool()).Inc()
+	deadline := l.Deadline.UTC().Format(time.RFC3339)
+	s.log.Info("nodeclaim expired by Karpenter without a rotation", "nodeclaim", l.Claim, "deadline", deadline,
+		"deletedAt", l.DeletedAt.UTC().Format(time.RFC3339), "why", l.Why)
+	an.event(s.view.Pool, corev1.EventTypeWarning, string(a.ExpiredUnrotated), fmt.Sprintf(
+		"NodeClaim %s was expired by Karpenter at its deadline %s without a rotation: %s", l.Claim, deadline, l.Why))
 }
 
 func (an *Announcer) drainStuck(s step) {

@@ -79,6 +79,8 @@ type Figures struct {
 	// moment a rotation of it may start and end by the deadline, windows
 	// and blackouts counted.
 	LastStart time.Time
+	// Class is the census class the claim was counted in (Class).
+	Class string
 }
 
 // Due reports whether the claim is past its age trigger at now.

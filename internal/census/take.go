@@ -71,11 +71,13 @@ func Take(in Input) Result {
 		if !f.SkipUntil.IsZero() && !f.Deadline.IsZero() {
 			f.LastStart = lastStart(in, f)
 		}
-		r.Figures[c.Name] = f
 		if !f.Deadline.IsZero() {
 			deadlines = append(deadlines, f.Deadline)
 		}
-		if r.classify(in, f) {
+		var ok bool
+		f.Class, ok = r.classify(in, f)
+		r.Figures[c.Name] = f
+		if ok {
 			eligible = append(eligible, f)
 		}
 	}
@@ -189,9 +191,9 @@ const (
 	ClassDrainBlocked = "drainBlocked"
 )
 
-// classify counts the claim in its census class and reports whether it is
-// eligible now.
-func (r *Result) classify(in Input, f Figures) bool {
+// classify counts the claim in its census class and returns the class and
+// whether the claim is eligible now.
+func (r *Result) classify(in Input, f Figures) (string, bool) {
 	c, cen := f.Claim, &r.Census
 	if n, bad := parseRetryCount(c.Annotations[v1alpha1.AnnotationRetryCount]); bad == nil && n > cen.MaxRetry {
 		cen.MaxRetry = n
@@ -199,10 +201,11 @@ func (r *Result) classify(in Input, f Figures) bool {
 	if f.ShortLead {
 		cen.ShortLead++
 	}
-	switch class := Class(in, f); class {
+	class := Class(in, f)
+	switch class {
 	case ClassCandidate:
 		cen.Candidates++
-		return true
+		return class, true
 	case ClassSkipped:
 		cen.Skipped++
 		if f.Due(in.Now) || f.RotateNext {
@@ -213,7 +216,7 @@ func (r *Result) classify(in Input, f Figures) bool {
 	default:
 		*counter(cen, class)++
 	}
-	return false
+	return class, false
 }
 
 // Class is the census class of the claim whose figures are f: why it is or

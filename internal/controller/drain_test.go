@@ -26,7 +26,7 @@ func TestDrainBlockedStartWarnsOnce(t *testing.T) {
 	w := newWorld(t, nil, nodePool("general"), governing(),
 		nodeClaim("general-a", 20*time.Minute, "node-a"), node("node-a"), doNotDisrupt(pod("job", "node-a", "500m")))
 	w.reconcile(t, "general")
-	if want := []string{"idle.start-drain-blocked", "window.open.stamped"}; !reflect.DeepEqual(w.transitions(), want) {
+	if want := []string{"idle.start-drain-blocked", "window.open.stamped", "coverage.kept"}; !reflect.DeepEqual(w.transitions(), want) {
 		t.Fatalf("decisions %v, want %v", w.transitions(), want)
 	}
 	events := w.rec.drain()

@@ -49,7 +49,7 @@ func TestFailFastOnKarpenterRefusal(t *testing.T) {
 		nodeClaim("general-a", 40*time.Minute, "node-a", v1alpha1.AnnotationState, "pending", v1alpha1.AnnotationStartedAt, stamp(now.Add(-2*time.Minute))),
 		node("node-a"), waitingPlaceholder(2*time.Minute), karpenterRefusal())
 	w.reconcile(t, "general")
-	if want := []string{"pending.surge-unservable", "window.open.stamped"}; !reflect.DeepEqual(w.transitions(), want) {
+	if want := []string{"pending.surge-unservable", "window.open.stamped", "coverage.kept"}; !reflect.DeepEqual(w.transitions(), want) {
 		t.Fatalf("decisions %v, want %v", w.transitions(), want)
 	}
 	c := get(t, w.api, "general-a", "", &karpv1.NodeClaim{})
@@ -89,7 +89,7 @@ func TestNoFailFastWithoutKarpenterRefusal(t *testing.T) {
 				node("node-a")}, objs...)
 			w := newWorld(t, nil, all...)
 			w.reconcile(t, "general")
-			if want := []string{"pending.await-surge", "window.open.stamped"}; !reflect.DeepEqual(w.transitions(), want) {
+			if want := []string{"pending.await-surge", "window.open.stamped", "coverage.kept"}; !reflect.DeepEqual(w.transitions(), want) {
 				t.Fatalf("decisions %v, want %v", w.transitions(), want)
 			}
 		})

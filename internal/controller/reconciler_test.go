@@ -55,12 +55,12 @@ func TestIdlePoolStarts(t *testing.T) {
 	if p, ok := w.rec.objs[0].(*karpv1.NodePool); !ok || p.Name != "general" {
 		t.Errorf("RotationStarted recorded on %T", w.rec.objs[0])
 	}
-	if want := []string{"idle.start", "window.open.stamped"}; !reflect.DeepEqual(w.transitions(), want) {
+	if want := []string{"idle.start", "window.open.stamped", "coverage.kept"}; !reflect.DeepEqual(w.transitions(), want) {
 		t.Errorf("decisions %v, want %v", w.transitions(), want)
 	}
 	// The pass is logged at V(1) with what each step did.
 	passes := w.linesWith("pass")
-	if len(passes) != 2 || passes[0].kv["transition"] != "idle.start" || passes[0].kv["owned"] != true ||
+	if len(passes) != 3 || passes[0].kv["transition"] != "idle.start" || passes[0].kv["owned"] != true ||
 		!reflect.DeepEqual(passes[0].kv["did"], []any{"anchor general-a: claimed", "announced RotationStarted"}) {
 		t.Errorf("pass lines %+v", passes)
 	}
@@ -83,7 +83,7 @@ func TestPendingCreatesThePlaceholder(t *testing.T) {
 	if res := w.reconcile(t, "general"); res != (reconcile.Result{RequeueAfter: 30 * time.Second}) {
 		t.Errorf("result %+v, want 30s", res)
 	}
-	if want := []string{"pending.create-placeholder", "window.open.stamped"}; !reflect.DeepEqual(w.transitions(), want) {
+	if want := []string{"pending.create-placeholder", "window.open.stamped", "coverage.kept"}; !reflect.DeepEqual(w.transitions(), want) {
 		t.Errorf("decisions %v", w.transitions())
 	}
 	ph := get(t, w.api, "nrc-surge-general-a", ns, &corev1.Pod{})
@@ -167,7 +167,7 @@ func TestUndecidablePass(t *testing.T) {
 		!strings.HasSuffix(ev[0], "; it takes no step until the value is fixed") {
 		t.Errorf("events %q", ev)
 	}
-	if want := []string{"window.open.stamped"}; !reflect.DeepEqual(w.transitions(), want) {
+	if want := []string{"window.open.stamped", "coverage.kept"}; !reflect.DeepEqual(w.transitions(), want) {
 		t.Errorf("decided %v, want only the window machine's %v", w.transitions(), want)
 	}
 	if after := versions(t, w.api); !reflect.DeepEqual(before, after) {
@@ -190,7 +190,7 @@ func TestAMalformedTimestampDoesNotBlockTheRollback(t *testing.T) {
 	w := newWorld(t, nil, nodePool("general", v1alpha1.AnnotationActiveRotation, "general-a", v1alpha1.AnnotationActiveRotationState, "pending"),
 		nodeClaim("general-a", 40*time.Minute, "node-a", v1alpha1.AnnotationState, "pending", v1alpha1.AnnotationStartedAt, "yesterday"), frozen)
 	w.reconcile(t, "general")
-	if want := []string{"pending.governance-lost", "window.closed.in-flight"}; !reflect.DeepEqual(w.transitions(), want) {
+	if want := []string{"pending.governance-lost", "window.closed.in-flight", "coverage.kept"}; !reflect.DeepEqual(w.transitions(), want) {
 		t.Fatalf("decided %v, want %v", w.transitions(), want)
 	}
 	np := &karpv1.NodePool{}
@@ -315,7 +315,7 @@ func TestRequeueAtTheNextInstant(t *testing.T) {
 	if res := w.reconcile(t, "general"); res != (reconcile.Result{RequeueAfter: 20 * time.Second}) {
 		t.Errorf("result %+v, want 20s", res)
 	}
-	if want := []string{"idle.no-candidate", "window.open.stamped"}; !reflect.DeepEqual(w.transitions(), want) {
+	if want := []string{"idle.no-candidate", "window.open.stamped", "coverage.kept"}; !reflect.DeepEqual(w.transitions(), want) {
 		t.Errorf("decisions %v", w.transitions())
 	}
 	if l := w.linesWith("no rotation candidate"); len(l) != 1 || l[0].kv["reason"] != "no claim is past its age threshold" {
@@ -340,7 +340,7 @@ func TestWindowStamp(t *testing.T) {
 	if got := get(t, w.api, "general", "", &karpv1.NodePool{}).Annotations[v1alpha1.AnnotationWindowOpenedAt]; got != stamp(now) {
 		t.Errorf("window-opened-at %q, want %s", got, stamp(now))
 	}
-	if want := []string{"idle.no-candidate", "window.open.stamp"}; !reflect.DeepEqual(w.transitions(), want) {
+	if want := []string{"idle.no-candidate", "window.open.stamp", "coverage.kept"}; !reflect.DeepEqual(w.transitions(), want) {
 		t.Errorf("decisions %v", w.transitions())
 	}
 }
@@ -375,7 +375,7 @@ func TestAPassWaitsForTheCacheToShowItsOwnWrite(t *testing.T) {
 	cache, api := newAPI(t, nil, objs()...), newAPI(t, nil, objs()...)
 	w := wire(t, cache, api)
 	w.reconcile(t, "general")
-	if want := []string{"idle.start", "window.open.stamped"}; !reflect.DeepEqual(w.transitions(), want) {
+	if want := []string{"idle.start", "window.open.stamped", "coverage.kept"}; !reflect.DeepEqual(w.transitions(), want) {
 		t.Fatalf("first pass %v, want %v", w.transitions(), want)
 	}
 	w.rec.drain()
@@ -384,7 +384,7 @@ func TestAPassWaitsForTheCacheToShowItsOwnWrite(t *testing.T) {
 			t.Errorf("pass on the lagging cache: %+v, want the stale retry", res)
 		}
 	}
-	if len(w.transitions()) != 2 || len(w.rec.drain()) != 0 {
+	if len(w.transitions()) != 3 || len(w.rec.drain()) != 0 {
 		t.Errorf("the passes on the lagging cache decided %v or said something", w.transitions())
 	}
 	if l := w.linesWith("pass waits for the cache to show this instance's write"); len(l) != 2 || l[0].kv["object"] != "NodePool/general" {
@@ -398,7 +398,7 @@ func TestAPassWaitsForTheCacheToShowItsOwnWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.reconcile(t, "general")
-	if got := w.transitions(); len(got) != 4 || got[2] != "pending.create-placeholder" {
+	if got := w.transitions(); len(got) != 6 || got[3] != "pending.create-placeholder" {
 		t.Errorf("the pass on the caught-up cache decided %v", got)
 	}
 
@@ -406,12 +406,12 @@ func TestAPassWaitsForTheCacheToShowItsOwnWrite(t *testing.T) {
 	w2 := wire(t, newAPI(t, nil, objs()...), newAPI(t, nil, objs()...))
 	w2.reconcile(t, "general")
 	w2.reconcile(t, "general")
-	if len(w2.transitions()) != 2 {
+	if len(w2.transitions()) != 3 {
 		t.Fatalf("decided %v within the bound", w2.transitions())
 	}
 	w2.now = w2.now.Add(expectationBound + time.Second)
 	w2.reconcile(t, "general")
-	if len(w2.transitions()) == 2 {
+	if len(w2.transitions()) == 3 {
 		t.Error("past the bound the pass still waits")
 	}
 	if l := w2.linesWith("the cache has not shown this instance's write; deciding on the copy it has"); len(l) != 1 || l[0].kv["object"] != "NodePool/general" {

@@ -71,7 +71,7 @@ func Setup(mgr ctrl.Manager, cfg Config, log logr.Logger) (*NodePoolReconciler, 
 func NewNodePoolReconciler(c client.Client, fresh client.Reader, eng *engine.Engine, cfg Config, log logr.Logger, rec record.EventRecorder) *NodePoolReconciler {
 	return &NodePoolReconciler{
 		Client: c, Fresh: fresh, Engine: eng, Log: log,
-		Observer:     &observe.Observer{Cache: c, API: fresh, Namespace: cfg.Namespace, Clock: cfg.Clock, Rules: eng},
+		Observer:     &observe.Observer{Cache: c, API: fresh, Namespace: cfg.Namespace, Clock: cfg.Clock, Rules: eng, Memory: observe.NewMemory()},
 		Cap:          NewClusterCap(cfg.MaxConcurrentRotations),
 		Expectations: NewExpectations(cfg.Clock),
 		Announcer:    announce.New(log, rec),

@@ -27,6 +27,9 @@ func (r *NodePoolReconciler) targets(obs *observe.Observation) actions.Targets {
 	if obs.Unservable != nil {
 		t.UnservableReason = obs.Unservable.Reason
 	}
+	if l := obs.Lost; l != nil {
+		t.Lost = &actions.Lost{Claim: l.Claim, Deadline: l.Deadline, DeletedAt: l.DeletedAt, Why: l.Why}
+	}
 	t.Stranded = actions.Stranded{Claims: obs.Stranded.Claims, Placeholders: obs.Stranded.Placeholders, Nodes: obs.Stranded.Nodes}
 	if obs.Subject != nil && obs.Sizing != nil {
 		t.NewPlaceholder = surge.Placeholder{

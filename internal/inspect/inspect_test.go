@@ -228,8 +228,8 @@ func TestExplainPools(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if p != "garbled" && len(ex.Decisions) != 2 {
-			t.Errorf("%s: %d decisions, want rotation and window", p, len(ex.Decisions))
+		if p != "garbled" && len(ex.Decisions) != 3 {
+			t.Errorf("%s: %d decisions, want rotation, window and coverage", p, len(ex.Decisions))
 		}
 		all.WriteString("$ rotationctl explain nodepool/" + p + "\n")
 		if err := RenderPool(&all, ex, "table"); err != nil {

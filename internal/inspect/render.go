@@ -56,7 +56,7 @@ func RenderStatus(w io.Writer, pools []*PoolStatus, format string) error {
 	}
 	wide := format == "wide"
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	head := "NODEPOOL\tPOLICY\tWINDOW\tGATE\tIN-FLIGHT\tCAND/BACKOFF/NOT-DUE\tNEXT\tFORECAST"
+	head := "NODEPOOL\tPOLICY\tWINDOW\tGATE\tIN-FLIGHT\tCAND/BACKOFF/NOT-DUE\tNEXT\tFORECAST\tEXPIRED-7D"
 	if wide {
 		head += "\tPOLICY-READY\tCLAIMS\tROTATION\tWINDOW-MACHINE\tSURGE-NODE"
 	}
@@ -64,7 +64,7 @@ func RenderStatus(w io.Writer, pools []*PoolStatus, format string) error {
 	var problems []string
 	for _, p := range pools {
 		row := []string{p.NodePool, policyCell(p), windowCell(p, wide), gateCell(p), inFlightCell(p),
-			fmt.Sprintf("%d/%d/%d", p.Census.Candidates, p.Census.InBackoff, p.Census.NotDue), nextCell(p), forecastCell(p)}
+			fmt.Sprintf("%d/%d/%d", p.Census.Candidates, p.Census.InBackoff, p.Census.NotDue), nextCell(p), forecastCell(p), fmt.Sprint(p.ExpiredUnrotated)}
 		if wide {
 			rotation, surge := wideRotationCells(p)
 			row = append(row, orDash(p.PolicyReady), fmt.Sprint(p.Census.Total), rotation, orDash(p.Transitions[windowMachine]), surge)

@@ -62,6 +62,10 @@ type PoolStatus struct {
 	Blocked  string             `json:"blocked,omitempty"`
 	// Transitions are what each machine's pass does now.
 	Transitions map[string]string `json:"transitions,omitempty"`
+	// ExpiredUnrotated counts the pool's claims Karpenter expired with no
+	// rotation of them in flight in the last seven days, as the pool's
+	// expired-unrotated records them (docs/design.md#coverage).
+	ExpiredUnrotated int `json:"expiredUnrotated7d"`
 	// Problem says why the pool cannot be decided, when it cannot.
 	Problem string    `json:"problem,omitempty"`
 	Now     time.Time `json:"now"`
@@ -149,6 +153,7 @@ func (in *Inspector) status(pool string, obs *observe.Observation, ds []engine.D
 	st.Now = obs.Now.UTC()
 	st.describeGovernance(obs)
 	st.Census = obs.Census.Census
+	st.ExpiredUnrotated = expiredUnrotated(obs)
 	if len(ds) > 0 {
 		st.Transitions = map[string]string{}
 		for _, d := range ds {
@@ -444,4 +449,17 @@ func parseTime(s string) time.Time {
 		return time.Time{}
 	}
 	return t
+}
+
+// expiredUnrotated counts the losses the pool records from the last
+// LossesKept: the record may hold older ones until its next write.
+func expiredUnrotated(obs *observe.Observation) int {
+	losses, _ := v1alpha1.ParseLosses(obs.Pool.Annotations[v1alpha1.AnnotationExpiredUnrotated])
+	n := 0
+	for _, l := range losses {
+		if obs.Now.Sub(l.DeletedAt) < v1alpha1.LossesKept {
+			n++
+		}
+	}
+	return n
 }

@@ -51,6 +51,10 @@ func Record(p Pool) {
 		return
 	}
 	name := p.Name
+	// The counters an alert watches with increase() start at 0 with the
+	// pool: a series born at its first count shows no increase for it.
+	ExpiredUnrotated.WithLabelValues(name)
+	WindowMissed.WithLabelValues(name)
 	PolicyConflict.WithLabelValues(name).Set(b2f(p.Governance == governanceConflict || p.Governance == governanceInvalid))
 	Candidates.WithLabelValues(name).Set(float64(p.Candidates))
 	InBackoff.WithLabelValues(name).Set(float64(p.InBackoff))

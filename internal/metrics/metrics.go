@@ -43,6 +43,7 @@ var (
 	Completed          = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "completed_total", Help: "Completed rotations by outcome (success, failure, expired)."}, []string{"nodepool", "outcome"})
 	ForcefulFallback   = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "forceful_fallback_total", Help: "Surge-less forceful-fallback rotations started."}, pool)
 	WindowMissed       = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "window_missed_total", Help: "Window occurrences that closed with work outstanding and no rotation attributable to them succeeding."}, pool)
+	ExpiredUnrotated   = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "expired_unrotated_total", Help: "NodeClaims of a governed pool that Karpenter deleted for expiry with no rotation of them in flight: the outcome the controller exists to prevent."}, pool)
 	Duration           = prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Name: "duration_seconds", Help: "Rotation phase durations: surge_wait (started-at → surge ready) and drain (draining-at → old NodeClaim gone).", Buckets: []float64{5, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200}}, []string{"nodepool", "phase"})
 	RulesInfo          = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "rules_info", Help: "The version of the transition table in force (value 1)."}, []string{"version"})
 	perPoolGauges      = []*prometheus.GaugeVec{Candidates, InBackoff, InProgress, MaxUnavailable, WindowActive, PolicyConflict, FreezeUntil, AgeThreshold, RotationChances, ThroughputCapacity, TRotEstimate, TRotBound, WindowPeriod, ShortLeadNodes, DrainStuck, RetryCount}
@@ -51,7 +52,7 @@ var (
 
 // All lists every collector, for registration and the documentation test.
 func All() []prometheus.Collector {
-	out := []prometheus.Collector{Completed, ForcefulFallback, WindowMissed, Duration, RulesInfo, DrainBlocked}
+	out := []prometheus.Collector{Completed, ForcefulFallback, WindowMissed, ExpiredUnrotated, Duration, RulesInfo, DrainBlocked}
 	for _, g := range perPoolGauges {
 		out = append(out, g)
 	}
@@ -76,6 +77,7 @@ func Forget(nodepool string) {
 	Completed.DeletePartialMatch(prometheus.Labels{"nodepool": nodepool})
 	ForcefulFallback.DeleteLabelValues(nodepool)
 	WindowMissed.DeleteLabelValues(nodepool)
+	ExpiredUnrotated.DeleteLabelValues(nodepool)
 	Duration.DeletePartialMatch(prometheus.Labels{"nodepool": nodepool})
 	DrainBlocked.DeletePartialMatch(prometheus.Labels{"nodepool": nodepool})
 }

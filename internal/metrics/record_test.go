@@ -181,6 +181,7 @@ func TestForget(t *testing.T) {
 		Completed.WithLabelValues(p, "expired").Inc()
 		ForcefulFallback.WithLabelValues(p).Inc()
 		WindowMissed.WithLabelValues(p).Inc()
+		ExpiredUnrotated.WithLabelValues(p).Inc()
 		Duration.WithLabelValues(p, "surge_wait").Observe(1)
 		Duration.WithLabelValues(p, "drain").Observe(1)
 	}
@@ -241,4 +242,17 @@ func TestDrainBlockedKeepsTheIdleCount(t *testing.T) {
 			t.Errorf("reason %s: %v (found %v), want %v", reason, v, ok, want)
 		}
 	}
+}
+
+// The counters an alert takes increase() of exist at 0 once a governed
+// pool is recorded, so the first count is an increase.
+func TestAlertedCountersStartAtZero(t *testing.T) {
+	Forget("rec-zero")
+	Record(Pool{Name: "rec-zero", Governance: "governed", Derivation: derivation})
+	for _, c := range []*prometheus.CounterVec{ExpiredUnrotated, WindowMissed} {
+		if v, ok := series(t, c, "rec-zero"); !ok || v != 0 {
+			t.Errorf("%s{rec-zero} = %v, %v: want a series at 0", describe(c), v, ok)
+		}
+	}
+	Forget("rec-zero")
 }

@@ -96,6 +96,11 @@ type Observation struct {
 	// placeholders are the pool's placeholder Pods (a governed pool's).
 	placeholders []*corev1.Pod
 
+	// Lost is a claim of the pool lost to Karpenter's expiry that the pool
+	// does not record yet, the one deleted first; nil when none
+	// (docs/design.md#coverage).
+	Lost *Lost
+
 	// ReadErrors are reads that failed without failing the pass (a
 	// placeholder's Events): the reconciler logs each.
 	ReadErrors []error

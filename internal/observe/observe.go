@@ -30,6 +30,9 @@ type Observer struct {
 	// Rules is the table the pass decides with: it declares when the
 	// facts it computes from the clock change (engine.NextChange).
 	Rules *engine.Engine
+	// Memory keeps each claim's last census class for ExpiredUnrotated
+	// (docs/design.md#coverage); nil keeps none (operator tools).
+	Memory *Memory
 }
 
 // Cap is the cluster cap as one pass sees it (docs/design.md#cluster-cap):
@@ -64,6 +67,7 @@ func (o *Observer) Observe(ctx context.Context, pool string, cap Cap) (*Observat
 	np := &karpv1.NodePool{}
 	if err := o.Cache.Get(ctx, client.ObjectKey{Name: pool}, np); err != nil {
 		if apierrors.IsNotFound(err) {
+			o.Memory.forget(pool)
 			return nil, nil
 		}
 		return nil, fmt.Errorf("reading NodePool %s: %w", pool, err)
@@ -95,6 +99,11 @@ func (o *Observer) Observe(ctx context.Context, pool string, cap Cap) (*Observat
 	}
 	obs.first()
 	obs.Snapshot = poolSnapshot(obs)
+	if !obs.Governed() {
+		o.Memory.forget(pool)
+	} else if obs.Lost = o.lost(obs); obs.Lost != nil {
+		obs.Snapshot.Lost = obs.Lost.Claim
+	}
 	obs.NextInstant = nextInstant(obs, o.Rules)
 	return obs, nil
 }

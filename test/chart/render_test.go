@@ -1,6 +1,8 @@
 package chart
 
 import (
+	"maps"
+	"os"
 	"reflect"
 	"slices"
 	"strings"
@@ -460,10 +462,56 @@ func TestPrometheusRuleRanges(t *testing.T) {
 			exprs += rule.Expr.String() + "\n"
 		}
 	}
-	if n != 8 {
-		t.Errorf("%d alerts, want 8", n)
+	if n != 9 {
+		t.Errorf("%d alerts, want 9", n)
 	}
 	containsAll(t, "the alert expressions", exprs, "[6h]", "[14d]")
+}
+
+// Every alert carries a description and a runbook_url into the section of
+// docs/operations.md its name anchors, and takes its severity, for and
+// enabled from prometheusRule.alerts.<name>.
+func TestAlertsCarryRunbooksAndTheirValues(t *testing.T) {
+	ops, err := os.ReadFile("../../docs/operations.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := mustRender(t, loadChart(t), withMonitoring, "prometheusRule.enabled=true",
+		"prometheusRule.alerts.NodeRotationDrainStuck.enabled=false",
+		"prometheusRule.alerts.NodeRotationExpiredUnrotated.severity=page",
+		"prometheusRule.alerts.NodeRotationExpiredUnrotated.for=5m")
+	pr := find[*monitoringv1.PrometheusRule](t, r)
+	if pr == nil {
+		t.Fatal("no PrometheusRule")
+	}
+	seen := map[string]monitoringv1.Rule{}
+	for _, g := range pr.Spec.Groups {
+		for _, rule := range g.Rules {
+			seen[rule.Alert] = rule
+			const base = "https://github.com/noderotation/node-rotation-controller/blob/main/docs/operations.md#"
+			url := rule.Annotations["runbook_url"]
+			anchor, ok := strings.CutPrefix(url, base)
+			if !ok || anchor != "runbook-"+strings.ToLower(rule.Alert) {
+				t.Errorf("%s: runbook_url %q", rule.Alert, url)
+			}
+			if !strings.Contains(string(ops), `<a id="`+anchor+`"></a>`) {
+				t.Errorf("%s: docs/operations.md has no section %q", rule.Alert, anchor)
+			}
+			if rule.Annotations["description"] == "" || rule.Annotations["summary"] == "" {
+				t.Errorf("%s: annotations %v", rule.Alert, rule.Annotations)
+			}
+		}
+	}
+	if _, ok := seen["NodeRotationDrainStuck"]; ok || len(seen) != 8 {
+		t.Errorf("alerts %v: want the eight enabled ones", slices.Sorted(maps.Keys(seen)))
+	}
+	e := seen["NodeRotationExpiredUnrotated"]
+	if e.Labels["severity"] != "page" || e.For == nil || string(*e.For) != "5m" {
+		t.Errorf("NodeRotationExpiredUnrotated: severity %q for %v", e.Labels["severity"], e.For)
+	}
+	if w := seen["NodeRotationWindowWedged"]; w.For == nil || string(*w.For) != "15m" || w.Labels["severity"] != "warning" {
+		t.Errorf("NodeRotationWindowWedged keeps its default for 15m: %+v", w)
+	}
 }
 
 func TestKubeVersion(t *testing.T) {

@@ -47,3 +47,13 @@ podAntiAffinity:
           matchLabels: {{- include "nrc.selector" . | nindent 12 }}
 {{- end }}
 {{- end -}}
+
+{{/*
+The runbook of an alert: its section of docs/operations.md under
+prometheusRule.runbookBaseURL ("#runbook-" and the alert's name in lower
+case). Called with (list $ "AlertName").
+*/}}
+{{- define "nrc.runbookURL" -}}
+{{- $root := index . 0 -}}
+{{- printf "%s#runbook-%s" $root.Values.prometheusRule.runbookBaseURL (index . 1 | lower) | quote -}}
+{{- end -}}

@@ -188,7 +188,10 @@ func Scripted() []client.Object {
 		claim("asked-b", "asked", 20*time.Minute, v1alpha1.AnnotationSkipUntil, stamp3339(Now.Add(3*time.Hour))),
 		pool("closing", "closing"),
 		claim("closing-a", "closing", 44*time.Hour), // due (the lead is 2d47m), and tomorrow's window still rotates it
-		pool("night", "nightly"),
+		// two claims lost to Karpenter's expiry recorded: one in the last
+		// seven days (counted), one before (not)
+		pool("night", "nightly", v1alpha1.AnnotationExpiredUnrotated,
+			"night-lost-old@"+stamp3339(Now.Add(-8*24*time.Hour))+",night-lost@"+stamp3339(Now.Add(-2*24*time.Hour))),
 		claim("night-a", "night", 3*time.Hour),
 		claim("night-b", "night", 2*time.Hour, v1alpha1.AnnotationState, v1alpha1.StateFailed,
 			v1alpha1.AnnotationFailedAt, stamp3339(Now.Add(-10*time.Minute)), v1alpha1.AnnotationRetryCount, "1",

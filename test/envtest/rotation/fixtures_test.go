@@ -193,6 +193,12 @@ func claimAnnotations(name string) func() map[string]string {
 	}
 }
 
+func getClaim(name string) *karpv1.NodeClaim {
+	c := &karpv1.NodeClaim{}
+	Expect(env.Client.Get(ctx, client.ObjectKey{Name: name}, c)).To(Succeed())
+	return c
+}
+
 func getNode(name string) *corev1.Node {
 	n := &corev1.Node{}
 	Expect(env.Client.Get(ctx, client.ObjectKey{Name: name}, n)).To(Succeed())
