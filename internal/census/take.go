@@ -152,9 +152,9 @@ func Ahead(a, b Figures) bool {
 func figures(in Input, c *karpv1.NodeClaim) (Figures, *BadAnnotation) {
 	f := Figures{Claim: c}
 	d := in.Derivation
-	if e := c.Spec.ExpireAfter.Duration; e != nil && !d.NoDeadline && d.Cycle.HasOccurrence {
-		f.Deadline = c.CreationTimestamp.Add(*e)
-		f.ShortLead = d.ShortLead(*e)
+	if deadline, ok := deadlineOf(c, d); ok {
+		f.Deadline = deadline
+		f.ShortLead = d.ShortLead(*c.Spec.ExpireAfter.Duration)
 		if d.Derived {
 			f.Trigger = f.Deadline.Add(-d.Lead)
 		} else {
@@ -281,6 +281,29 @@ func claimReady(c *karpv1.NodeClaim) bool {
 		}
 	}
 	return false
+}
+
+// deadlineOf is when Karpenter expires the claim — creation + its own
+// expireAfter — when the derivation judges deadlines at all.
+func deadlineOf(c *karpv1.NodeClaim, d schedule.Derivation) (time.Time, bool) {
+	e := c.Spec.ExpireAfter.Duration
+	if e == nil || d.NoDeadline || !d.Cycle.HasOccurrence {
+		return time.Time{}, false
+	}
+	return c.CreationTimestamp.Add(*e), true
+}
+
+// PopulationOf is what layer 2 reads of a pool's claims under d, without
+// a census: how many there are and the most deadlines within one P of
+// each other — what Take computes, for the policy status.
+func PopulationOf(claims []karpv1.NodeClaim, d schedule.Derivation) schedule.Population {
+	deadlines := make([]time.Time, 0, len(claims))
+	for i := range claims {
+		if t, ok := deadlineOf(&claims[i], d); ok {
+			deadlines = append(deadlines, t)
+		}
+	}
+	return schedule.Population{Nodes: len(claims), Burst: burst(deadlines, d.Cycle.P)}
 }
 
 // burst is the largest number of deadlines within one period P of each

@@ -20,14 +20,17 @@ import (
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
+	"github.com/noderotation/node-rotation-controller/internal/observe"
 	"github.com/noderotation/node-rotation-controller/internal/policy"
 	"github.com/noderotation/node-rotation-controller/internal/schedule"
 )
 
 // PolicyStatusReconciler keeps each RotationPolicy's status: the pools it
 // wins, how many rotate, Ready (Accepted, Invalid, Conflict — Invalid wins)
-// and Feasible (the fatal findings of the pools it governs). The status is
-// observational only: nothing reads it back for decisions.
+// and Feasible: False for the fatal findings of the pools it governs, else
+// for a pool whose nodes cannot all be rotated before their deadlines
+// (docs/design.md#coverage-verdict). The status is observational only:
+// nothing reads it back for decisions.
 type PolicyStatusReconciler struct {
 	Client client.Client
 	Log    logr.Logger
@@ -48,7 +51,7 @@ func (r *PolicyStatusReconciler) Reconcile(ctx context.Context, req reconcile.Re
 	if err := r.Client.List(ctx, pools); err != nil {
 		return reconcile.Result{}, fmt.Errorf("listing NodePools: %w", err)
 	}
-	status := r.compute(p, policies.Items, pools.Items)
+	status := r.compute(p, policies.Items, pools.Items, r.claimsOf(ctx))
 	if statusEqual(p.Status, status) {
 		return reconcile.Result{RequeueAfter: Backstop}, nil
 	}
@@ -62,11 +65,26 @@ func (r *PolicyStatusReconciler) Reconcile(ctx context.Context, req reconcile.Re
 	return reconcile.Result{RequeueAfter: Backstop}, nil
 }
 
-func (r *PolicyStatusReconciler) compute(p *v1alpha1.RotationPolicy, policies []v1alpha1.RotationPolicy, pools []karpv1.NodePool) v1alpha1.RotationPolicyStatus {
+// claimsOf lists a pool's NodeClaims from the cache, uncopied (read only);
+// a failed list reads as none (the pool then judged covered) and is
+// retried at the next recompute.
+func (r *PolicyStatusReconciler) claimsOf(ctx context.Context) func(pool string) []karpv1.NodeClaim {
+	return func(pool string) []karpv1.NodeClaim {
+		list := &karpv1.NodeClaimList{}
+		if err := r.Client.List(ctx, list, client.MatchingLabels{karpv1.NodePoolLabelKey: pool}, client.UnsafeDisableDeepCopy); err != nil {
+			r.Log.Error(err, "listing NodeClaims for the coverage verdict", "nodepool", pool)
+			return nil
+		}
+		return list.Items
+	}
+}
+
+func (r *PolicyStatusReconciler) compute(p *v1alpha1.RotationPolicy, policies []v1alpha1.RotationPolicy, pools []karpv1.NodePool, claimsOf func(string) []karpv1.NodeClaim) v1alpha1.RotationPolicyStatus {
 	now := r.Clock()
 	st := v1alpha1.RotationPolicyStatus{ObservedGeneration: p.Generation, Conditions: append([]metav1.Condition(nil), p.Status.Conditions...)}
 	settings, invalid := policy.Resolve(p.Spec)
-	var conflicts, fatal []string
+	var conflicts, fatal, uncovered []string
+	uncoveredReason := ""
 	for i := range pools {
 		pool := &pools[i]
 		g := policy.Select(policies, pool.Labels)
@@ -83,6 +101,11 @@ func (r *PolicyStatusReconciler) compute(p *v1alpha1.RotationPolicy, policies []
 		if invalid == nil {
 			if reasons := fatalReasons(settings, pool, now); len(reasons) > 0 {
 				fatal = append(fatal, fmt.Sprintf("NodePool %s: %s", pool.Name, strings.Join(reasons, ", ")))
+			} else if c := observe.CoverageOf(settings, pool, claimsOf(pool.Name), now); !c.Covered {
+				uncovered = append(uncovered, fmt.Sprintf("NodePool %s: %s", pool.Name, c.Sentence()))
+				if uncoveredReason == "" || c.Reason == "ThroughputBelowArrival" {
+					uncoveredReason = c.Reason
+				}
 			}
 		}
 	}
@@ -94,13 +117,16 @@ func (r *PolicyStatusReconciler) compute(p *v1alpha1.RotationPolicy, policies []
 		sort.Strings(conflicts)
 		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, "Conflict", strings.Join(conflicts, "; ")+": those NodePools are not rotated"
 	}
-	feasible := metav1.Condition{Type: "Feasible", Status: metav1.ConditionTrue, Reason: "NoFatalFindings", Message: "no governed NodePool has a fatal finding", ObservedGeneration: p.Generation}
+	feasible := metav1.Condition{Type: "Feasible", Status: metav1.ConditionTrue, Reason: "Covered", Message: "every governed NodePool's nodes can be rotated before their deadlines, and none has a fatal finding", ObservedGeneration: p.Generation}
 	switch {
 	case invalid != nil:
 		feasible.Status, feasible.Reason, feasible.Message = metav1.ConditionUnknown, "Invalid", "the policy does not resolve"
 	case len(fatal) > 0:
 		sort.Strings(fatal)
 		feasible.Status, feasible.Reason, feasible.Message = metav1.ConditionFalse, "FatalFindings", strings.Join(fatal, "; ")
+	case len(uncovered) > 0:
+		sort.Strings(uncovered)
+		feasible.Status, feasible.Reason, feasible.Message = metav1.ConditionFalse, uncoveredReason, strings.Join(uncovered, "; ")
 	}
 	meta.SetStatusCondition(&st.Conditions, ready)
 	meta.SetStatusCondition(&st.Conditions, feasible)

@@ -3,6 +3,8 @@ package controller
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -10,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -70,7 +73,7 @@ func checkCondition(t *testing.T, st v1alpha1.RotationPolicyStatus, typ string, 
 
 var (
 	accepted = cond{metav1.ConditionTrue, "Accepted", "valid and uncontested"}
-	feasible = cond{metav1.ConditionTrue, "NoFatalFindings", "no governed NodePool has a fatal finding"}
+	feasible = cond{metav1.ConditionTrue, "Covered", "every governed NodePool's nodes can be rotated before their deadlines, and none has a fatal finding"}
 )
 
 // Matched counts the pools the policy wins, Rotating those anchored.
@@ -221,4 +224,40 @@ func TestPolicyStatusErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A pool whose nodes the policy cannot all rotate before their deadlines
+// is Feasible=False ThroughputBelowArrival, naming the remedy; at the
+// maxUnavailable it names, the same pool is covered again.
+func TestPolicyStatusCoverage(t *testing.T) {
+	fleet := func(n any) *v1alpha1.RotationPolicy {
+		return selecting("fleet", map[string]string{"workload": "big"}, func(s *v1alpha1.RotationPolicySpec) {
+			s.MaintenanceWindows = []v1alpha1.MaintenanceWindow{{Timezone: "UTC", Days: []v1alpha1.Weekday{"Tue", "Sat"}, Start: "02:00", End: "06:00"}}
+			if n != nil {
+				v := intstr.FromInt32(int32(n.(int)))
+				s.Surge.MaxUnavailable = &v
+			}
+		})
+	}
+	objs := func(p *v1alpha1.RotationPolicy) []client.Object {
+		big := labelled("big", "big")
+		e := 720 * time.Hour
+		big.Spec.Template.Spec.ExpireAfter = karpv1.NillableDuration{Duration: &e}
+		out := []client.Object{p, big}
+		for i := range 300 { // created evenly over the last 30 days: no burst
+			c := nodeClaim(fmt.Sprintf("big-%03d", i), e-time.Duration(i)*(e/300), "")
+			c.Labels[karpv1.NodePoolLabelKey] = "big"
+			c.Spec.ExpireAfter = karpv1.NillableDuration{Duration: &e}
+			c.CreationTimestamp = metav1.NewTime(now.Add(-time.Duration(i) * (e / 300)))
+			out = append(out, c)
+		}
+		return out
+	}
+	st := reconcileStatus(t, newAPI(t, nil, objs(fleet(nil))...), "fleet")
+	c := meta.FindStatusCondition(st.Conditions, "Feasible")
+	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != "ThroughputBelowArrival" ||
+		!strings.HasPrefix(c.Message, "NodePool big: not covered: 300 nodes need") || !strings.Contains(c.Message, "maxUnavailable 6") {
+		t.Fatalf("Feasible %+v", c)
+	}
+	checkCondition(t, reconcileStatus(t, newAPI(t, nil, objs(fleet(6))...), "fleet"), "Feasible", feasible)
 }

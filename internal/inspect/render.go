@@ -95,8 +95,11 @@ func policyCell(p *PoolStatus) string {
 	default:
 		return "<none>"
 	}
-	if p.Governance == governed && !p.Feasible {
+	switch {
+	case p.Governance == governed && !p.Feasible:
 		s += " (infeasible)"
+	case p.Governance == governed && p.Coverage != nil && !p.Coverage.Covered:
+		s += " (uncovered)"
 	}
 	return s
 }
@@ -294,6 +297,10 @@ func RenderPool(w io.Writer, ex *PoolExplanation, format string) error {
 		{"Next", nextCell(st)},
 		{"Forecast", forecastCell(st)},
 	}...)
+	if st.Coverage != nil {
+		rows = append(rows, [2]string{"Coverage", st.Coverage.Sentence()})
+	}
+	rows = append(rows, [2]string{"Expired unrotated", fmt.Sprintf("%d in the last 7 days", st.ExpiredUnrotated)})
 	if st.Problem != "" {
 		rows = append(rows, [2]string{"Problem", st.Problem})
 	}

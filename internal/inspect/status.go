@@ -66,6 +66,10 @@ type PoolStatus struct {
 	// rotation of them in flight in the last seven days, as the pool's
 	// expired-unrotated records them (docs/design.md#coverage).
 	ExpiredUnrotated int `json:"expiredUnrotated7d"`
+	// Coverage is layer 2's verdict on a governed pool: whether its nodes
+	// can all be rotated before their deadlines at the number in force
+	// (docs/design.md#coverage-verdict).
+	Coverage *schedule.Coverage `json:"coverage,omitempty"`
 	// Problem says why the pool cannot be decided, when it cannot.
 	Problem string    `json:"problem,omitempty"`
 	Now     time.Time `json:"now"`
@@ -154,6 +158,10 @@ func (in *Inspector) status(pool string, obs *observe.Observation, ds []engine.D
 	st.describeGovernance(obs)
 	st.Census = obs.Census.Census
 	st.ExpiredUnrotated = expiredUnrotated(obs)
+	if obs.Governed() {
+		c := obs.Coverage
+		st.Coverage = &c
+	}
 	if len(ds) > 0 {
 		st.Transitions = map[string]string{}
 		for _, d := range ds {

@@ -38,6 +38,9 @@ type Observation struct {
 	Settings   policy.Settings
 	Derivation schedule.Derivation
 	Findings   []schedule.Finding
+	// Coverage is layer 2's verdict at the number in force
+	// (docs/design.md#coverage-verdict); zero when not governed.
+	Coverage schedule.Coverage
 	// InForce is how many rotations the pool may have in flight at once,
 	// and why (docs/design.md#throughput); zero when it is not governed.
 	InForce    schedule.InForce

@@ -277,7 +277,7 @@ var _ = Describe("the rotation of one NodePool", func() {
 			return []int64{int64(p.Status.MatchedNodePools), int64(p.Status.RotatingNodePools), p.Status.ObservedGeneration - p.Generation}
 		}, timeout).Should(Equal([]int64{1, 1, 0}))
 		Eventually(policyCondition(pool, "Ready"), timeout).Should(reason("Accepted"))
-		Eventually(policyCondition(pool, "Feasible"), timeout).Should(reason("NoFatalFindings"))
+		Eventually(policyCondition(pool, "Feasible"), timeout).Should(reason("Covered"))
 
 		By("holding the escalation: no placeholder")
 		Consistently(placeholderExists(old), 3*time.Second).Should(BeFalse())

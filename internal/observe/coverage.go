@@ -1,0 +1,21 @@
+package observe
+
+import (
+	"time"
+
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	"github.com/noderotation/node-rotation-controller/internal/census"
+	"github.com/noderotation/node-rotation-controller/internal/policy"
+	"github.com/noderotation/node-rotation-controller/internal/schedule"
+)
+
+// CoverageOf is layer 2's verdict on a pool governed by s with these
+// claims at now, sized as a pass sizes it (docs/design.md#coverage-verdict):
+// the policy status reads it without a census.
+func CoverageOf(s policy.Settings, pool *karpv1.NodePool, claims []karpv1.NodeClaim, now time.Time) schedule.Coverage {
+	inputs, d := s.Derive(pool, now)
+	pop := census.PopulationOf(claims, d)
+	in, sized, f := s.Sized(inputs, d.Cycle, pop)
+	return schedule.CoverageOf(in, sized, pop, f.Needed)
+}
