@@ -14,21 +14,32 @@ import (
 type planFlags struct {
 	policyFile, policyName, nodePoolFile string
 	expireAfter, tgp, now, output        string
+	failOn                               string
 	nodes, burst                         int
+	eksAutoMode                          bool
 }
 
 func planCommand() *cobra.Command {
 	var f planFlags
 	cmd := &cobra.Command{
-		Use:   "plan -f policy.yaml [--nodepool nodepool.yaml] [--expire-after D --tgp D] [--nodes N] [--now T] [-o table|json|yaml]",
+		Use:   "plan -f policy.yaml [--nodepool nodepool.yaml] [--expire-after D --tgp D] [--nodes N [--burst B]] [--fail-on fatal|warning] [--now T] [-o table|json|yaml]",
 		Short: "Derive a RotationPolicy's schedule figures and findings for a NodePool",
 		Long: `plan reads a RotationPolicy and a Karpenter NodePool (expireAfter and
 terminationGracePeriod from its template; --expire-after and --tgp stand in or
 override) and prints P, D, gap, t_rot, t_rot_est, A, G, C, the next three
 occurrences in the window's own time zone, and every finding with its
-severity and remedy. Durations accept a day unit: 14d, 5d12h, 336h.
+severity and remedy, and — given --nodes — the coverage verdict: whether
+every node of such a pool is rotated before its deadline, and if not the
+smallest maxUnavailable, occurrence length or pool size that covers it.
+Durations accept a day unit: 14d, 5d12h, 336h.
 
-Exit status: 0 feasible, 1 a fatal finding, 2 unusable input.`,
+The policy is first judged as the API server would judge it (the CRD's
+schema, defaults and rules): what kubectl apply would refuse, plan refuses
+with the same message.
+
+Exit status: 0 nothing at or above --fail-on, 1 a finding at or above it
+(fatal: a fatal finding; warning: any finding, or a pool not covered),
+2 unusable input.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runPlan(cmd, f) },
 	}
@@ -39,7 +50,9 @@ Exit status: 0 feasible, 1 a fatal finding, 2 unusable input.`,
 	fl.StringVar(&f.expireAfter, "expire-after", "", "expireAfter (E), e.g. 14d or Never; overrides the NodePool's")
 	fl.StringVar(&f.tgp, "tgp", "", "terminationGracePeriod, e.g. 1h; overrides the NodePool's")
 	fl.IntVar(&f.nodes, "nodes", 0, "number of nodes in the pool, for the layer-2 throughput findings")
-	fl.IntVar(&f.burst, "burst", -1, "nodes sharing one deadline (default: --nodes, the worst case)")
+	fl.IntVar(&f.burst, "burst", -1, "nodes whose deadlines fall within one window period (default: a pool in steady state, N·P/A of them; --burst N is the worst case, every node created at once)")
+	fl.BoolVar(&f.eksAutoMode, "eks-auto-mode", false, "hold the pool to EKS Auto Mode's 21-day node lifetime (implied by a --nodepool whose nodeClassRef is group eks.amazonaws.com)")
+	fl.StringVar(&f.failOn, "fail-on", "fatal", "exit 1 on a finding of this severity or worse: fatal, or warning (any finding, or a pool not covered): for CI")
 	fl.StringVar(&f.now, "now", "", "evaluate as of this RFC3339 time (default: now)")
 	fl.StringVarP(&f.output, "output", "o", "table", "output format: "+strings.Join(plan.Formats, ", "))
 	return cmd
@@ -57,16 +70,36 @@ func runPlan(cmd *cobra.Command, f planFlags) error {
 	if err := plan.Render(cmd.OutOrStdout(), report, f.output); err != nil {
 		return badInput("%v", err)
 	}
-	if report.Fatal {
+	if report.Fatal || (f.failOn == failOnWarning && (warned(report.Findings) || !report.Coverage.Covered)) {
 		return exitError{code: exitFatal, err: errors.New("")}
 	}
 	return nil
 }
 
+// warned reports a Warning or Fatal finding: an Info one (true of a
+// healthy pool with Karpenter's defaults) never fails the run.
+func warned(fs []schedule.Finding) bool {
+	for _, f := range fs {
+		if f.Severity != schedule.Info {
+			return true
+		}
+	}
+	return false
+}
+
+// The values of --fail-on.
+const (
+	failOnFatal   = "fatal"
+	failOnWarning = "warning"
+)
+
 func planInput(f planFlags) (plan.Input, error) {
 	var in plan.Input
 	if f.policyFile == "" {
 		return in, badInput("-f policy.yaml is required")
+	}
+	if f.failOn != failOnFatal && f.failOn != failOnWarning {
+		return in, badInput("--fail-on %q: want fatal or warning", f.failOn)
 	}
 	if !validFormat(f.output) {
 		return in, badInput("-o %q: want one of %s", f.output, strings.Join(plan.Formats, ", "))
@@ -87,8 +120,9 @@ func planInput(f planFlags) (plan.Input, error) {
 		if err != nil {
 			return in, badInput("%v", err)
 		}
-		in.NodePool, in.ExpireAfter, in.TerminationGrace = pool.Name, pool.ExpireAfter, pool.TerminationGrace
+		in.NodePool, in.ExpireAfter, in.TerminationGrace, in.EKSAutoMode = pool.Name, pool.ExpireAfter, pool.TerminationGrace, pool.EKSAutoMode
 	}
+	in.EKSAutoMode = in.EKSAutoMode || f.eksAutoMode
 	if f.expireAfter != "" {
 		if in.ExpireAfter, err = durationFlag("--expire-after", f.expireAfter, true); err != nil {
 			return in, err
@@ -105,10 +139,7 @@ func planInput(f planFlags) (plan.Input, error) {
 	if f.nodes < 0 {
 		return in, badInput("--nodes %d: must not be negative", f.nodes)
 	}
-	in.Population = schedule.Population{Nodes: f.nodes, Burst: f.nodes}
-	if f.burst >= 0 {
-		in.Population.Burst = f.burst
-	}
+	in.Population = schedule.Population{Nodes: f.nodes, Burst: f.burst} // negative: steady state (plan.Input)
 	return in, nil
 }
 

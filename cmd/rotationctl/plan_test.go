@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -83,7 +84,7 @@ func TestPlanBadInputExitsTwoWithOneLine(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"plan", "-f", "testdata/bad-duration.yaml", "--expire-after", "14d"}, `testdata/bad-duration.yaml: spec.surge.readyTimeout: "fifteen minutes" is not a Go duration`},
+		{[]string{"plan", "-f", "testdata/bad-duration.yaml", "--expire-after", "14d"}, `testdata/bad-duration.yaml: document 1: RotationPolicy.noderotation.io "bad" is invalid: spec.surge.readyTimeout: Invalid value: "fifteen minutes": readyTimeout must be a Go duration such as 90m`},
 		{[]string{"plan", "-f", "testdata/unknown-field.yaml", "--expire-after", "14d"}, `testdata/unknown-field.yaml: document 1: unknown field "maintenanceWindow"`},
 		{[]string{"plan", "-f", "testdata/missing.yaml", "--expire-after", "14d"}, "testdata/missing.yaml: no such file or directory"},
 		{[]string{"plan", "-f", example}, "expireAfter is unknown"},
@@ -141,4 +142,38 @@ func TestRulesRenderAndExpand(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "-> idle.start\n") || strings.Count(out, "\n") < 1000 {
 		t.Errorf("expand: exit %d, %d lines", code, strings.Count(out, "\n"))
 	}
+}
+
+// The issue's 300-node pool: plan prints the verdict with the smallest N
+// that covers it; only --fail-on warning fails the run for it.
+func TestPlanCoverageAndFailOn(t *testing.T) {
+	args := []string{"plan", "-f", "testdata/uncovered-300.yaml", "--expire-after", "720h", "--nodes", "300", now}
+	code, out, _ := runCLI(args...)
+	if code != 0 || !strings.Contains(out, "not covered: 300 nodes need") || !strings.Contains(out, "maxUnavailable 6") {
+		t.Errorf("exit %d, output:\n%s", code, out)
+	}
+	if code, _, _ := runCLI(append(args, "--fail-on", "warning")...); code != exitFatal {
+		t.Errorf("--fail-on warning: exit %d, want %d", code, exitFatal)
+	}
+	// six at once covers it: nothing to fail on
+	six := strings.Replace(mustRead(t, "testdata/uncovered-300.yaml"), "  maintenanceWindows:", "  surge: {maxUnavailable: 6}\n  maintenanceWindows:", 1)
+	path := filepath.Join(t.TempDir(), "six.yaml")
+	if err := os.WriteFile(path, []byte(six), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, _ := runCLI("plan", "-f", path, "--expire-after", "720h", "--nodes", "300", "--fail-on", "warning", now); code != 0 || !strings.Contains(out, "covered: 300 nodes") {
+		t.Errorf("maxUnavailable 6: exit %d, output:\n%s", code, out)
+	}
+	if code, _, errOut := runCLI(append(args, "--fail-on", "error")...); code != exitBadInput || !strings.Contains(errOut, `--fail-on "error"`) {
+		t.Errorf("--fail-on error: exit %d, %s", code, errOut)
+	}
+}
+
+func mustRead(t *testing.T, path string) string {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(raw)
 }

@@ -3,6 +3,7 @@ package plan
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -10,11 +11,14 @@ import (
 	"strings"
 	"time"
 
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/util/yaml"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
+	"github.com/noderotation/node-rotation-controller/internal/admission"
+	"github.com/noderotation/node-rotation-controller/internal/policy"
 )
 
 // LoadPolicy reads the RotationPolicy named name from path (any one when the
@@ -54,11 +58,45 @@ func LoadPolicies(path string) ([]v1alpha1.RotationPolicy, error) {
 		if err := sigsyaml.UnmarshalStrict(doc, &p); err != nil {
 			return nil, fmt.Errorf("%s: document %d: %s", path, i+1, cleanJSONError(err))
 		}
-		if p.Kind == "RotationPolicy" {
-			out = append(out, p)
+		if p.Kind != "RotationPolicy" {
+			continue
 		}
+		admitted, err := admit(doc)
+		if err != nil {
+			return nil, fmt.Errorf("%s: document %d: %w", path, i+1, err)
+		}
+		out = append(out, admitted)
 	}
 	return out, nil
+}
+
+// admit judges a RotationPolicy document as the API server would on
+// create and returns it as stored: with the CRD's defaults (so an absent
+// minRotationChances reads 2, and a 0 is refused, as kubectl apply would
+// have it).
+func admit(doc []byte) (v1alpha1.RotationPolicy, error) {
+	var obj map[string]any
+	var p v1alpha1.RotationPolicy
+	js, err := sigsyaml.YAMLToJSON(doc)
+	if err != nil {
+		return p, errors.New(cleanJSONError(err))
+	}
+	// integers as int64, as the API server decodes them
+	if err := utiljson.Unmarshal(js, &obj); err != nil {
+		return p, errors.New(cleanJSONError(err))
+	}
+	defaulted, err := admission.Admit(obj)
+	if err != nil {
+		return p, err
+	}
+	raw, err := json.Marshal(defaulted)
+	if err != nil {
+		return p, fmt.Errorf("encoding the admitted policy: %w", err)
+	}
+	if err := json.Unmarshal(raw, &p); err != nil {
+		return p, fmt.Errorf("decoding the admitted policy: %w", err)
+	}
+	return p, nil
 }
 
 // Pool is what the derivation reads from a NodePool's template.
@@ -66,6 +104,9 @@ type Pool struct {
 	Name             string
 	ExpireAfter      *time.Duration // nil = Never
 	TerminationGrace *time.Duration // nil = unset
+	// EKSAutoMode: the template's nodeClassRef is an EKS Auto Mode
+	// NodeClass, whose nodes live 21 days at most.
+	EKSAutoMode bool
 }
 
 // LoadNodePool reads a Karpenter NodePool and its template's expireAfter and
@@ -84,7 +125,7 @@ func LoadNodePool(path string) (Pool, error) {
 			continue
 		}
 		spec := np.Spec.Template.Spec
-		p := Pool{Name: np.Name, ExpireAfter: spec.ExpireAfter.Duration}
+		p := Pool{Name: np.Name, ExpireAfter: spec.ExpireAfter.Duration, EKSAutoMode: policy.EKSAutoMode(spec.NodeClassRef)}
 		if spec.TerminationGracePeriod != nil {
 			tgp := spec.TerminationGracePeriod.Duration
 			p.TerminationGrace = &tgp

@@ -36,6 +36,8 @@ kind: RotationPolicy
 metadata:
   name: b
 spec:
+  maintenanceWindows:
+    - {timezone: UTC, days: [Sat], start: "02:00", end: "06:00"}
   ageThreshold: 100h
 `
 
@@ -120,6 +122,11 @@ func TestLoadPolicy(t *testing.T) {
 	if p.Spec.MinRotationChances != 3 || len(p.Spec.MaintenanceWindows) != 1 || p.Spec.MaintenanceWindows[0].End != "06:00" {
 		t.Errorf("policy a decoded as %+v", p.Spec)
 	}
+	// the CRD's defaults apply, as on the API server
+	b, err := LoadPolicy(several, "b")
+	if err != nil || b.Spec.MinRotationChances != 2 {
+		t.Errorf("policy b: minRotationChances %d, %v; want the CRD's default 2", b.Spec.MinRotationChances, err)
+	}
 }
 
 func TestLoadPolicyDecodeErrors(t *testing.T) {
@@ -130,6 +137,13 @@ func TestLoadPolicyDecodeErrors(t *testing.T) {
 		{"the failing document is counted", policyA + "---\n" + policyB + "  bogus: 1\n", `document 2: unknown field "bogus"`},
 		{"wrong type", "kind: RotationPolicy\nspec:\n  minRotationChances: many\n", "document 1: "},
 		{"not yaml", "kind: RotationPolicy\nspec: [\n", "document 1: yaml: "},
+		// what the API server refuses, in its words (internal/admission)
+		{"a version the CRD does not serve", strings.Replace(policyA, "v1alpha1", "v1", 1),
+			`document 1: no matches for kind "RotationPolicy" in version "noderotation.io/v1": the CRD serves noderotation.io/v1alpha1`},
+		{"below the schema's minimum", strings.Replace(policyA, "minRotationChances: 3", "minRotationChances: 0", 1),
+			`document 1: RotationPolicy.noderotation.io "a" is invalid: spec.minRotationChances: Invalid value: 0: spec.minRotationChances in body should be greater than or equal to 1`},
+		{"a CEL rule", strings.Replace(policyA, "minRotationChances: 3", "ageThreshold: soon", 1),
+			`document 1: RotationPolicy.noderotation.io "a" is invalid: spec.ageThreshold: Invalid value: "soon": ageThreshold must be "auto" or a Go duration such as 90m`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

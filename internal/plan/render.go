@@ -82,6 +82,9 @@ func renderTable(w io.Writer, r Report) error {
 		}
 	}
 	fmt.Fprintln(tw)
+	fmt.Fprintln(tw, "Coverage:")
+	fmt.Fprintf(tw, "  %s\n", coverageLine(r.Coverage))
+	fmt.Fprintln(tw)
 	fmt.Fprintln(tw, "Findings:")
 	if len(r.Findings) == 0 {
 		fmt.Fprintln(tw, "  none")
@@ -90,4 +93,11 @@ func renderTable(w io.Writer, r Report) error {
 		fmt.Fprintf(tw, "  %s\t%s\tlayer %d\t%s\n  \t\t\tremedy: %s\n", f.Severity, f.Reason, f.Layer, f.Message, f.Remedy)
 	}
 	return tw.Flush()
+}
+
+func coverageLine(c schedule.Coverage) string {
+	if !c.Applies && c.Nodes == 0 {
+		return "give --nodes N to judge whether a pool of N nodes is covered"
+	}
+	return c.Sentence()
 }

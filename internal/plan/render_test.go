@@ -50,6 +50,9 @@ Next occurrences:
   Sat 2026-12-05 02:00 – 06:00 JST (Asia/Tokyo)
   Wed 2026-12-09 02:00 – 06:00 JST (Asia/Tokyo)
 
+Coverage:
+  give --nodes N to judge whether a pool of N nodes is covered
+
 Findings:
   none
 `
@@ -148,7 +151,7 @@ func TestRenderYAML(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := render(t, r, "yaml")
-	for _, want := range []string{"\nA: 5d22h43m\n", "\nterminationGracePeriod: unset\n", "\n  reason: TGPUnset\n", "\n  severity: Warning\n", "\nfatal: false\n"} {
+	for _, want := range []string{"\nA: 5d22h43m\n", "\nterminationGracePeriod: unset\n", "\n  reason: TGPUnset\n", "\n  severity: Info\n", "\nfatal: false\n"} {
 		if !strings.Contains("\n"+out, want) {
 			t.Errorf("yaml lacks %q:\n%s", want, out)
 		}

@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"math"
 	"time"
 
 	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
@@ -38,6 +39,10 @@ type Report struct {
 	Blackouts []v1alpha1.Blackout `json:"blackouts,omitempty"`
 	Findings  []schedule.Finding  `json:"findings"`
 	Fatal     bool                `json:"fatal"`
+	// Coverage is layer 2's verdict for the pool's nodes (--nodes), the
+	// one the RotationPolicy's Feasible condition gives
+	// (docs/design.md#coverage-verdict); Burst is the burst it judged.
+	Coverage schedule.Coverage `json:"coverage"`
 }
 
 // Occurrence is one upcoming window occurrence in its own time zone.
@@ -53,8 +58,13 @@ type Input struct {
 	NodePool         string
 	ExpireAfter      *time.Duration // nil = Never
 	TerminationGrace *time.Duration // nil = unset
-	Population       schedule.Population
-	Now              time.Time
+	// EKSAutoMode holds the pool to EKS Auto Mode's 21-day node lifetime.
+	EKSAutoMode bool
+	// Population is the pool's; a negative Burst is a pool in steady
+	// state: its claims' deadlines as spread as their ages, so the claims
+	// due in one period are N·P/A.
+	Population schedule.Population
+	Now        time.Time
 }
 
 // Build computes the report; err names the policy field that does not resolve.
@@ -64,7 +74,15 @@ func Build(in Input) (Report, error) {
 		return Report{}, err
 	}
 	cycle := s.Calendar.Measure(in.Now)
-	inputs, d, inForce := s.Sized(s.Inputs(in.ExpireAfter, in.TerminationGrace), cycle, in.Population)
+	base := s.Inputs(in.ExpireAfter, in.TerminationGrace)
+	if in.EKSAutoMode {
+		base.LifetimeCap = schedule.EKSAutoModeLifetime
+	}
+	pop := in.Population
+	if pop.Burst < 0 {
+		pop.Burst = steadyBurst(pop.Nodes, schedule.Derive(base, cycle))
+	}
+	inputs, d, inForce := s.Sized(base, cycle, pop)
 	fd := schedule.FormatDuration
 	r := Report{
 		Policy: in.Policy.Name, NodePool: in.NodePool,
@@ -94,9 +112,21 @@ func Build(in Input) (Report, error) {
 		r.Gap = "none"
 	}
 	r.NextOccurrences = nextOccurrences(s.Calendar, in.Now, 3)
-	r.Findings = s.Assess(inputs, d, in.Population)
+	r.Findings = s.Assess(inputs, d, pop)
 	r.Fatal = schedule.HasFatal(r.Findings)
+	r.Coverage = schedule.CoverageOf(inputs, d, pop, inForce.Needed)
 	return r, nil
+}
+
+// steadyBurst is the claims of a pool in steady state whose deadlines fall
+// within one period P: rotated at age A, its claims' ages — and so their
+// deadlines — spread evenly over A, so N·P/A of them, rounded up (all of
+// them when the age threshold is not positive).
+func steadyBurst(nodes int, d schedule.Derivation) int {
+	if d.A <= 0 || d.Cycle.P <= 0 {
+		return nodes
+	}
+	return min(nodes, int(math.Ceil(float64(nodes)*float64(d.Cycle.P)/float64(d.A))))
 }
 
 // nextOccurrences lists up to n occurrences open now or opening after now.

@@ -48,6 +48,7 @@ func TestBuildWorkedExample(t *testing.T) {
 		Policy: "api", NodePool: "api", ExpireAfter: "14d", TerminationGracePeriod: "1h",
 		P: "4d", D: "4h", Gap: "2d20h", TRot: "1h17m", TRotEst: "15m", A: "5d22h43m", AgeThreshold: "auto", G: 2, C: 10,
 		MaxUnavailable: "1", InForce: schedule.InForce{N: 1, Why: "maxUnavailable 1"},
+		Coverage: schedule.Coverage{Covered: true, Capacity: 10, InForce: 1},
 	}
 	got := r
 	got.NextOccurrences, got.Findings = nil, nil
@@ -85,7 +86,7 @@ func TestBuildVariants(t *testing.T) {
 			if r.ExpireAfter != "Never" || r.TerminationGracePeriod != "unset" || r.A != "0s" || r.G != 0 || r.AgeThreshold != "auto" || r.TRot != "1h17m" {
 				t.Errorf("report = %+v", r)
 			}
-			if got := reasons(r.Findings); !reflect.DeepEqual(got, []string{"Warning TGPUnset"}) || r.Fatal {
+			if got := reasons(r.Findings); !reflect.DeepEqual(got, []string{"Info TGPUnset"}) || r.Fatal {
 				t.Errorf("findings = %v fatal %v", got, r.Fatal)
 			}
 		}},
@@ -123,7 +124,7 @@ func TestBuildVariants(t *testing.T) {
 			in.TerminationGrace = nil
 			in.Policy.Spec.Surge.MatchNodeRequirements.Required = []string{"kubernetes.io/arch"}
 		}, func(t *testing.T, r Report) {
-			if got := reasons(r.Findings); !reflect.DeepEqual(got, []string{"Warning TGPUnset", "Warning ZoneNotRequired"}) || r.Fatal {
+			if got := reasons(r.Findings); !reflect.DeepEqual(got, []string{"Info TGPUnset", "Warning ZoneNotRequired"}) || r.Fatal {
 				t.Errorf("findings = %v", got)
 			}
 		}},

@@ -18,7 +18,23 @@ func (s Settings) Derive(pool *karpv1.NodePool, now time.Time) (schedule.Inputs,
 		tgp = &tmpl.TerminationGracePeriod.Duration
 	}
 	inputs := s.Inputs(tmpl.ExpireAfter.Duration, tgp)
+	if EKSAutoMode(tmpl.NodeClassRef) {
+		inputs.LifetimeCap = schedule.EKSAutoModeLifetime
+	}
 	return inputs, schedule.Derive(inputs, s.Calendar.Measure(now))
+}
+
+// EKSAutoModeGroup is the API group of EKS Auto Mode's NodeClass: a
+// NodePool whose template references it runs on Auto Mode, which replaces
+// a node at 21 days whatever its expireAfter. Self-managed Karpenter on
+// AWS references karpenter.k8s.aws's EC2NodeClass instead
+// (docs/operations.md#eks-auto-mode).
+const EKSAutoModeGroup = "eks.amazonaws.com"
+
+// EKSAutoMode reports whether a NodePool template's nodeClassRef is an EKS
+// Auto Mode NodeClass.
+func EKSAutoMode(ref *karpv1.NodeClassReference) bool {
+	return ref != nil && ref.Group == EKSAutoModeGroup
 }
 
 // Assess is every finding of a pool governed by these settings: the

@@ -93,7 +93,7 @@ func TestAssessJoinsScheduleAndPolicyFindings(t *testing.T) {
 		got = append(got, string(f.Severity)+" "+f.Reason)
 	}
 	// The schedule's layer 1 in its order, then the policy's own warning.
-	want := []string{"Fatal NoWindows", "Warning KBelowTwo", "Warning TGPUnset", "Warning ZoneNotRequired"}
+	want := []string{"Fatal NoWindows", "Warning KBelowTwo", "Info TGPUnset", "Warning ZoneNotRequired"}
 	if strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Errorf("findings = %v, want %v", got, want)
 	}
@@ -105,5 +105,28 @@ func TestAssessJoinsScheduleAndPolicyFindings(t *testing.T) {
 	d = schedule.Derive(in, s.Calendar.Measure(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)))
 	if fs := s.Assess(in, d, schedule.Population{Nodes: 5}); len(fs) != 0 {
 		t.Errorf("the worked example has findings %+v", fs)
+	}
+}
+
+// The 21-day cap is EKS Auto Mode's: a pool on its NodeClass is held to
+// it, one on self-managed Karpenter's EC2NodeClass is not.
+func TestLifetimeCapOnlyOnEKSAutoMode(t *testing.T) {
+	s, err := Resolve(v1alpha1.RotationPolicySpec{MaintenanceWindows: []v1alpha1.MaintenanceWindow{{Timezone: "UTC", Days: []v1alpha1.Weekday{"Sat"}, Start: "02:00", End: "06:00"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := 30 * 24 * time.Hour
+	for group, want := range map[string]bool{"eks.amazonaws.com": true, "karpenter.k8s.aws": false, "karpenter.kwok.sh": false} {
+		np := &karpv1.NodePool{}
+		np.Spec.Template.Spec.ExpireAfter = karpv1.NillableDuration{Duration: &e}
+		np.Spec.Template.Spec.NodeClassRef = &karpv1.NodeClassReference{Group: group, Kind: "NodeClass", Name: "default"}
+		in, d := s.Derive(np, time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
+		found := false
+		for _, f := range s.Assess(in, d, schedule.Population{}) {
+			found = found || f.Reason == "HardCapExceeded"
+		}
+		if found != want {
+			t.Errorf("nodeClassRef group %s: HardCapExceeded %v, want %v", group, found, want)
+		}
 	}
 }

@@ -71,6 +71,9 @@ func (t Timing) StartHold(forecast time.Duration) time.Duration {
 type Inputs struct {
 	ExpireAfter      *time.Duration
 	TerminationGrace *time.Duration
+	// LifetimeCap is the platform's cap on expireAfter + tGP, 0 when none:
+	// EKSAutoModeLifetime for a pool on an EKS Auto Mode NodeClass.
+	LifetimeCap time.Duration
 	Timing
 }
 

@@ -6,16 +6,20 @@ import (
 )
 
 // Severity of a finding: a fatal finding blocks rotation starts for the pool
-// (logged, not evented); a warning is an Event on the NodePool.
+// (logged, not evented); a warning is an Event on the NodePool; an info is
+// shown by the tools (plan, explain) only — true of a healthy pool with
+// Karpenter's defaults, so never an Event (docs/design.md#findings).
 type Severity string
 
 const (
 	Fatal   Severity = "Fatal"
 	Warning Severity = "Warning"
+	Info    Severity = "Info"
 )
 
-// hardCap is EKS Auto Mode's node lifetime cap (expireAfter + tGP ≤ 21d).
-const hardCap = 21 * 24 * time.Hour
+// EKSAutoModeLifetime is EKS Auto Mode's node lifetime cap
+// (expireAfter + tGP ≤ 21d): Inputs.LifetimeCap of a pool on its NodeClass.
+const EKSAutoModeLifetime = 21 * 24 * time.Hour
 
 // Finding is one feasibility result (docs/design.md#findings).
 type Finding struct {
@@ -91,12 +95,12 @@ func layer1(in Inputs, d Derivation) []Finding {
 		if !d.TGPUnset {
 			life += d.TGP
 		}
-		add(life > hardCap, Warning, "HardCapExceeded",
-			fmt.Sprintf("expireAfter + terminationGracePeriod = %s exceeds the 21d node lifetime cap of EKS Auto Mode", fd(life)),
-			"keep expireAfter + terminationGracePeriod at or below 21d")
+		add(in.LifetimeCap > 0 && life > in.LifetimeCap, Warning, "HardCapExceeded",
+			fmt.Sprintf("expireAfter + terminationGracePeriod = %s exceeds the %s node lifetime cap of EKS Auto Mode (the NodePool's nodeClassRef is an EKS Auto Mode NodeClass)", fd(life), fd(in.LifetimeCap)),
+			"keep expireAfter + terminationGracePeriod at or below "+fd(in.LifetimeCap))
 	}
-	add(d.TGPUnset, Warning, "TGPUnset", fmt.Sprintf("terminationGracePeriod is unset; t_rot assumes %s", fd(TGPFallback)),
-		"set terminationGracePeriod on the NodePool template")
+	add(d.TGPUnset, Info, "TGPUnset", fmt.Sprintf("terminationGracePeriod is unset (Karpenter's default: a drain may wait on PodDisruptionBudgets indefinitely); t_rot assumes %s", fd(TGPFallback)),
+		"set terminationGracePeriod on the NodePool template to bound the drain")
 	add(in.RetryBackoff < in.ReadyTimeout, Warning, "RetryBackoffShort",
 		fmt.Sprintf("retryBackoff %s is shorter than readyTimeout %s", fd(in.RetryBackoff), fd(in.ReadyTimeout)),
 		"set retryBackoff to at least readyTimeout")
@@ -121,7 +125,7 @@ func layer2(in Inputs, d Derivation, pop Population) []Finding {
 	}
 	if k := in.MinRotationChances; pop.Burst > 0 && k*d.C < pop.Burst {
 		out = append(out, Finding{Layer: 2, Reason: "ThroughputBurstShortfall", Severity: Warning,
-			Message: fmt.Sprintf("%d nodes share one deadline but K·C = %d·%d = %d rotations fit before it", pop.Burst, k, d.C, k*d.C),
+			Message: fmt.Sprintf("%d nodes have their deadlines within one window period P, but K·C = %d·%d = %d rotations fit before them", pop.Burst, k, d.C, k*d.C),
 			Remedy:  "raise minRotationChances, lengthen the windows, or stagger node creation"})
 	}
 	if !d.Cycle.AlwaysOpen && d.TRotEst+in.CooldownAfter > d.Cycle.Gap {

@@ -12,13 +12,21 @@ func TestFindingBoundaries(t *testing.T) {
 		mutate func(*Inputs)
 		want   map[string]Severity
 	}{
-		{"E + tGP exactly 21d", func(in *Inputs) { in.ExpireAfter, in.TerminationGrace = ptr(20*day), ptr(day) }, nil},
-		{"E + tGP a second over 21d", func(in *Inputs) { in.ExpireAfter, in.TerminationGrace = ptr(20*day), ptr(day+time.Second) },
-			map[string]Severity{"HardCapExceeded": Warning}},
-		{"unset tGP does not count towards the cap", func(in *Inputs) { in.ExpireAfter, in.TerminationGrace = ptr(21*day), nil },
-			map[string]Severity{"TGPUnset": Warning}},
-		{"E alone over the cap", func(in *Inputs) { in.ExpireAfter, in.TerminationGrace = ptr(21*day+time.Second), nil },
-			map[string]Severity{"TGPUnset": Warning, "HardCapExceeded": Warning}},
+		{"E + tGP exactly 21d", func(in *Inputs) {
+			in.ExpireAfter, in.TerminationGrace, in.LifetimeCap = ptr(20*day), ptr(day), EKSAutoModeLifetime
+		}, nil},
+		{"E + tGP a second over 21d", func(in *Inputs) {
+			in.ExpireAfter, in.TerminationGrace, in.LifetimeCap = ptr(20*day), ptr(day+time.Second), EKSAutoModeLifetime
+		}, map[string]Severity{"HardCapExceeded": Warning}},
+		{"no cap off EKS Auto Mode", func(in *Inputs) { in.ExpireAfter, in.TerminationGrace = ptr(30*day), ptr(day) }, nil},
+		{"unset tGP does not count towards the cap", func(in *Inputs) {
+			in.ExpireAfter, in.TerminationGrace, in.LifetimeCap = ptr(21*day), nil, EKSAutoModeLifetime
+		},
+			map[string]Severity{"TGPUnset": Info}},
+		{"E alone over the cap", func(in *Inputs) {
+			in.ExpireAfter, in.TerminationGrace, in.LifetimeCap = ptr(21*day+time.Second), nil, EKSAutoModeLifetime
+		},
+			map[string]Severity{"TGPUnset": Info, "HardCapExceeded": Warning}},
 		{"A exactly P", func(in *Inputs) { in.ExpireAfter = ptr(lead + 4*day) }, nil},
 		{"A just under P", func(in *Inputs) { in.ExpireAfter = ptr(lead + 4*day - time.Nanosecond) }, map[string]Severity{"AVeryAggressive": Warning}},
 		{"A exactly 0", func(in *Inputs) { in.ExpireAfter = ptr(lead) }, map[string]Severity{"AgeThresholdNotPositive": Fatal}},
@@ -91,7 +99,7 @@ func TestLayerTwoMessagesAndEdges(t *testing.T) {
 	if want := "capacity C = 10 starts per occurrence is below the arrival rate N·P/A = 10.09 (N = 15, P = 4d, A = 5d22h43m)"; fs[0].Message != want {
 		t.Errorf("arrival message = %q, want %q", fs[0].Message, want)
 	}
-	if want := "21 nodes share one deadline but K·C = 2·10 = 20 rotations fit before it"; fs[1].Message != want {
+	if want := "21 nodes have their deadlines within one window period P, but K·C = 2·10 = 20 rotations fit before them"; fs[1].Message != want {
 		t.Errorf("burst message = %q, want %q", fs[1].Message, want)
 	}
 	assertReasons(t, layer2(in, d, Population{Nodes: 0, Burst: 20}), nil)
@@ -122,7 +130,7 @@ func TestLayerOneMessages(t *testing.T) {
 	fs := layer1(in, Derive(in, baseCycle()))
 	want := map[string]string{
 		"AgeThresholdNotPositive": "age threshold A = 0s is not positive (E = 8d1h17m, lead time K·P + t_rot = 8d1h17m)",
-		"TGPUnset":                "terminationGracePeriod is unset; t_rot assumes 1h",
+		"TGPUnset":                "terminationGracePeriod is unset (Karpenter's default: a drain may wait on PodDisruptionBudgets indefinitely); t_rot assumes 1h",
 	}
 	if len(fs) != len(want) {
 		t.Fatalf("findings = %+v", fs)

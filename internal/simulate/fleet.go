@@ -31,6 +31,9 @@ type Pool struct {
 	// default is Karpenter's, 720h.
 	ExpireAfter            string   `json:"expireAfter,omitempty"`
 	TerminationGracePeriod Duration `json:"terminationGracePeriod,omitempty"`
+	// EKSAutoMode puts the pool on an EKS Auto Mode NodeClass (its
+	// template's nodeClassRef group eks.amazonaws.com): 21 days at most.
+	EKSAutoMode bool `json:"eksAutoMode,omitempty"`
 	// Age spreads the nodes' ages at Start evenly over [min, max]; one
 	// value gives every node the same age (a burst sharing one deadline).
 	Age Range `json:"age"`

@@ -19,6 +19,7 @@ import (
 	"github.com/noderotation/node-rotation-controller/engine"
 	"github.com/noderotation/node-rotation-controller/internal/controller"
 	"github.com/noderotation/node-rotation-controller/internal/observe"
+	"github.com/noderotation/node-rotation-controller/internal/policy"
 )
 
 // namespace is the simulated controller's, where its placeholders live.
@@ -79,6 +80,9 @@ func nodePool(p Pool) *karpv1.NodePool {
 	np.Spec.Template.Spec.ExpireAfter = karpv1.NillableDuration{Duration: e}
 	if p.TerminationGracePeriod.Duration > 0 {
 		np.Spec.Template.Spec.TerminationGracePeriod = &metav1.Duration{Duration: p.TerminationGracePeriod.Duration}
+	}
+	if p.EKSAutoMode {
+		np.Spec.Template.Spec.NodeClassRef = &karpv1.NodeClassReference{Group: policy.EKSAutoModeGroup, Kind: "NodeClass", Name: "default"}
 	}
 	return np
 }

@@ -68,7 +68,7 @@ func TestExamplePoliciesReproducePlanFigures(t *testing.T) {
 		labels       map[string]string
 	}{
 		{"api-policy.yaml", "api", map[string]string{"workload": "api"}},
-		{"eks-auto-mode.yaml", "auto-mode-general", map[string]string{"karpenter.sh/nodepool-class": "general-purpose"}},
+		{"eks-auto-mode.yaml", "auto-mode-general", map[string]string{"noderotation.io/policy": "eks-auto-mode"}},
 		{"several-pools.yaml", "catch-all", map[string]string{}},
 		{"several-pools.yaml", "web", map[string]string{"tier": "web"}},
 		{"several-pools.yaml", "payments", map[string]string{"tier": "web", "team": "payments"}},

@@ -75,7 +75,7 @@ func expiredCompletions(c *controller, claim string) int {
 // Karpenter expires them, and each is counted once and named in one
 // ExpiredUnrotated Warning with the reason it was never started
 // (docs/design.md#coverage).
-var _ = Describe("nodes Karpenter expires while the window is closed", Label("expiry"), Ordered, func() {
+var _ = Describe("nodes Karpenter expires while the window is closed", Label("coverage"), Ordered, func() {
 	ctx := context.Background()
 	pool := fixtures.RotationPool("lost-e2e")
 	pool.Spec.Template.Spec.ExpireAfter = karpv1.MustParseNillableDuration("100s")

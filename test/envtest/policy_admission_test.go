@@ -12,6 +12,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -21,6 +22,8 @@ import (
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
+	"github.com/noderotation/node-rotation-controller/internal/admission"
+	"github.com/noderotation/node-rotation-controller/internal/plan"
 	"github.com/noderotation/node-rotation-controller/internal/policy"
 	"github.com/noderotation/node-rotation-controller/internal/schedule"
 	"github.com/noderotation/node-rotation-controller/test/testenv"
@@ -60,6 +63,8 @@ var _ = Describe("RotationPolicy admission", func() {
 			for _, p := range decodePolicies(f) {
 				p := p
 				Expect(env.Client.Create(ctx, &p)).To(Succeed(), "%s: %s", filepath.Base(f), p.Name)
+				_, err := plan.LoadPolicy(f, p.Name)
+				Expect(err).NotTo(HaveOccurred(), "rotationctl admits %s: %s as the API server does", filepath.Base(f), p.Name)
 				got := &v1alpha1.RotationPolicy{}
 				Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(&p), got)).To(Succeed())
 				Expect(got.Spec.AgeThreshold).NotTo(BeEmpty())
@@ -69,7 +74,7 @@ var _ = Describe("RotationPolicy admission", func() {
 				Expect(got.Spec.Surge.ReadyTimeout).NotTo(BeEmpty())
 				Expect(got.Spec.Surge.RetryBackoff).NotTo(BeEmpty())
 				Expect(got.Spec.Surge.MatchNodeRequirements.Required).NotTo(BeEmpty())
-				_, err := policy.Resolve(got.Spec)
+				_, err = policy.Resolve(got.Spec)
 				Expect(err).NotTo(HaveOccurred(), "%s resolves", p.Name)
 				Expect(env.Client.Delete(ctx, got)).To(Succeed())
 			}
@@ -183,6 +188,16 @@ var _ = Describe("RotationPolicy admission", func() {
 			err := env.Client.Create(ctx, p)
 			Expect(err).To(HaveOccurred())
 			Expect(err.Error()).To(ContainSubstring(want))
+			// rotationctl's judge (internal/admission) refuses it too, in
+			// the API server's words: each cause the server gives
+			_, ours := admission.Admit(p.DeepCopy().Object)
+			Expect(ours).To(HaveOccurred(), "rotationctl admits what the API server refuses")
+			Expect(ours.Error()).To(ContainSubstring(want))
+			var status *apierrors.StatusError
+			Expect(errors.As(err, &status)).To(BeTrue())
+			for _, c := range status.ErrStatus.Details.Causes {
+				Expect(ours.Error()).To(ContainSubstring(c.Field+": "+c.Message), "the API server's cause")
+			}
 		},
 		Entry("ageThreshold not a duration", `ageThreshold: soon`, `spec.ageThreshold: Invalid value: "soon": ageThreshold must be "auto" or a Go duration`),
 		Entry("ageThreshold zero", `ageThreshold: 0s`, `spec.ageThreshold: Invalid value: "0s": ageThreshold must be greater than 0`),

@@ -37,7 +37,7 @@ out=${NRC_SUITES_DIR:-${TMPDIR:-/tmp}/node-rotation-controller/suites}
 # here. The first two take about equal time; the third is the pool
 # rotated several nodes at a time, the fourth the upgrade from the
 # single-anchor build with rotations in flight.
-E2E_PARTS=('rotation || rollback || drainblock || smoke' 'expiry || fallback || stuckdrain || leader' 'throughput' 'upgrade')
+E2E_PARTS=('rotation || rollback || drainblock || smoke' 'expiry || fallback || stuckdrain || leader' 'throughput || coverage' 'upgrade')
 
 jobs_=("$@")
 if [ ${#jobs_[@]} -eq 0 ]; then
