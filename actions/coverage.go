@@ -2,6 +2,11 @@ package actions
 
 import (
 	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
 	"github.com/noderotation/node-rotation-controller/engine"
@@ -22,11 +27,23 @@ func lossRecord(ctx context.Context, p *Pass, _ map[string]any) (Result, error) 
 	if l == nil {
 		return Result{Outcome: Done, Did: "loss-record: no claim lost"}, nil
 	}
+	// Another instance may have recorded the claim's expiry as its
+	// rotation's (pending.force-expiry writes the claim's state before it
+	// clears the anchor) after this pass's cache showed it unanchored: the
+	// claim is read fresh, once, as this rare write is about to be made.
+	if mid, err := rotatedAtExpiry(ctx, p, l.Claim); err != nil || mid {
+		return Result{Outcome: Raced, Did: "record " + l.Claim + " in expired-unrotated: its rotation met the deadline"}, err
+	}
 	np := p.pool()
 	out, err := p.write(ctx, np, func() (bool, error) {
 		raw := np.Annotations[v1alpha1.AnnotationExpiredUnrotated]
 		if losses, _ := v1alpha1.ParseLosses(raw); v1alpha1.Recorded(losses, l.Claim) {
 			return false, nil
+		}
+		for _, a := range v1alpha1.Anchors(np.Annotations) {
+			if a.Claim == l.Claim {
+				return false, nil // anchored on the copy the write locks on
+			}
 		}
 		conditional.SetAnnotation(np, v1alpha1.AnnotationExpiredUnrotated,
 			v1alpha1.RecordLoss(raw, v1alpha1.Loss{Claim: l.Claim, DeletedAt: l.DeletedAt}, p.Targets.Now))
@@ -37,4 +54,22 @@ func lossRecord(ctx context.Context, p *Pass, _ map[string]any) (Result, error) 
 		res.Lost = l
 	}
 	return res, err
+}
+
+// rotatedAtExpiry reports whether the claim, read fresh, carries the state
+// of a rotation in flight or recorded expired; a claim already gone says
+// nothing against the record.
+func rotatedAtExpiry(ctx context.Context, p *Pass, claim string) (bool, error) {
+	c := &karpv1.NodeClaim{}
+	if err := p.Fresh.Get(ctx, client.ObjectKey{Name: claim}, c); err != nil {
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		return false, fmt.Errorf("reading NodeClaim %s: %w", claim, err)
+	}
+	switch c.Annotations[v1alpha1.AnnotationState] {
+	case v1alpha1.StatePending, v1alpha1.StateDraining, v1alpha1.StateExpired:
+		return true, nil
+	}
+	return false, nil
 }

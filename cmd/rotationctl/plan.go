@@ -7,11 +7,13 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/noderotation/node-rotation-controller/internal/inspect"
 	"github.com/noderotation/node-rotation-controller/internal/plan"
 	"github.com/noderotation/node-rotation-controller/internal/schedule"
 )
 
 type planFlags struct {
+	kube                                 kubeFlags
 	policyFile, policyName, nodePoolFile string
 	expireAfter, tgp, now, output        string
 	failOn                               string
@@ -22,8 +24,8 @@ type planFlags struct {
 func planCommand() *cobra.Command {
 	var f planFlags
 	cmd := &cobra.Command{
-		Use:   "plan -f policy.yaml [--nodepool nodepool.yaml] [--expire-after D --tgp D] [--nodes N [--burst B]] [--fail-on fatal|warning] [--now T] [-o table|json|yaml]",
-		Short: "Derive a RotationPolicy's schedule figures and findings for a NodePool",
+		Use:   "plan [-f policy.yaml [--nodepool nodepool.yaml] [--expire-after D --tgp D] [--nodes N [--burst B]] [--now T]] [--fail-on fatal|warning] [-o table|json|yaml]",
+		Short: "Derive a RotationPolicy's schedule figures, findings and coverage for a NodePool; with no -f, judge every governed pool of the cluster",
 		Long: `plan reads a RotationPolicy and a Karpenter NodePool (expireAfter and
 terminationGracePeriod from its template; --expire-after and --tgp stand in or
 override) and prints P, D, gap, t_rot, t_rot_est, A, G, C, the next three
@@ -32,6 +34,13 @@ severity and remedy, and — given --nodes — the coverage verdict: whether
 every node of such a pool is rotated before its deadline, and if not the
 smallest maxUnavailable, occurrence length or pool size that covers it.
 Durations accept a day unit: 14d, 5d12h, 336h.
+
+With no -f, plan reads the cluster of the current kubeconfig context, as
+kubectl does: every RotationPolicy, the NodePools each governs and their
+NodeClaims, and prints a row per governed pool — its nodes, the rotations
+each occurrence must carry against those that fit at the maxUnavailable in
+force, the verdict, and the claims the schedule would leave to Karpenter's
+forced expiry in the next four weeks, from the claims' real ages.
 
 The policy is first judged as the API server would judge it (the CRD's
 schema, defaults and rules): what kubectl apply would refuse, plan refuses
@@ -44,7 +53,7 @@ Exit status: 0 nothing at or above --fail-on, 1 a finding at or above it
 		RunE: func(cmd *cobra.Command, _ []string) error { return runPlan(cmd, f) },
 	}
 	fl := cmd.Flags()
-	fl.StringVarP(&f.policyFile, "file", "f", "", "RotationPolicy YAML file (required)")
+	fl.StringVarP(&f.policyFile, "file", "f", "", "RotationPolicy YAML file; none: the live cluster's policies and pools")
 	fl.StringVar(&f.policyName, "policy", "", "the policy to plan when the file holds several")
 	fl.StringVar(&f.nodePoolFile, "nodepool", "", "Karpenter NodePool YAML file")
 	fl.StringVar(&f.expireAfter, "expire-after", "", "expireAfter (E), e.g. 14d or Never; overrides the NodePool's")
@@ -55,10 +64,14 @@ Exit status: 0 nothing at or above --fail-on, 1 a finding at or above it
 	fl.StringVar(&f.failOn, "fail-on", "fatal", "exit 1 on a finding of this severity or worse: fatal, or warning (any finding, or a pool not covered): for CI")
 	fl.StringVar(&f.now, "now", "", "evaluate as of this RFC3339 time (default: now)")
 	fl.StringVarP(&f.output, "output", "o", "table", "output format: "+strings.Join(plan.Formats, ", "))
+	f.kube.add(cmd)
 	return cmd
 }
 
 func runPlan(cmd *cobra.Command, f planFlags) error {
+	if f.policyFile == "" {
+		return runLivePlan(cmd, f)
+	}
 	in, err := planInput(f)
 	if err != nil {
 		return err
@@ -95,9 +108,6 @@ const (
 
 func planInput(f planFlags) (plan.Input, error) {
 	var in plan.Input
-	if f.policyFile == "" {
-		return in, badInput("-f policy.yaml is required")
-	}
 	if f.failOn != failOnFatal && f.failOn != failOnWarning {
 		return in, badInput("--fail-on %q: want fatal or warning", f.failOn)
 	}
@@ -166,4 +176,48 @@ func validFormat(f string) bool {
 // oneLine folds joined errors into a single line.
 func oneLine(err error) string {
 	return strings.ReplaceAll(err.Error(), "\n", "; ")
+}
+
+// runLivePlan judges every governed pool of the cluster
+// (inspect.Coverage): exit 1 when one is infeasible, or — with --fail-on
+// warning — not covered or forecast to lose a claim to Karpenter's expiry.
+func runLivePlan(cmd *cobra.Command, f planFlags) error {
+	if f.failOn != failOnFatal && f.failOn != failOnWarning {
+		return badInput("--fail-on %q: want fatal or warning", f.failOn)
+	}
+	if !validFormat(f.output) {
+		return badInput("-o %q: want one of %s", f.output, strings.Join(plan.Formats, ", "))
+	}
+	ctx := cmd.Context()
+	in, _, err := newInspector(ctx, f.kube, cmd.ErrOrStderr())
+	if err != nil {
+		return err
+	}
+	names, err := in.PoolNames(ctx)
+	if err != nil {
+		return err
+	}
+	var rows []*inspect.PoolCoverage
+	fail := false
+	for _, n := range names {
+		c, err := in.Coverage(ctx, n)
+		if errors.Is(err, inspect.ErrNoNodePool) {
+			continue // deleted since the list
+		}
+		if err != nil {
+			return err
+		}
+		if c == nil {
+			continue // no valid policy governs it
+		}
+		rows = append(rows, c)
+		fail = fail || len(c.Fatal) > 0 || (f.failOn == failOnWarning && !c.Covers())
+	}
+	if err := inspect.RenderCoverage(cmd.OutOrStdout(), rows, f.output); err != nil {
+		return badInput("%v", err)
+	}
+	if fail {
+		return exitError{code: exitFatal, err: errors.New("")}
+	}
+	return nil
 }

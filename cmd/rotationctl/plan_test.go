@@ -85,14 +85,14 @@ func TestPlanBadInputExitsTwoWithOneLine(t *testing.T) {
 		want string
 	}{
 		{[]string{"plan", "-f", "testdata/bad-duration.yaml", "--expire-after", "14d"}, `testdata/bad-duration.yaml: document 1: RotationPolicy.noderotation.io "bad" is invalid: spec.surge.readyTimeout: Invalid value: "fifteen minutes": readyTimeout must be a Go duration such as 90m`},
-		{[]string{"plan", "-f", "testdata/unknown-field.yaml", "--expire-after", "14d"}, `testdata/unknown-field.yaml: document 1: unknown field "maintenanceWindow"`},
+		{[]string{"plan", "-f", "testdata/unknown-field.yaml", "--expire-after", "14d"}, `testdata/unknown-field.yaml: document 1: strict decoding error: unknown field "spec.maintenanceWindow"`},
 		{[]string{"plan", "-f", "testdata/missing.yaml", "--expire-after", "14d"}, "testdata/missing.yaml: no such file or directory"},
 		{[]string{"plan", "-f", example}, "expireAfter is unknown"},
 		{[]string{"plan", "-f", example, "--expire-after", "two weeks"}, `--expire-after "two weeks"`},
 		{[]string{"plan", "-f", example, "--expire-after", "14d", "-o", "xml"}, `-o "xml"`},
 		{[]string{"plan", "-f", example, "--expire-after", "14d", "--now", "tomorrow"}, `--now "tomorrow"`},
 		{[]string{"plan", "-f", "../../docs/examples/several-pools.yaml", "--expire-after", "14d"}, "3 RotationPolicies in the file; choose one with --policy NAME"},
-		{[]string{"plan"}, "-f policy.yaml is required"},
+		{[]string{"plan", "--kubeconfig", "testdata/no-such-kubeconfig"}, "loading kubeconfig"},
 		{[]string{"plan", "--bogus"}, "unknown flag: --bogus"},
 	}
 	for _, c := range cases {

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel"
 	structuraldefaulting "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/defaulting"
 	structurallisttype "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/listtype"
+	structuralpruning "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/pruning"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -86,6 +87,16 @@ func Admit(obj map[string]any) (map[string]any, error) {
 	obj, err = asDecoded(obj)
 	if err != nil {
 		return nil, err
+	}
+	// kubectl apply asks for strict field validation: a field the schema
+	// does not have is refused before anything is judged
+	opts := structuralschema.UnknownFieldPathOptions{TrackUnknownFieldPaths: true}
+	if unknown := structuralpruning.PruneWithOptions(obj, v.structural, true, opts); len(unknown) > 0 {
+		quoted := make([]string, len(unknown))
+		for i, u := range unknown {
+			quoted[i] = fmt.Sprintf("unknown field %q", u)
+		}
+		return nil, fmt.Errorf("strict decoding error: %s", strings.Join(quoted, ", "))
 	}
 	structuraldefaulting.Default(obj, v.structural)
 	// the order and the checks of the API server's create strategy

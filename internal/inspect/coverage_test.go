@@ -2,9 +2,19 @@ package inspect
 
 import (
 	"bytes"
+	"context"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/awslabs/operatorpkg/status"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
 	"github.com/noderotation/node-rotation-controller/internal/schedule"
 )
 
@@ -26,5 +36,60 @@ func TestUncoveredPoolIsShown(t *testing.T) {
 	c.Covered = true
 	if got := policyCell(st); got != "fleet" {
 		t.Errorf("covered: policy cell %q", got)
+	}
+}
+
+// The live plan of the pool: 300 claims created over the last 30
+// days under two 4-hour windows a week, one rotation at a time — not
+// covered, maxUnavailable 6 named, and many claims forecast to Karpenter's
+// expiry in four weeks; at maxUnavailable 6, covered, and only the claims
+// due before the first window forecast lost.
+func TestLiveCoverageOfTheFleetPool(t *testing.T) {
+	objs := func(n int) []client.Object {
+		e := 720 * time.Hour
+		np := &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "big", Labels: map[string]string{"fleet": "300"}}}
+		np.Spec.Template.Spec.ExpireAfter = karpv1.NillableDuration{Duration: &e}
+		spec := v1alpha1.RotationPolicySpec{
+			NodePoolSelector:   metav1.LabelSelector{MatchLabels: map[string]string{"fleet": "300"}},
+			MaintenanceWindows: []v1alpha1.MaintenanceWindow{{Timezone: "UTC", Days: []v1alpha1.Weekday{"Tue", "Sat"}, Start: "02:00", End: "06:00"}},
+		}
+		mu := intstr.FromInt32(int32(n))
+		spec.Surge.MaxUnavailable = &mu
+		out := []client.Object{np, &v1alpha1.RotationPolicy{ObjectMeta: metav1.ObjectMeta{Name: "fleet-300"}, Spec: spec}}
+		for i := range 300 {
+			c := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("big-%03d", i), Labels: map[string]string{karpv1.NodePoolLabelKey: "big"},
+				CreationTimestamp: metav1.NewTime(now.Add(-time.Duration(i) * e / 300))}}
+			c.Spec.ExpireAfter = karpv1.NillableDuration{Duration: &e}
+			c.Status.Conditions = []status.Condition{{Type: "Ready", Status: metav1.ConditionTrue}}
+			out = append(out, c)
+		}
+		return out
+	}
+	pc, err := inspector(t, objs(1)...).Coverage(context.Background(), "big")
+	if err != nil || pc == nil {
+		t.Fatalf("coverage %+v, %v", pc, err)
+	}
+	if pc.Coverage.Covered || pc.Coverage.Needed != 6 || pc.Policy != "fleet-300" || len(pc.Expiring) < 100 || pc.Covers() {
+		t.Errorf("one at a time: %+v, %d expiring", pc.Coverage, len(pc.Expiring))
+	}
+	var out bytes.Buffer
+	if err := RenderCoverage(&out, []*PoolCoverage{pc}, "table"); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"big       fleet-300  300", "ThroughputBelowArrival", "big: not covered: 300 nodes need", "big: forecast force-expired by Karpenter within 4 weeks: "} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the table lacks %q:\n%s", want, out.String())
+		}
+	}
+	six, err := inspector(t, objs(6)...).Coverage(context.Background(), "big")
+	if err != nil || !six.Coverage.Covered || len(six.Expiring) >= len(pc.Expiring) {
+		t.Fatalf("six at a time: %+v, %d expiring, %v", six.Coverage, len(six.Expiring), err)
+	}
+	// now is a Tuesday noon: the first window opens Saturday 02:00
+	saturday := time.Date(2026, 12, 5, 2, 15, 0, 0, time.UTC)
+	for _, d := range six.Expiring {
+		if !d.Deadline.Before(saturday) {
+			t.Errorf("%s (deadline %s) forecast lost at six at a time: only claims due before the first window's first rotation ends are", d.Name, d.Deadline)
+		}
 	}
 }

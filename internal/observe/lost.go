@@ -49,6 +49,10 @@ func (m *Memory) remember(obs *Observation) map[string]string {
 	prev := m.last[obs.Pool.Name]
 	next := make(map[string]string, len(obs.Claims))
 	cand := obs.Candidate()
+	// a closed gate holds every eligible claim; with the gates open, the
+	// claims behind the candidate wait for rotation slots
+	gate := startHeldBy(obs)
+	held := "candidate:" + gate
 	for i := range obs.Claims {
 		c := &obs.Claims[i]
 		f, ok := obs.Census.Figures[c.Name]
@@ -59,12 +63,12 @@ func (m *Memory) remember(obs *Observation) map[string]string {
 			}
 		case obs.Census.Blocked[c.Name].Blockers != nil:
 			next[c.Name] = census.ClassDrainBlocked
-		case f.Class == census.ClassCandidate && (cand == nil || cand.Claim.Name != c.Name):
-			next[c.Name] = classOutranked
-		case f.Class == census.ClassCandidate:
-			next[c.Name] = census.ClassCandidate + ":" + startHeldBy(obs)
-		default:
+		case f.Class != census.ClassCandidate:
 			next[c.Name] = f.Class
+		case gate != heldOther && gate != heldSlotsFull, cand != nil && cand.Claim.Name == c.Name:
+			next[c.Name] = held
+		default:
+			next[c.Name] = classOutranked
 		}
 	}
 	m.last[obs.Pool.Name] = next

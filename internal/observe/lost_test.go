@@ -87,3 +87,19 @@ func TestLostCandidateAndMalformedRecord(t *testing.T) {
 		t.Errorf("bad annotations %+v", obs.BadAnnotations)
 	}
 }
+
+// A closed gate holds every eligible claim, not only the one first in
+// line: the second due claim of a frozen pool was held by the freeze, not
+// outranked.
+func TestLostBehindAClosedGate(t *testing.T) {
+	m := NewMemory()
+	frozen := poolAnnotations(v1alpha1.AnnotationFreeze, stamp(now.Add(time.Hour)))
+	observeWith(t, m, now, nodePool(frozen), governing(),
+		nodeClaim("general-a", 20*time.Minute, "node-a"), nodeClaim("general-b", 25*time.Minute, "node-b"), node("node-a"), node("node-b"))
+	obs := observeWith(t, m, now.Add(30*time.Minute), nodePool(frozen), governing(),
+		nodeClaim("general-a", 20*time.Minute, "node-a"), nodeClaim("general-b", 25*time.Minute, "node-b", deletedAt(now.Add(25*time.Minute))),
+		node("node-a"), node("node-b"))
+	if obs.Lost == nil || obs.Lost.Claim != "general-b" || !strings.Contains(obs.Lost.Why, "the pool was frozen") {
+		t.Fatalf("lost %+v: the freeze held general-b", obs.Lost)
+	}
+}

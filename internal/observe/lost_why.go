@@ -40,7 +40,7 @@ func startHeldBy(obs *Observation) string {
 		return heldInfeasible
 	case obs.FreeSlot() == nil:
 		return heldSlotsFull
-	case obs.ClusterInFlight >= 0 && obs.ClusterInFlight >= obs.ClusterCap:
+	case obs.Snapshot.Pool.ClusterCapReached:
 		return heldClusterCap
 	}
 	return heldOther
@@ -56,15 +56,16 @@ var whyClass = map[string]string{
 	census.ClassBadState:            "its noderotation.io/state held no known state",
 	census.ClassDrainBlocked:        "it was passed over: Pods on its node would block the drain",
 	census.ClassExpired:             "its rotation had ended at the deadline",
+	census.ClassInFlight:            "its rotation was in flight (it ended before the deletion)",
 	classOutranked:                  "it was due, but behind claims with earlier deadlines: the pool's rotations could not keep up",
-	"candidate:" + heldOther:        "it was the next candidate, held by a start gate (cooldown, failure pause, or headroom under the NodePool's limits)",
-	"candidate:" + heldWindowClosed: "it was the next candidate, and the maintenance window was closed",
-	"candidate:" + heldBlackout:     "it was the next candidate, held by a blackout",
-	"candidate:" + heldWindowEnding: "it was the next candidate, and too little of the open window was left to start it",
-	"candidate:" + heldFrozen:       "it was the next candidate, and the pool was frozen",
-	"candidate:" + heldInfeasible:   "it was the next candidate, and the pool had a fatal finding",
-	"candidate:" + heldSlotsFull:    "it was the next candidate, and every rotation slot of the pool was in use",
-	"candidate:" + heldClusterCap:   "it was the next candidate, held by the cluster's -max-concurrent-rotations",
+	"candidate:" + heldOther:        "it was due, held by a start gate (cooldown, failure pause, or headroom under the NodePool's limits)",
+	"candidate:" + heldWindowClosed: "it was due, and the maintenance window was closed",
+	"candidate:" + heldBlackout:     "it was due, held by a blackout",
+	"candidate:" + heldWindowEnding: "it was due, and too little of the open window was left to start it",
+	"candidate:" + heldFrozen:       "it was due, and the pool was frozen",
+	"candidate:" + heldInfeasible:   "it was due, and the pool had a fatal finding",
+	"candidate:" + heldSlotsFull:    "it was due, and every rotation slot of the pool was in use",
+	"candidate:" + heldClusterCap:   "it was due, held by the cluster's -max-concurrent-rotations",
 }
 
 // why says a remembered class in words; a claim this process never saw

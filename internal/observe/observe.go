@@ -100,10 +100,16 @@ func (o *Observer) Observe(ctx context.Context, pool string, cap Cap) (*Observat
 	}
 	obs.first()
 	obs.Snapshot = poolSnapshot(obs)
-	if !obs.Governed() {
-		o.Memory.forget(pool)
-	} else if obs.Lost = o.lost(obs); obs.Lost != nil {
-		obs.Snapshot.Lost = obs.Lost.Claim
+	switch {
+	case !obs.Governance.Governed():
+		o.Memory.forget(pool) // no policy: nothing to say of its claims
+	case !obs.Governed():
+		// a tie or an invalid policy, often brief: the memory is kept for
+		// when one valid policy governs the pool again
+	default:
+		if obs.Lost = o.lost(obs); obs.Lost != nil {
+			obs.Snapshot.Lost = obs.Lost.Claim
+		}
 	}
 	obs.NextInstant = nextInstant(obs, o.Rules)
 	return obs, nil

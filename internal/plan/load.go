@@ -54,49 +54,52 @@ func LoadPolicies(path string) ([]v1alpha1.RotationPolicy, error) {
 	}
 	var out []v1alpha1.RotationPolicy
 	for i, doc := range docs {
-		var p v1alpha1.RotationPolicy
-		if err := sigsyaml.UnmarshalStrict(doc, &p); err != nil {
-			return nil, fmt.Errorf("%s: document %d: %s", path, i+1, cleanJSONError(err))
-		}
-		if p.Kind != "RotationPolicy" {
-			continue
-		}
-		admitted, err := admit(doc)
+		p, ok, err := admit(doc)
 		if err != nil {
 			return nil, fmt.Errorf("%s: document %d: %w", path, i+1, err)
 		}
-		out = append(out, admitted)
+		if ok {
+			out = append(out, p)
+		}
 	}
 	return out, nil
 }
 
 // admit judges a RotationPolicy document as the API server would on
-// create and returns it as stored: with the CRD's defaults (so an absent
-// minRotationChances reads 2, and a 0 is refused, as kubectl apply would
-// have it).
-func admit(doc []byte) (v1alpha1.RotationPolicy, error) {
+// create — first, so a wrong type reads in its words — then refuses a
+// field the API does not have (kubectl apply's strict field validation),
+// and returns the policy as stored: with the CRD's defaults (an absent
+// minRotationChances reads 2). ok is false for a document of another kind.
+func admit(doc []byte) (v1alpha1.RotationPolicy, bool, error) {
 	var obj map[string]any
 	var p v1alpha1.RotationPolicy
 	js, err := sigsyaml.YAMLToJSON(doc)
 	if err != nil {
-		return p, errors.New(cleanJSONError(err))
+		return p, false, errors.New(cleanJSONError(err))
 	}
 	// integers as int64, as the API server decodes them
 	if err := utiljson.Unmarshal(js, &obj); err != nil {
-		return p, errors.New(cleanJSONError(err))
+		return p, false, errors.New(cleanJSONError(err))
+	}
+	if kind, _ := obj["kind"].(string); kind != "RotationPolicy" {
+		return p, false, nil
 	}
 	defaulted, err := admission.Admit(obj)
 	if err != nil {
-		return p, err
+		return p, false, err
+	}
+	if err := sigsyaml.UnmarshalStrict(doc, &p); err != nil {
+		return p, false, errors.New(cleanJSONError(err))
 	}
 	raw, err := json.Marshal(defaulted)
 	if err != nil {
-		return p, fmt.Errorf("encoding the admitted policy: %w", err)
+		return p, false, fmt.Errorf("encoding the admitted policy: %w", err)
 	}
+	p = v1alpha1.RotationPolicy{}
 	if err := json.Unmarshal(raw, &p); err != nil {
-		return p, fmt.Errorf("decoding the admitted policy: %w", err)
+		return p, false, fmt.Errorf("decoding the admitted policy: %w", err)
 	}
-	return p, nil
+	return p, true, nil
 }
 
 // Pool is what the derivation reads from a NodePool's template.

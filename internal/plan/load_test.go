@@ -133,8 +133,8 @@ func TestLoadPolicyDecodeErrors(t *testing.T) {
 	cases := []struct {
 		name, content, want string
 	}{
-		{"unknown field, strictly", policyB + "  maintenanceWindow: []\n", `document 1: unknown field "maintenanceWindow"`},
-		{"the failing document is counted", policyA + "---\n" + policyB + "  bogus: 1\n", `document 2: unknown field "bogus"`},
+		{"unknown field, strictly", policyB + "  maintenanceWindow: []\n", `document 1: strict decoding error: unknown field "spec.maintenanceWindow"`},
+		{"the failing document is counted", policyA + "---\n" + policyB + "  bogus: 1\n", `document 2: strict decoding error: unknown field "spec.bogus"`},
 		{"wrong type", "kind: RotationPolicy\nspec:\n  minRotationChances: many\n", "document 1: "},
 		{"not yaml", "kind: RotationPolicy\nspec: [\n", "document 1: yaml: "},
 		// what the API server refuses, in its words (internal/admission)
@@ -142,6 +142,8 @@ func TestLoadPolicyDecodeErrors(t *testing.T) {
 			`document 1: no matches for kind "RotationPolicy" in version "noderotation.io/v1": the CRD serves noderotation.io/v1alpha1`},
 		{"below the schema's minimum", strings.Replace(policyA, "minRotationChances: 3", "minRotationChances: 0", 1),
 			`document 1: RotationPolicy.noderotation.io "a" is invalid: spec.minRotationChances: Invalid value: 0: spec.minRotationChances in body should be greater than or equal to 1`},
+		{"a wrong type, in the API server's words", strings.Replace(policyA, "minRotationChances: 3", "minRotationChances: two", 1),
+			`document 1: RotationPolicy.noderotation.io "a" is invalid: [spec.minRotationChances: Invalid value: "string": spec.minRotationChances in body must be of type integer: "string"`},
 		{"a CEL rule", strings.Replace(policyA, "minRotationChances: 3", "ageThreshold: soon", 1),
 			`document 1: RotationPolicy.noderotation.io "a" is invalid: spec.ageThreshold: Invalid value: "soon": ageThreshold must be "auto" or a Go duration such as 90m`},
 	}

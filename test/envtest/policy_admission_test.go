@@ -22,7 +22,6 @@ import (
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
-	"github.com/noderotation/node-rotation-controller/internal/admission"
 	"github.com/noderotation/node-rotation-controller/internal/plan"
 	"github.com/noderotation/node-rotation-controller/internal/policy"
 	"github.com/noderotation/node-rotation-controller/internal/schedule"
@@ -185,20 +184,28 @@ var _ = Describe("RotationPolicy admission", func() {
 				"apiVersion": v1alpha1.GroupVersion.String(), "kind": "RotationPolicy",
 				"metadata": map[string]any{"generateName": "bad-"}, "spec": spec,
 			}}
-			err := env.Client.Create(ctx, p)
+			// as kubectl apply sends it: strict field validation
+			err := env.Client.Create(ctx, p, client.FieldValidation("Strict"))
 			Expect(err).To(HaveOccurred())
 			Expect(err.Error()).To(ContainSubstring(want))
-			// rotationctl's judge (internal/admission) refuses it too, in
-			// the API server's words: each cause the server gives
-			_, ours := admission.Admit(p.DeepCopy().Object)
+			// rotationctl plan, reading the same policy from a file,
+			// refuses it too, in the API server's words: each cause the
+			// server gives
+			raw, yerr := sigsyaml.Marshal(p.Object)
+			Expect(yerr).NotTo(HaveOccurred())
+			path := filepath.Join(GinkgoT().TempDir(), "policy.yaml")
+			Expect(os.WriteFile(path, raw, 0o600)).To(Succeed())
+			_, ours := plan.LoadPolicies(path)
 			Expect(ours).To(HaveOccurred(), "rotationctl admits what the API server refuses")
 			Expect(ours.Error()).To(ContainSubstring(want))
 			var status *apierrors.StatusError
 			Expect(errors.As(err, &status)).To(BeTrue())
-			for _, c := range status.ErrStatus.Details.Causes {
+			for _, c := range ptr.Deref(status.ErrStatus.Details, metav1.StatusDetails{}).Causes {
 				Expect(ours.Error()).To(ContainSubstring(c.Field+": "+c.Message), "the API server's cause")
 			}
 		},
+		Entry("an unknown field", `maintenanceWindow: []`, `strict decoding error: unknown field "spec.maintenanceWindow"`),
+		Entry("a wrong type", `minRotationChances: two`, `spec.minRotationChances: Invalid value: "string": spec.minRotationChances in body must be of type integer`),
 		Entry("ageThreshold not a duration", `ageThreshold: soon`, `spec.ageThreshold: Invalid value: "soon": ageThreshold must be "auto" or a Go duration`),
 		Entry("ageThreshold zero", `ageThreshold: 0s`, `spec.ageThreshold: Invalid value: "0s": ageThreshold must be greater than 0`),
 		Entry("minRotationChances 0", `minRotationChances: 0`, `spec.minRotationChances: Invalid value: 0: spec.minRotationChances in body should be greater than or equal to 1`),

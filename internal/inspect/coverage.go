@@ -1,0 +1,152 @@
+package inspect
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/noderotation/node-rotation-controller/internal/census"
+	"github.com/noderotation/node-rotation-controller/internal/observe"
+	"github.com/noderotation/node-rotation-controller/internal/schedule"
+)
+
+// ExpiryHorizon is how far `rotationctl plan` on the live cluster looks for
+// forced expiries.
+const ExpiryHorizon = 28 * 24 * time.Hour
+
+// PoolCoverage is one governed NodePool as `rotationctl plan` with no -f
+// sees it: the coverage verdict with the real claims, and the claims the
+// schedule alone would leave to Karpenter's expiry in the weeks ahead
+// (docs/design.md#coverage-verdict).
+type PoolCoverage struct {
+	NodePool string `json:"nodePool"`
+	Policy   string `json:"policy"`
+	// Fatal lists the pool's fatal findings: no rotation starts.
+	Fatal    []string          `json:"fatal,omitempty"`
+	Coverage schedule.Coverage `json:"coverage"`
+	// Expiring are the claims forecast force-expired within ExpiryHorizon,
+	// in deadline order.
+	Expiring []schedule.Due `json:"expiring,omitempty"`
+	Now      time.Time      `json:"now"`
+}
+
+// Covers reports whether the pool has nothing to warn of.
+func (p *PoolCoverage) Covers() bool {
+	return len(p.Fatal) == 0 && p.Coverage.Covered && len(p.Expiring) == 0
+}
+
+// Coverage judges one pool; nil when no valid policy governs it.
+func (in *Inspector) Coverage(ctx context.Context, pool string) (*PoolCoverage, error) {
+	obs, _, _, err := in.look(ctx, pool)
+	if err != nil || obs == nil || !obs.Governed() {
+		return nil, err
+	}
+	pc := &PoolCoverage{NodePool: pool, Policy: obs.Governance.Policy.Name, Coverage: obs.Coverage, Now: obs.Now.UTC()}
+	for _, f := range obs.Findings {
+		if f.Severity == schedule.Fatal {
+			pc.Fatal = append(pc.Fatal, f.Reason)
+		}
+	}
+	pc.Expiring = expiring(obs)
+	return pc, nil
+}
+
+// expiring plays the pool's real claims forward (schedule.ExpiriesAhead):
+// each claim not rotating yet, from its trigger (or its skip-until) to its
+// deadline; a rotation in flight holds its slot for its estimate.
+func expiring(obs *observe.Observation) []schedule.Due {
+	d := obs.Derivation
+	if d.NoDeadline || !d.Cycle.HasOccurrence || schedule.HasFatal(obs.Findings) {
+		return nil
+	}
+	var dues []schedule.Due
+	for name, f := range obs.Census.Figures {
+		switch {
+		case f.Deadline.IsZero(), f.Class == census.ClassInFlight, f.Class == census.ClassDeleting, f.Class == census.ClassExpired:
+			continue
+		}
+		trigger := f.Trigger
+		if f.SkipUntil.After(trigger) {
+			trigger = f.SkipUntil
+		}
+		dues = append(dues, schedule.Due{Name: name, Trigger: trigger, Deadline: f.Deadline})
+	}
+	sort.Slice(dues, func(i, j int) bool { return dues[i].Name < dues[j].Name }) // ties in deadline order by name
+	n := max(obs.InForce.N, 1)
+	free := make([]time.Time, n)
+	for i := range free {
+		free[i] = obs.Now
+		if i < len(obs.Slots) && obs.Slots[i].Anchor() != "" {
+			free[i] = obs.Now.Add(d.TRotEst)
+		}
+	}
+	timing := obs.Settings.Timing
+	timing.MaxUnavailable = n
+	return obs.Settings.Calendar.ExpiriesAhead(free, dues, timing, d.TRotEst, obs.Now.Add(ExpiryHorizon))
+}
+
+// RenderCoverage writes the pools' verdicts: a row each, then what each
+// pool that is not covered lacks and the claims it would lose.
+func RenderCoverage(w io.Writer, pools []*PoolCoverage, format string) error {
+	if err := CheckFormat(format); err != nil {
+		return err
+	}
+	if ok, err := encode(w, pools, format); ok {
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "NODEPOOL\tPOLICY\tNODES\tNEEDED/OCCURRENCE\tFIT (C)\tMAX-UNAVAILABLE\tVERDICT\tFORCE-EXPIRIES (4W)")
+	var notes []string
+	for _, p := range pools {
+		c := p.Coverage
+		verdict := "covered"
+		switch {
+		case len(p.Fatal) > 0:
+			verdict = "infeasible: " + strings.Join(p.Fatal, ",")
+		case !c.Covered:
+			verdict = c.Reason
+		}
+		needed := "-"
+		if c.Applies {
+			needed = perOccurrence(c.Arrival)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\t%d\t%s\t%d\n", p.NodePool, p.Policy, c.Nodes, needed, c.Capacity, c.InForce, verdict, len(p.Expiring))
+		if !c.Covered {
+			notes = append(notes, p.NodePool+": "+c.Sentence())
+		}
+		if len(p.Expiring) > 0 {
+			notes = append(notes, p.NodePool+": forecast force-expired by Karpenter within 4 weeks: "+dueList(p.Expiring))
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, n := range notes {
+		fmt.Fprintln(w, n)
+	}
+	return nil
+}
+
+func perOccurrence(r float64) string {
+	if r < 0.1 {
+		return "<0.1"
+	}
+	return fmt.Sprintf("%.1f", r)
+}
+
+// dueList names up to ten claims with their deadlines, then a count.
+func dueList(ds []schedule.Due) string {
+	var parts []string
+	for i, d := range ds {
+		if i == 10 {
+			parts = append(parts, fmt.Sprintf("and %d more", len(ds)-10))
+			break
+		}
+		parts = append(parts, d.Name+" ("+d.Deadline.UTC().Format(time.RFC3339)+")")
+	}
+	return strings.Join(parts, ", ")
+}

@@ -1,0 +1,67 @@
+package schedule
+
+import (
+	"fmt"
+	"testing"
+	"time"
+)
+
+// The fleet pool of the issue — 300 claims whose deadlines spread over the
+// next 30 days, Tue and Sat 02:00–06:00, C = 10 a window at one rotation
+// at a time — loses about as many in four weeks as its rate says (55 due a
+// window, 10 fit); at the maxUnavailable the verdict names, none.
+func TestExpiriesAheadOfTheFleetPool(t *testing.T) {
+	in, cy := fleetPool(t)
+	now := at(t, "UTC", "2026-11-30 12:00")
+	cal := NewCalendar(mustEntry(t, "UTC", []string{"Tue", "Sat"}, "02:00", "06:00"))
+	one := in
+	one.MaxUnavailable = 1
+	d := Derive(one, cy)
+	var claims []Due
+	for i := range 300 {
+		deadline := now.Add(time.Duration(i) * 30 * 24 * time.Hour / 300)
+		claims = append(claims, Due{Name: fmt.Sprintf("c%03d", i), Trigger: deadline.Add(-d.Lead), Deadline: deadline})
+	}
+	until := now.Add(28 * 24 * time.Hour)
+	lost := cal.ExpiriesAhead([]time.Time{now}, claims, one.Timing, d.TRotEst, until)
+	// 8 occurrences in 28 days carry 80 starts: of the 280 claims whose
+	// deadline falls in them, about 200 are lost
+	if len(lost) < 180 || len(lost) > 215 {
+		t.Errorf("%d lost at one rotation at a time, want about 200", len(lost))
+	}
+	for _, l := range lost {
+		if !l.Deadline.Before(until) {
+			t.Fatalf("%s lost past the horizon: %s", l.Name, l.Deadline)
+		}
+	}
+	six := in
+	six.MaxUnavailable = 6
+	free := []time.Time{now, now, now, now, now, now}
+	first, _ := cal.NextOpen(now)
+	lost = cal.ExpiriesAhead(free, claims, six.Timing, d.TRotEst, until)
+	for _, l := range lost {
+		if !l.Deadline.Before(first.Add(d.TRotEst)) {
+			t.Errorf("%s (deadline %s) lost at six at a time: only the claims due before the first window's first rotation could end are", l.Name, l.Deadline)
+		}
+	}
+	if len(lost) == 0 {
+		t.Error("the claims due before the first window are lost at any maxUnavailable")
+	}
+}
+
+// A claim due before any start could end it is lost; one whose deadline a
+// window meets is not; one past the horizon is not judged.
+func TestExpiriesAheadEdges(t *testing.T) {
+	cal := NewCalendar(mustEntry(t, "UTC", []string{"Sat"}, "02:00", "06:00"))
+	now := at(t, "UTC", "2026-11-30 12:00") // Monday
+	tm := Timing{CooldownAfter: 10 * time.Minute}
+	claims := []Due{
+		{Name: "before-saturday", Trigger: now, Deadline: now.Add(24 * time.Hour)},
+		{Name: "after-saturday", Trigger: now, Deadline: now.Add(6 * 24 * time.Hour)},
+		{Name: "next-month", Trigger: now, Deadline: now.Add(40 * 24 * time.Hour)},
+	}
+	lost := cal.ExpiriesAhead([]time.Time{now}, claims, tm, 15*time.Minute, now.Add(28*24*time.Hour))
+	if len(lost) != 1 || lost[0].Name != "before-saturday" {
+		t.Errorf("lost %v, want before-saturday alone", lost)
+	}
+}
