@@ -9,7 +9,7 @@ TESTBIN := test/world/testbin.sh
 CLUSTER := test/world/cluster.sh
 FUZZTIME ?= 5s
 
-.PHONY: all build demo test test-all test-e2e test-e2e-matrix lint generate fuzz testbin testbin-cluster cluster-up cluster-down cluster-smoke clean bench-scale bench-throughput
+.PHONY: all build demo test test-all test-e2e test-e2e-matrix lint generate fuzz testbin testbin-cluster cluster-up cluster-down cluster-smoke clean bench-scale bench-throughput quiet-day-one
 
 all: build
 
@@ -200,6 +200,13 @@ BENCH_REPORT ?= /tmp/node-rotation-controller/bench-throughput.md
 bench-throughput: testbin-cluster ## measure whole-pool rotation time one at a time against four at a time on real Karpenter (about 10 minutes; not in test-all)
 	NODE_BOOT_DELAY_MS=$(NODE_BOOT_DELAY_MS) NRC_BENCH_REPORT=$(BENCH_REPORT) test/world/suites.sh bench
 	@cat $(BENCH_REPORT)
+
+# Day one on real Karpenter (docs/test-world.md, "quiet"): a NodePool with
+# Karpenter's defaults, the demo's workload and policy, watched ten minutes
+# for a Warning Event from the controller. Not in test-all or CI (ten
+# minutes); run it after a change to what the controller warns of.
+quiet-day-one: testbin-cluster ## watch a default pool rotate under the demo policy for ten minutes: no Warning Event (about 13 minutes; not in test-all)
+	NODE_BOOT_DELAY_MS=$(NODE_BOOT_DELAY_MS) test/world/suites.sh quiet
 
 # The Karpenter versions besides the default that the e2e smoke and rotation
 # run against (README.md, "Supported Karpenter versions").

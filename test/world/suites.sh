@@ -4,11 +4,12 @@
 # SUITE_CONCURRENCY at once: they mostly wait on node boot delays,
 # Karpenter's batch window and readyTimeouts, so several share 2 cores.
 #
-# Jobs: e2e (test/e2e, every scenario), e2e.1 to e2e.4 (its
+# Jobs: e2e (test/e2e, every scenario but bench and quiet), e2e.1 to e2e.4 (its
 # parts, by Ginkgo label: E2E_PARTS), identity (test/chart/identity), crash,
 # crash-slots and faults (the campaigns of test/chaos, by label), and matrix:VERSION (the e2e
 # smoke and happy-path rotation on that Karpenter version); bench, the
-# throughput benchmark (make bench-throughput, never a default job). Each test binary is
+# throughput benchmark (make bench-throughput), and quiet, the ten-minute
+# day-one watch (make quiet-day-one): never default jobs. Each test binary is
 # compiled once, before any cluster starts, and each matrix version's kwok
 # provider is built (one at a time, into the versioned cache) before its
 # job starts. Each job's output goes to its own log, printed in full when
@@ -48,8 +49,8 @@ fi
 # parts_cover_labels: each Label("...") of test/e2e in exactly one part.
 parts_cover_labels() {
   local l n h bad=0
-  # bench is the throughput benchmark's, run by its own job only
-  for l in $(grep -ho 'Label("[^"]*"' test/e2e/*_test.go | sed 's/Label("//; s/"$//' | grep -vx bench | sort -u); do
+  # bench and quiet run by their own jobs only (a benchmark; a ten-minute watch)
+  for l in $(grep -ho 'Label("[^"]*"' test/e2e/*_test.go | sed 's/Label("//; s/"$//' | grep -vx -e bench -e quiet | sort -u); do
     n=0
     for h in "${E2E_PARTS[@]}"; do [[ " $h " == *" $l "* ]] && n=$((n + 1)); done
     [ "$n" = 1 ] || { echo "test/e2e label $l is in $n of the parts of E2E_PARTS (test/world/suites.sh): it must be in one" >&2; bad=1; }
@@ -70,10 +71,10 @@ compile() {
   local need=() j
   for j in "${jobs_[@]}"; do
     case "$j" in
-      e2e | e2e.[0-9] | matrix:* | bench) need+=(e2e) ;;
+      e2e | e2e.[0-9] | matrix:* | bench | quiet) need+=(e2e) ;;
       crash | crash-slots | faults) need+=(chaos) ;;
       identity) need+=(identity) ;;
-      *) echo "unknown job $j (e2e e2e.1 e2e.2 e2e.3 e2e.4 identity crash crash-slots faults bench matrix:VERSION)" >&2; exit 2 ;;
+      *) echo "unknown job $j (e2e e2e.1 e2e.2 e2e.3 e2e.4 identity crash crash-slots faults bench quiet matrix:VERSION)" >&2; exit 2 ;;
     esac
   done
   local t0=$SECONDS b
@@ -139,8 +140,9 @@ job() {
   export KUBECONFIG=$kubeconfig NRC_AUDIT_LOG
   NRC_AUDIT_LOG=$("$here/cluster.sh" audit-log)
   case "$name" in
-    e2e) (cd test/e2e && "$out/bin/e2e.test" -test.v -test.timeout 45m -ginkgo.v -ginkgo.label-filter='!bench') || rc=$? ;;
+    e2e) (cd test/e2e && "$out/bin/e2e.test" -test.v -test.timeout 45m -ginkgo.v -ginkgo.label-filter='!bench && !quiet') || rc=$? ;;
     bench) (cd test/e2e && "$out/bin/e2e.test" -test.v -test.timeout 60m -ginkgo.v -ginkgo.label-filter=bench) || rc=$? ;;
+    quiet) (cd test/e2e && "$out/bin/e2e.test" -test.v -test.timeout 30m -ginkgo.v -ginkgo.label-filter=quiet) || rc=$? ;;
     e2e.[0-9]) (cd test/e2e && "$out/bin/e2e.test" -test.v -test.timeout 30m -ginkgo.v -ginkgo.label-filter="$E2E_PART") || rc=$? ;;
     crash | crash-slots | faults) (cd test/chaos && "$out/bin/chaos.test" -test.v -test.timeout 45m -ginkgo.v -ginkgo.label-filter="$name") || rc=$? ;;
     identity) (cd test/chart/identity && "$out/bin/identity.test" -test.v -test.timeout 20m) || rc=$? ;;
