@@ -31,8 +31,12 @@ func lossRecord(ctx context.Context, p *Pass, _ map[string]any) (Result, error) 
 	// rotation's (pending.force-expiry writes the claim's state before it
 	// clears the anchor) after this pass's cache showed it unanchored: the
 	// claim is read fresh, once, as this rare write is about to be made.
-	if mid, err := rotatedAtExpiry(ctx, p, l.Claim); err != nil || mid {
-		return Result{Outcome: Raced, Did: "record " + l.Claim + " in expired-unrotated: its rotation met the deadline"}, err
+	mid, err := rotatedAtExpiry(ctx, p, l.Claim)
+	if err != nil {
+		return Result{Outcome: Raced, Did: "record " + l.Claim + " in expired-unrotated: the claim could not be read"}, err
+	}
+	if mid {
+		return Result{Outcome: Raced, Did: "record " + l.Claim + " in expired-unrotated: its rotation met the deadline"}, nil
 	}
 	np := p.pool()
 	out, err := p.write(ctx, np, func() (bool, error) {

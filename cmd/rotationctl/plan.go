@@ -178,15 +178,22 @@ func oneLine(err error) string {
 	return strings.ReplaceAll(err.Error(), "\n", "; ")
 }
 
-// runLivePlan judges every governed pool of the cluster
-// (inspect.Coverage): exit 1 when one is infeasible, or — with --fail-on
-// warning — not covered or forecast to lose a claim to Karpenter's expiry.
+// runLivePlan judges every pool a policy selects (inspect.Coverage): exit
+// 1 when one is not rotated at all (a tie, an invalid policy, a malformed
+// annotation, a fatal finding), or — with --fail-on warning — has a
+// warning finding, is not covered or is forecast to lose a claim to
+// Karpenter's expiry.
 func runLivePlan(cmd *cobra.Command, f planFlags) error {
 	if f.failOn != failOnFatal && f.failOn != failOnWarning {
 		return badInput("--fail-on %q: want fatal or warning", f.failOn)
 	}
 	if !validFormat(f.output) {
 		return badInput("-o %q: want one of %s", f.output, strings.Join(plan.Formats, ", "))
+	}
+	for _, name := range []string{"policy", "nodepool", "expire-after", "tgp", "nodes", "burst", "eks-auto-mode", "now"} {
+		if cmd.Flags().Changed(name) {
+			return badInput("--%s plans a policy file: give -f policy.yaml (without -f, plan judges the live cluster's pools)", name)
+		}
 	}
 	ctx := cmd.Context()
 	in, _, err := newInspector(ctx, f.kube, cmd.ErrOrStderr())
@@ -208,10 +215,10 @@ func runLivePlan(cmd *cobra.Command, f planFlags) error {
 			return err
 		}
 		if c == nil {
-			continue // no valid policy governs it
+			continue // no policy selects it
 		}
 		rows = append(rows, c)
-		fail = fail || len(c.Fatal) > 0 || (f.failOn == failOnWarning && !c.Covers())
+		fail = fail || c.Blocked() || (f.failOn == failOnWarning && !c.Covers())
 	}
 	if err := inspect.RenderCoverage(cmd.OutOrStdout(), rows, f.output); err != nil {
 		return badInput("%v", err)

@@ -177,3 +177,12 @@ func mustRead(t *testing.T, path string) string {
 	}
 	return string(raw)
 }
+
+// The flags that plan a policy file need -f: without it, plan judges the
+// live cluster, and says so rather than ignore them.
+func TestLivePlanRefusesFileFlags(t *testing.T) {
+	code, _, errOut := runCLI("plan", "--nodes", "300", "--kubeconfig", "testdata/no-such-kubeconfig")
+	if code != exitBadInput || !strings.Contains(errOut, "--nodes plans a policy file: give -f policy.yaml") {
+		t.Errorf("exit %d: %s", code, errOut)
+	}
+}

@@ -8,6 +8,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
+	"sort"
 	"strings"
 	"sync"
 
@@ -19,6 +21,7 @@ import (
 	structurallisttype "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/listtype"
 	structuralpruning "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/pruning"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
@@ -91,7 +94,8 @@ func Admit(obj map[string]any) (map[string]any, error) {
 	// kubectl apply asks for strict field validation: a field the schema
 	// does not have is refused before anything is judged
 	opts := structuralschema.UnknownFieldPathOptions{TrackUnknownFieldPaths: true}
-	if unknown := structuralpruning.PruneWithOptions(obj, v.structural, true, opts); len(unknown) > 0 {
+	unknown := append(unknownMetadata(obj), structuralpruning.PruneWithOptions(obj, v.structural, true, opts)...)
+	if len(unknown) > 0 {
 		quoted := make([]string, len(unknown))
 		for i, u := range unknown {
 			quoted[i] = fmt.Sprintf("unknown field %q", u)
@@ -152,4 +156,28 @@ func asDecoded(obj map[string]any) (map[string]any, error) {
 		return nil, fmt.Errorf("decoding the object: %w", err)
 	}
 	return out, nil
+}
+
+// unknownMetadata lists the fields of obj's metadata that ObjectMeta does
+// not have, as "metadata.<field>": pruning leaves metadata to the API
+// server's own decoding, which refuses them under strict validation.
+func unknownMetadata(obj map[string]any) []string {
+	md, ok := obj["metadata"].(map[string]any)
+	if !ok {
+		return nil
+	}
+	known := map[string]bool{}
+	t := reflect.TypeOf(metav1.ObjectMeta{})
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		known[name] = true
+	}
+	var out []string
+	for k := range md {
+		if !known[k] {
+			out = append(out, "metadata."+k)
+		}
+	}
+	sort.Strings(out)
+	return out
 }

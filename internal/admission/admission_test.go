@@ -40,6 +40,11 @@ func TestAdmit(t *testing.T) {
 			`spec.surge.maxUnavailable: Invalid value: "150%": maxUnavailable must be an integer of at least 1`},
 		{"an unknown field", policy(map[string]any{"maintenanceWindows": window(), "window": 1}), `strict decoding error: unknown field "spec.window"`},
 		{"a required field", policy(map[string]any{}), "spec.maintenanceWindows: Required value"},
+		{"an unknown metadata field", func() map[string]any {
+			p := policy(map[string]any{"maintenanceWindows": window(), "window": 1})
+			p["metadata"].(map[string]any)["labelz"] = map[string]any{"a": "b"}
+			return p
+		}(), `strict decoding error: unknown field "metadata.labelz", unknown field "spec.window"`},
 	} {
 		if _, err := Admit(c.obj); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want %q", c.name, err, c.want)

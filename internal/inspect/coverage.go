@@ -25,8 +25,14 @@ const ExpiryHorizon = 28 * 24 * time.Hour
 type PoolCoverage struct {
 	NodePool string `json:"nodePool"`
 	Policy   string `json:"policy"`
-	// Fatal lists the pool's fatal findings: no rotation starts.
+	// Problem says why a pool a policy selects is not rotated at all: a
+	// tie, an invalid policy, a malformed annotation; the rest is then
+	// zero.
+	Problem string `json:"problem,omitempty"`
+	// Fatal lists the pool's fatal findings (no rotation starts), Warnings
+	// its other warning findings.
 	Fatal    []string          `json:"fatal,omitempty"`
+	Warnings []string          `json:"warnings,omitempty"`
 	Coverage schedule.Coverage `json:"coverage"`
 	// Expiring are the claims forecast force-expired within ExpiryHorizon,
 	// in deadline order.
@@ -34,24 +40,47 @@ type PoolCoverage struct {
 	Now      time.Time      `json:"now"`
 }
 
+// Blocked reports a pool that rotates nothing: a problem or a fatal
+// finding.
+func (p *PoolCoverage) Blocked() bool { return p.Problem != "" || len(p.Fatal) > 0 }
+
 // Covers reports whether the pool has nothing to warn of.
 func (p *PoolCoverage) Covers() bool {
-	return len(p.Fatal) == 0 && p.Coverage.Covered && len(p.Expiring) == 0
+	return !p.Blocked() && len(p.Warnings) == 0 && p.Coverage.Covered && len(p.Expiring) == 0
 }
 
-// Coverage judges one pool; nil when no valid policy governs it.
+// Coverage judges one pool; nil when no policy selects it.
 func (in *Inspector) Coverage(ctx context.Context, pool string) (*PoolCoverage, error) {
-	obs, _, _, err := in.look(ctx, pool)
-	if err != nil || obs == nil || !obs.Governed() {
+	obs, _, problem, err := in.look(ctx, pool)
+	if err != nil {
 		return nil, err
 	}
-	pc := &PoolCoverage{NodePool: pool, Policy: obs.Governance.Policy.Name, Coverage: obs.Coverage, Now: obs.Now.UTC()}
-	for _, f := range obs.Findings {
-		if f.Severity == schedule.Fatal {
-			pc.Fatal = append(pc.Fatal, f.Reason)
+	if obs == nil { // a malformed annotation the observation stopped on
+		return &PoolCoverage{NodePool: pool, Problem: problem, Now: in.Clock().UTC()}, nil
+	}
+	pc := &PoolCoverage{NodePool: pool, Now: obs.Now.UTC()}
+	switch {
+	case len(obs.Governance.Conflict) > 0:
+		pc.Policy, pc.Problem = "-", "conflict: "+strings.Join(obs.Governance.Conflict, ",")+" tie: the pool is not rotated"
+	case !obs.Governance.Governed():
+		return nil, nil
+	case obs.PolicyErr != nil:
+		pc.Policy, pc.Problem = obs.Governance.Policy.Name, "invalid policy: "+obs.PolicyErr.Error()
+	default:
+		pc.Policy, pc.Coverage = obs.Governance.Policy.Name, obs.Coverage
+		for _, f := range obs.Findings {
+			switch f.Severity {
+			case schedule.Fatal:
+				pc.Fatal = append(pc.Fatal, f.Reason)
+			case schedule.Warning:
+				pc.Warnings = append(pc.Warnings, f.Reason)
+			}
+		}
+		pc.Expiring = expiring(obs)
+		if problem != "" {
+			pc.Problem = problem
 		}
 	}
-	pc.Expiring = expiring(obs)
 	return pc, nil
 }
 
@@ -105,17 +134,22 @@ func RenderCoverage(w io.Writer, pools []*PoolCoverage, format string) error {
 		c := p.Coverage
 		verdict := "covered"
 		switch {
+		case p.Problem != "":
+			verdict = "not rotated"
+			notes = append(notes, p.NodePool+": "+p.Problem)
 		case len(p.Fatal) > 0:
 			verdict = "infeasible: " + strings.Join(p.Fatal, ",")
 		case !c.Covered:
 			verdict = c.Reason
+		case len(p.Warnings) > 0:
+			verdict = "covered; warnings: " + strings.Join(p.Warnings, ",")
 		}
 		needed := "-"
 		if c.Applies {
 			needed = perOccurrence(c.Arrival)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\t%d\t%s\t%d\n", p.NodePool, p.Policy, c.Nodes, needed, c.Capacity, c.InForce, verdict, len(p.Expiring))
-		if !c.Covered {
+		if !c.Covered && !p.Blocked() {
 			notes = append(notes, p.NodePool+": "+c.Sentence())
 		}
 		if len(p.Expiring) > 0 {

@@ -93,3 +93,22 @@ func TestLiveCoverageOfTheFleetPool(t *testing.T) {
 		}
 	}
 }
+
+// A pool two policies tie for is not rotated at all: the live plan shows
+// it, blocked, instead of leaving it out.
+func TestLiveCoverageShowsATiedPool(t *testing.T) {
+	spec := v1alpha1.RotationPolicySpec{
+		NodePoolSelector:   metav1.LabelSelector{MatchLabels: map[string]string{"tie": "yes"}},
+		MaintenanceWindows: []v1alpha1.MaintenanceWindow{{Timezone: "UTC", Days: []v1alpha1.Weekday{"Sat"}, Start: "02:00", End: "06:00"}},
+	}
+	np := &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "tied", Labels: map[string]string{"tie": "yes"}}}
+	in := inspector(t, np, &v1alpha1.RotationPolicy{ObjectMeta: metav1.ObjectMeta{Name: "a"}, Spec: spec}, &v1alpha1.RotationPolicy{ObjectMeta: metav1.ObjectMeta{Name: "b"}, Spec: spec})
+	pc, err := in.Coverage(context.Background(), "tied")
+	if err != nil || pc == nil || !pc.Blocked() || pc.Covers() || !strings.Contains(pc.Problem, "conflict: a,b") {
+		t.Fatalf("tied pool: %+v, %v", pc, err)
+	}
+	var out bytes.Buffer
+	if err := RenderCoverage(&out, []*PoolCoverage{pc}, "table"); err != nil || !strings.Contains(out.String(), "not rotated") || !strings.Contains(out.String(), "tied: conflict: a,b") {
+		t.Errorf("table:\n%s (%v)", out.String(), err)
+	}
+}

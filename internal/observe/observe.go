@@ -101,7 +101,7 @@ func (o *Observer) Observe(ctx context.Context, pool string, cap Cap) (*Observat
 	obs.first()
 	obs.Snapshot = poolSnapshot(obs)
 	switch {
-	case !obs.Governance.Governed():
+	case !obs.Governance.Governed() && len(obs.Governance.Conflict) == 0:
 		o.Memory.forget(pool) // no policy: nothing to say of its claims
 	case !obs.Governed():
 		// a tie or an invalid policy, often brief: the memory is kept for

@@ -9,8 +9,9 @@ import (
 // Due is a claim the expiry forecast places: when it becomes a candidate
 // (its age trigger) and when Karpenter expires it.
 type Due struct {
-	Name              string
-	Trigger, Deadline time.Time
+	Name     string    `json:"name"`
+	Trigger  time.Time `json:"trigger"`
+	Deadline time.Time `json:"deadline"`
 }
 
 // ExpiriesAhead plays a pool forward until `until` with the service model
@@ -42,8 +43,8 @@ func (c Calendar) ExpiriesAhead(free []time.Time, claims []Due, t Timing, tRotEs
 		ok = ok && at.Before(until)
 		// the claims a start now can no longer rotate in time are lost
 		for len(pending) > 0 && (!ok || pending[0].Deadline.Before(at.Add(est))) {
-			if !ok && !pending[0].Deadline.Before(until) {
-				return lost // beyond the horizon: not judged
+			if !pending[0].Deadline.Before(until) {
+				return lost // beyond the horizon: not judged (nor any later deadline)
 			}
 			lost = append(lost, pending[0])
 			pending = pending[1:]

@@ -65,3 +65,17 @@ func TestExpiriesAheadEdges(t *testing.T) {
 		t.Errorf("lost %v, want before-saturday alone", lost)
 	}
 }
+
+// A deadline at or past the horizon is not judged, even when a start
+// before the horizon could not meet it.
+func TestExpiriesAheadHorizon(t *testing.T) {
+	cal := NewCalendar(mustEntry(t, "UTC", []string{"Sat"}, "02:00", "06:00"))
+	sat := at(t, "UTC", "2026-12-05 02:00")
+	claims := []Due{{Name: "past-the-horizon", Trigger: sat.Add(-time.Hour), Deadline: sat.Add(10 * time.Minute)}}
+	if lost := cal.ExpiriesAhead([]time.Time{sat.Add(-time.Hour)}, claims, Timing{}, 15*time.Minute, sat.Add(5*time.Minute)); len(lost) != 0 {
+		t.Errorf("lost %v: its deadline lies past the horizon", lost)
+	}
+	if lost := cal.ExpiriesAhead([]time.Time{sat.Add(-time.Hour)}, claims, Timing{}, 15*time.Minute, sat.Add(time.Hour)); len(lost) != 1 {
+		t.Errorf("lost %v: within the horizon, a start at 02:00 cannot end by 02:10", lost)
+	}
+}

@@ -23,7 +23,8 @@ const quietFor = 10 * time.Minute
 
 // Day one on real Karpenter (make quiet-day-one; not a CI job: it takes
 // ten minutes): a NodePool with Karpenter's defaults — expireAfter 720h,
-// no terminationGracePeriod, consolidation WhenEmptyOrUnderutilized — the
+// no terminationGracePeriod, consolidation WhenEmptyOrUnderutilized; the
+// fixture's 64-CPU limit and kwok instance requirements aside — the
 // demo's workload, and the demo's policy (every node older than two
 // minutes rotated, 24/7), so the pool rotates throughout. A healthy
 // cluster: the controller raises no Warning Event in ten minutes.
@@ -54,13 +55,10 @@ var _ = Describe("day one with Karpenter's defaults and the demo", Label("quiet"
 		start := time.Now()
 		Consistently(func() []string { return controllerWarnings(ctx, start) }).WithTimeout(quietFor).WithPolling(10*time.Second).
 			Should(BeEmpty(), "the controller's Warning Events")
-		rotated := 0
-		for _, c := range s.originals {
-			if notFound(gone(ctx, c)()) {
-				rotated++
-			}
-		}
-		GinkgoWriter.Printf("day one: %d of %d original claims rotated in %s, no Warning\n", rotated, len(s.originals), quietFor)
+		// the controller's own successes, not claims gone: Karpenter's
+		// consolidation may delete an original by itself
+		rotated := ctrl.metric("noderotation_completed_total", `nodepool="quiet-e2e"`, `outcome="success"`)
+		GinkgoWriter.Printf("day one: %.0f rotations completed in %s (%d original claims), no Warning\n", rotated, quietFor, len(s.originals))
 		Expect(rotated).To(BeNumerically(">", 0), "the pool rotated meanwhile: a quiet controller that did nothing proves nothing")
 		Expect(ctrl.metric("noderotation_completed_total", `nodepool="quiet-e2e"`, `outcome="failure"`)).To(BeNumerically("<=", 0))
 	})

@@ -163,6 +163,26 @@ var _ = Describe("RotationPolicy admission", func() {
 		Expect(err).To(MatchError(ContainSubstring(`spec.maintenanceWindows[0].timezone "Mars/Olympus_Mons": not a loadable IANA time zone`)))
 	})
 
+	It("refuses unknown fields in metadata and spec as the API server does under strict validation", func() {
+		p := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": v1alpha1.GroupVersion.String(), "kind": "RotationPolicy",
+			"metadata": map[string]any{"name": "strict", "labelz": map[string]any{"a": "b"}},
+			"spec":     map[string]any{"window": int64(1), "maintenanceWindows": []any{map[string]any{"timezone": "UTC", "days": []any{"Sat"}, "start": "02:00", "end": "06:00"}}},
+		}}
+		err := env.Client.Create(ctx, p.DeepCopy(), client.FieldValidation("Strict"))
+		Expect(err).To(HaveOccurred())
+		raw, yerr := sigsyaml.Marshal(p.Object)
+		Expect(yerr).NotTo(HaveOccurred())
+		path := filepath.Join(GinkgoT().TempDir(), "policy.yaml")
+		Expect(os.WriteFile(path, raw, 0o600)).To(Succeed())
+		_, ours := plan.LoadPolicies(path)
+		Expect(ours).To(HaveOccurred())
+		for _, field := range []string{`unknown field "metadata.labelz"`, `unknown field "spec.window"`} {
+			Expect(err.Error()).To(ContainSubstring(field), "the API server")
+			Expect(ours.Error()).To(ContainSubstring(field), "rotationctl plan")
+		}
+	})
+
 	DescribeTable("refuses a bad policy with a message naming the field",
 		func(specYAML, want string) {
 			// Unstructured, so a field the typed struct would omit as empty
