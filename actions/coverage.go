@@ -71,9 +71,5 @@ func rotatedAtExpiry(ctx context.Context, p *Pass, claim string) (bool, error) {
 		}
 		return false, fmt.Errorf("reading NodeClaim %s: %w", claim, err)
 	}
-	switch c.Annotations[v1alpha1.AnnotationState] {
-	case v1alpha1.StatePending, v1alpha1.StateDraining, v1alpha1.StateExpired:
-		return true, nil
-	}
-	return false, nil
+	return v1alpha1.RotationMetDeadline(c.Annotations[v1alpha1.AnnotationState]), nil
 }

@@ -73,3 +73,11 @@ func Recorded(losses []Loss, claim string) bool {
 	}
 	return false
 }
+
+// RotationMetDeadline reports whether a claim's state annotation is that
+// of a rotation in flight or one recorded expired: a claim in such a state
+// that Karpenter expires is the rotation's expiry
+// (completed_total{outcome="expired"}), never a loss of expired-unrotated.
+func RotationMetDeadline(state string) bool {
+	return state == StatePending || state == StateDraining || state == StateExpired
+}

@@ -146,7 +146,7 @@ func RenderCoverage(w io.Writer, pools []*PoolCoverage, format string) error {
 		}
 		needed := "-"
 		if c.Applies {
-			needed = perOccurrence(c.Arrival)
+			needed = schedule.PerOccurrence(c.Arrival)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\t%d\t%s\t%d\n", p.NodePool, p.Policy, c.Nodes, needed, c.Capacity, c.InForce, verdict, len(p.Expiring))
 		if !c.Covered && !p.Blocked() {
@@ -163,13 +163,6 @@ func RenderCoverage(w io.Writer, pools []*PoolCoverage, format string) error {
 		fmt.Fprintln(w, n)
 	}
 	return nil
-}
-
-func perOccurrence(r float64) string {
-	if r < 0.1 {
-		return "<0.1"
-	}
-	return fmt.Sprintf("%.1f", r)
 }
 
 // dueList names up to ten claims with their deadlines, then a count.

@@ -98,8 +98,7 @@ func expiredUnrotated(c *karpv1.NodeClaim, anchored map[string]bool) (time.Time,
 	if c.DeletionTimestamp.Time.Before(deadline.Truncate(time.Second)) {
 		return time.Time{}, false // deleted for another reason
 	}
-	switch c.Annotations[v1alpha1.AnnotationState] {
-	case v1alpha1.StatePending, v1alpha1.StateDraining, v1alpha1.StateExpired:
+	if v1alpha1.RotationMetDeadline(c.Annotations[v1alpha1.AnnotationState]) {
 		return time.Time{}, false
 	}
 	return deadline, true

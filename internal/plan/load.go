@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/util/yaml"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 	sigsyaml "sigs.k8s.io/yaml"
@@ -73,12 +72,7 @@ func LoadPolicies(path string) ([]v1alpha1.RotationPolicy, error) {
 func admit(doc []byte) (v1alpha1.RotationPolicy, bool, error) {
 	var obj map[string]any
 	var p v1alpha1.RotationPolicy
-	js, err := sigsyaml.YAMLToJSON(doc)
-	if err != nil {
-		return p, false, errors.New(cleanJSONError(err))
-	}
-	// integers as int64, as the API server decodes them
-	if err := utiljson.Unmarshal(js, &obj); err != nil {
+	if err := sigsyaml.Unmarshal(doc, &obj); err != nil {
 		return p, false, errors.New(cleanJSONError(err))
 	}
 	if kind, _ := obj["kind"].(string); kind != "RotationPolicy" {

@@ -103,7 +103,7 @@ func (c Coverage) Sentence() string {
 	if !c.Applies {
 		return "no throughput to cover (no deadline, no window occurrence, no age threshold or no nodes)"
 	}
-	rate := fmt.Sprintf("%s need %s rotations per occurrence (N·P/A), and %d fit (C at maxUnavailable %d)", nodes(c.Nodes), perOccurrence(c.Arrival), c.Capacity, c.InForce)
+	rate := fmt.Sprintf("%s need %s rotations per occurrence (N·P/A), and %d fit (C at maxUnavailable %d)", nodes(c.Nodes), PerOccurrence(c.Arrival), c.Capacity, c.InForce)
 	if c.Covered {
 		return "covered: " + rate
 	}
@@ -134,7 +134,8 @@ func nodes(n int) string {
 	return fmt.Sprintf("%d nodes", n)
 }
 
-func perOccurrence(r float64) string {
+// PerOccurrence writes a rate of rotations per occurrence to a tenth.
+func PerOccurrence(r float64) string {
 	if r < 0.1 {
 		return "under 0.1"
 	}
