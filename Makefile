@@ -23,16 +23,20 @@ build: ## compile every package and binary
 # archive for `docker load -i` / `podman load -i`; the same sources give the
 # same digest. The Containerfile builds it with Docker, with the same flags.
 IMAGE_CHART := charts/node-rotation-controller
-VERSION ?= $(shell sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\} *$$/\1/p' $(IMAGE_CHART)/Chart.yaml)
+# The release version: the VERSION file (docs/releasing.md), which the
+# chart's version and appVersion repeat (test/chart checks it); stamped into
+# the binaries (internal/version) and the image's labels.
+VERSION ?= $(shell cat VERSION)
+VERSION_LDFLAG := -X github.com/noderotation/node-rotation-controller/internal/version.stamped=$(VERSION)
 IMAGE_REPOSITORY ?= $(shell awk '/^image:/ {in_image=1; next} /^[^ #]/ {in_image=0} in_image && $$1 == "repository:" {print $$2; exit}' $(IMAGE_CHART)/values.yaml)
 IMAGE_TAG ?= $(VERSION)
 IMAGE_ARCH ?= $(shell $(GO) env GOARCH)
-IMAGE_GOBUILD_FLAGS := -trimpath -buildvcs=false -ldflags "-s -w"
+IMAGE_GOBUILD_FLAGS := -trimpath -buildvcs=false -ldflags "-s -w $(VERSION_LDFLAG)"
 IMAGE_DIR := dist/image
 IMAGE_ARCHIVE ?= dist/node-rotation-controller_$(IMAGE_TAG)_linux_$(IMAGE_ARCH).oci.tar
 
 .PHONY: image
-image: ## build the controller's image as an OCI archive in dist/ (no Docker, no network), print its digest, run its binary with -h
+image: ## build the controller's image as an OCI archive in dist/ (no Docker, no network), print its digest, run its binary with -h and --version
 	@echo "==> [$$(date +%T)] static controller binary for linux/$(IMAGE_ARCH)"
 	@mkdir -p $(IMAGE_DIR)
 	CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) $(GO) build $(IMAGE_GOBUILD_FLAGS) -o $(IMAGE_DIR)/node-rotation-controller ./cmd/node-rotation-controller
@@ -40,13 +44,16 @@ image: ## build the controller's image as an OCI archive in dist/ (no Docker, no
 	cd build/image && $(GO) run . -binary $(CURDIR)/$(IMAGE_DIR)/node-rotation-controller \
 	  -out $(CURDIR)/$(IMAGE_ARCHIVE) -repository $(IMAGE_REPOSITORY) -tag $(IMAGE_TAG) -version $(VERSION) \
 	  -arch $(IMAGE_ARCH) -extract $(CURDIR)/$(IMAGE_DIR)/extracted/node-rotation-controller | tee $(CURDIR)/$(IMAGE_DIR)/build.txt
-	@echo "==> [$$(date +%T)] the binary read back from the archive: node-rotation-controller -h"
+	@echo "==> [$$(date +%T)] the binary read back from the archive: node-rotation-controller -h, --version"
 	@if [ "linux/$(IMAGE_ARCH)" != "$$($(GO) env GOHOSTOS)/$$($(GO) env GOHOSTARCH)" ]; then \
 	  echo "skipped: a linux/$(IMAGE_ARCH) binary does not run on this host"; \
 	else \
 	  out=$$($(IMAGE_DIR)/extracted/node-rotation-controller -h 2>&1) || { echo "node-rotation-controller -h failed:"; echo "$$out"; exit 1; }; \
 	  grep -q '^Usage: node-rotation-controller' <<<"$$out" || { echo "node-rotation-controller -h printed no usage:"; echo "$$out"; exit 1; }; \
 	  echo "ok: $$(head -n1 <<<"$$out") ($$(wc -l <<<"$$out") lines, exit 0)"; \
+	  v=$$($(IMAGE_DIR)/extracted/node-rotation-controller --version 2>&1) || { echo "node-rotation-controller --version failed: $$v"; exit 1; }; \
+	  case "$$v" in "node-rotation-controller $(VERSION) ("*) echo "ok: $$v";; \
+	    *) echo "node-rotation-controller --version printed \"$$v\", want node-rotation-controller $(VERSION) (…): the VERSION stamp did not reach the binary"; exit 1;; esac; \
 	fi
 	@echo "==> [$$(date +%T)] make image done"
 	@grep -E '^(image digest|archive):' $(IMAGE_DIR)/build.txt

@@ -29,7 +29,11 @@ type options struct {
 	apiQPS           float64
 	apiBurst         int
 	pprofAddr        string
+	version          bool
 }
+
+// errVersion is parseFlags' answer to -version: print the version, exit 0.
+var errVersion = errors.New("version requested")
 
 func parseFlags(args []string) (options, error) {
 	var o options
@@ -52,6 +56,7 @@ func parseFlags(args []string) (options, error) {
 	fs.Float64Var(&o.apiQPS, "kube-api-qps", 50, "requests per second to the API server, shared by every worker")
 	fs.IntVar(&o.apiBurst, "kube-api-burst", 100, "burst above -kube-api-qps, shared by every worker")
 	fs.StringVar(&o.pprofAddr, "pprof-bind-address", "", `Go profiling endpoint (net/http/pprof) address, for diagnosing CPU and memory; "" or "0" disables it`)
+	fs.BoolVar(&o.version, "version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fs.SetOutput(os.Stdout)
@@ -60,6 +65,9 @@ func parseFlags(args []string) (options, error) {
 			return o, flag.ErrHelp
 		}
 		return o, err
+	}
+	if o.version {
+		return o, errVersion
 	}
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected argument %q", fs.Arg(0))

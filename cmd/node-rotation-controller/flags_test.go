@@ -36,4 +36,10 @@ func TestFlags(t *testing.T) {
 	if _, err := parseFlags([]string{"-h"}); !errors.Is(err, flag.ErrHelp) {
 		t.Errorf("-h: %v", err)
 	}
+	// --version wins over the checks: it prints and exits whatever else is set.
+	for _, args := range [][]string{{"--version"}, {"-version"}, {"-workers=0", "--version"}} {
+		if _, err := parseFlags(args); !errors.Is(err, errVersion) {
+			t.Errorf("%v: %v, want the version", args, err)
+		}
+	}
 }

@@ -7,11 +7,17 @@ import (
 	"flag"
 	"fmt"
 	"os"
+
+	"github.com/noderotation/node-rotation-controller/internal/version"
 )
 
 func main() {
 	opts, err := parseFlags(os.Args[1:])
 	if errors.Is(err, flag.ErrHelp) {
+		os.Exit(0)
+	}
+	if errors.Is(err, errVersion) {
+		fmt.Println(version.Line("node-rotation-controller"))
 		os.Exit(0)
 	}
 	if err != nil {

@@ -16,12 +16,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/noderotation/node-rotation-controller/internal/cache"
 	"github.com/noderotation/node-rotation-controller/internal/controller"
 	"github.com/noderotation/node-rotation-controller/internal/preflight"
 	"github.com/noderotation/node-rotation-controller/internal/scheme"
+	"github.com/noderotation/node-rotation-controller/internal/version"
 )
 
 func run(o options) error {
@@ -70,7 +72,7 @@ func run(o options) error {
 	if _, err := controller.Setup(mgr, rcfg, log.WithName("rotation")); err != nil {
 		return err
 	}
-	log.Info("starting manager", "namespace", o.namespace, "leaderElection", o.leaderElect, "workers", o.workers, "maxConcurrentRotations", o.maxConcurrent)
+	log.Info("starting manager", "version", version.Version(), "namespace", o.namespace, "leaderElection", o.leaderElect, "workers", o.workers, "maxConcurrentRotations", o.maxConcurrent)
 	return mgr.Start(ctrl.SetupSignalHandler())
 }
 
@@ -97,7 +99,10 @@ func managerOptions(o options, s *runtime.Scheme) ctrl.Options {
 		metrics.TLSOpts = append(metrics.TLSOpts, selfSignedWhenNoneMounted(certDir))
 	}
 	if o.metricsAuth {
-		metrics.FilterProvider = metricsAuth
+		// controller-runtime's own filter: a TokenReview of the bearer
+		// token, then a SubjectAccessReview of the verb on /metrics, each
+		// answer cached briefly (docs/performance.md#startup has its cost).
+		metrics.FilterProvider = filters.WithAuthenticationAndAuthorization
 	}
 	return ctrl.Options{
 		Scheme:                  s,

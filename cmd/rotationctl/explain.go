@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -11,8 +12,8 @@ import (
 
 func explainCommand() *cobra.Command {
 	var (
-		kube   kubeFlags
-		output string
+		kube kubeFlags
+		out  outputFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "explain nodeclaim/NAME | nodepool/NAME [-o table|json|yaml]",
@@ -37,8 +38,8 @@ and the steps it would run.`,
 			if kind != "nodeclaim" && kind != "nodepool" {
 				return badInput("explain knows nodeclaim/NAME and nodepool/NAME, not %q", args[0])
 			}
-			if err := inspect.CheckFormat(output); err != nil {
-				return badInput("%v", err)
+			if err := out.check(); err != nil {
+				return err
 			}
 			ctx, cancel := context.WithCancel(cmd.Context())
 			defer cancel() // stops the cache's watches
@@ -51,16 +52,19 @@ and the steps it would run.`,
 				if err != nil {
 					return err
 				}
-				return inspect.RenderClaim(cmd.OutOrStdout(), ex, output)
+				return out.print(cmd.OutOrStdout(), view{items: []any{ex}, kind: "NodeClaim", names: []string{name}, single: true,
+					render: func(w io.Writer, format string) error { return inspect.RenderClaim(w, ex, format) }})
 			}
 			ex, err := in.ExplainPool(ctx, name)
 			if err != nil {
 				return err
 			}
-			return inspect.RenderPool(cmd.OutOrStdout(), ex, output)
+			return out.print(cmd.OutOrStdout(), view{items: []any{ex}, kind: "NodePool", names: []string{name}, single: true,
+				render: func(w io.Writer, format string) error { return inspect.RenderPool(w, ex, format) }})
 		},
 	}
 	kube.add(cmd)
-	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: "+strings.Join(inspect.Formats, ", "))
+	out.add(cmd)
+	cmd.ValidArgsFunction = completeNames(&kube, kindSlashName)
 	return cmd
 }

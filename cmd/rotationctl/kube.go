@@ -2,15 +2,22 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
@@ -20,10 +27,16 @@ import (
 	"github.com/noderotation/node-rotation-controller/internal/scheme"
 )
 
-// kubeFlags are how status and explain reach a cluster, as kubectl does:
-// --kubeconfig, else $KUBECONFIG, else ~/.kube/config, and its context.
+// kubeFlags are how status, explain, plan and version reach a cluster:
+// kubectl's own connection flags (--kubeconfig, --context, --cluster,
+// --user, --as, --as-group, --token, --server, --request-timeout, …)
+// through cli-runtime, resolved as kubectl resolves them, and the
+// controller's namespace. kubectl's -n/--namespace is not among them:
+// every object these commands read is cluster-scoped but the controller's
+// own, which --controller-namespace names.
 type kubeFlags struct {
-	kubeconfig, context, namespace string
+	conn      *genericclioptions.ConfigFlags
+	namespace string
 	// maxConcurrent is the controller's -max-concurrent-rotations, so the
 	// clusterCap gate is judged as the controller judges it; -1, the
 	// default, reads it from the controller's Deployment.
@@ -31,17 +44,16 @@ type kubeFlags struct {
 }
 
 func (k *kubeFlags) add(cmd *cobra.Command) {
+	k.conn = genericclioptions.NewConfigFlags(true)
+	k.conn.Namespace = nil
 	fl := cmd.Flags()
-	fl.StringVar(&k.kubeconfig, "kubeconfig", "", "path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)")
-	fl.StringVar(&k.context, "context", "", "the kubeconfig context to use")
-	fl.StringVarP(&k.namespace, "controller-namespace", "n", "node-rotation-system", "the controller's namespace, where its placeholder Pods run")
+	k.conn.AddFlags(fl)
+	fl.StringVar(&k.namespace, "controller-namespace", "node-rotation-system", "the controller's namespace, where its Deployment and placeholder Pods run")
 	fl.IntVar(&k.maxConcurrent, "max-concurrent-rotations", -1, "the controller's -max-concurrent-rotations, for the clusterCap gate: -1 reads it from the controller's Deployment in the controller namespace (its chart value maxConcurrentRotations); 0 is no cap")
 }
 
 func (k *kubeFlags) restConfig() (*rest.Config, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = k.kubeconfig
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: k.context}).ClientConfig()
+	cfg, err := k.conn.ToRESTConfig()
 	if err != nil {
 		return nil, badInput("loading kubeconfig: %v", err)
 	}
@@ -49,6 +61,68 @@ func (k *kubeFlags) restConfig() (*rest.Config, error) {
 	// client-go's default of 5 per second would only slow the first view
 	cfg.QPS, cfg.Burst = 20, 40
 	return cfg, nil
+}
+
+// reach asks the API server its version before anything else, so that a
+// cluster that cannot be reached is one line naming the kubeconfig, the
+// context and the server, not the rest-mapping error a first list would
+// wrap around it.
+func (k *kubeFlags) reach(ctx context.Context, cfg *rest.Config) error {
+	c := rest.CopyConfig(cfg)
+	if c.Timeout == 0 || c.Timeout > reachTimeout {
+		c.Timeout = reachTimeout
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(c)
+	if err == nil {
+		_, err = dc.ServerVersion()
+	}
+	if err == nil {
+		return nil
+	}
+	return unreachable(k.where(), cfg.Host, err)
+}
+
+// reachTimeout bounds reach unless --request-timeout is shorter.
+const reachTimeout = 15 * time.Second
+
+// where names the kubeconfig and context in use, as kubectl resolves them.
+func (k *kubeFlags) where() string {
+	path := k.conn.ToRawKubeConfigLoader().ConfigAccess().GetDefaultFilename()
+	if f := k.conn.KubeConfig; f != nil && *f != "" {
+		path = *f
+	}
+	raw, err := k.conn.ToRawKubeConfigLoader().RawConfig()
+	ctxName := ""
+	if err == nil {
+		ctxName = raw.CurrentContext
+	}
+	if c := k.conn.Context; c != nil && *c != "" {
+		ctxName = *c
+	}
+	if ctxName == "" {
+		return "kubeconfig " + path
+	}
+	return fmt.Sprintf("kubeconfig %s, context %s", path, ctxName)
+}
+
+// unreachable is one line: where, the server, and the innermost cause
+// (connection refused, no such host, a TLS or an HTTP status error).
+func unreachable(where, server string, err error) error {
+	cause := err
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		cause = ue.Err
+	}
+	var oe *net.OpError
+	if errors.As(cause, &oe) && oe.Err != nil {
+		cause = oe.Err
+	}
+	var se *os.SyscallError
+	if errors.As(cause, &se) && se.Err != nil {
+		cause = se.Err
+	}
+	msg := strings.ReplaceAll(cause.Error(), "\n", " ")
+	return exitError{code: exitBadInput, err: fmt.Errorf("cannot reach the cluster at %s (%s): %s", server, where, msg)}
 }
 
 // clusterView is the cluster as the controller sees it: an informer cache
@@ -71,6 +145,9 @@ func (k *kubeFlags) view(ctx context.Context) (*clusterView, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := k.reach(ctx, cfg); err != nil {
+		return nil, err
+	}
 	s, err := scheme.New()
 	if err != nil {
 		return nil, err
@@ -78,6 +155,11 @@ func (k *kubeFlags) view(ctx context.Context) (*clusterView, error) {
 	api, err := client.New(cfg, client.Options{Scheme: s})
 	if err != nil {
 		return nil, fmt.Errorf("connecting to %s: %w", cfg.Host, err)
+	}
+	// A user who may not list NodePools is told at once, not after the
+	// cache has retried its list for syncTimeout.
+	if err := api.List(ctx, &karpv1.NodePoolList{}, client.Limit(1)); apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) {
+		return nil, fmt.Errorf("reading %s (%s): %w", cfg.Host, k.where(), err)
 	}
 	opts := leancache.Options(k.namespace)
 	opts.Scheme = s

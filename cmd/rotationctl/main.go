@@ -3,7 +3,7 @@
 // lints, renders, expands and diffs the rotation transition table, and
 // `status` and `explain` show what the controller does on a live cluster
 // and why, and `simulate` runs the controller on a simulated fleet over
-// weeks. Installed as kubectl-rotation it is also a kubectl plugin.
+// weeks. Installed as kubectl-noderotation it is also a kubectl plugin.
 package main
 
 import (
@@ -40,11 +40,11 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-// commandName is how the user called us: "kubectl rotation" when kubectl
-// runs us as its plugin kubectl-rotation, else rotationctl.
+// commandName is how the user called us: "kubectl noderotation" when kubectl
+// runs us as its plugin kubectl-noderotation, else rotationctl.
 func commandName(argv0 string) string {
-	if strings.HasPrefix(filepath.Base(argv0), "kubectl-rotation") {
-		return "kubectl rotation"
+	if strings.HasPrefix(filepath.Base(argv0), "kubectl-noderotation") {
+		return "kubectl noderotation"
 	}
 	return "rotationctl"
 }
@@ -61,7 +61,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(planCommand(), rulesCommand(), statusCommand(), explainCommand(), simulateCommand())
+	root.AddCommand(planCommand(), rulesCommand(), statusCommand(), explainCommand(), simulateCommand(), versionCommand())
 	err := root.Execute()
 	if err == nil {
 		return 0

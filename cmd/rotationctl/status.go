@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -19,7 +18,7 @@ import (
 
 type statusFlags struct {
 	kube     kubeFlags
-	output   string
+	out      outputFlags
 	watch    bool
 	interval time.Duration
 }
@@ -27,7 +26,7 @@ type statusFlags struct {
 func statusCommand() *cobra.Command {
 	var f statusFlags
 	cmd := &cobra.Command{
-		Use:   "status [NODEPOOL...] [-o table|wide|json|yaml] [--watch]",
+		Use:   "status [NODEPOOL...] [-o table|wide|json|yaml|name|jsonpath=…|custom-columns=…] [--no-headers] [--watch]",
 		Short: "One row per NodePool: policy, window, start gate, rotation in flight, candidates, forecast",
 		Long: `status runs the controller's own observation and rules table, read-only,
 against the cluster of the current kubeconfig context and prints, per
@@ -42,24 +41,25 @@ t_rot_est each within the windows.
 --watch keeps the controller's view of the cluster (its own informer cache)
 and redraws when a watched object changes, and every --interval for the
 relative times.
-Installed as kubectl-rotation on the PATH it is also "kubectl rotation status".`,
+Installed as kubectl-noderotation on the PATH it is also "kubectl noderotation status".`,
 		RunE: func(cmd *cobra.Command, args []string) error { return runStatus(cmd, f, args) },
 	}
 	f.kube.add(cmd)
+	f.out.add(cmd)
+	cmd.ValidArgsFunction = completeNames(&f.kube, nodePools)
 	fl := cmd.Flags()
-	fl.StringVarP(&f.output, "output", "o", "table", "output format: "+strings.Join(inspect.Formats, ", "))
 	fl.BoolVarP(&f.watch, "watch", "w", false, "keep redrawing as the cluster changes")
 	fl.DurationVar(&f.interval, "interval", 2*time.Second, "how often --watch reads the cluster")
 	return cmd
 }
 
 func runStatus(cmd *cobra.Command, f statusFlags, pools []string) error {
-	if err := inspect.CheckFormat(f.output); err != nil {
-		return badInput("%v", err)
+	if err := f.out.check(); err != nil {
+		return err
 	}
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
 	defer stop()
-	in, view, err := newInspector(ctx, f.kube, cmd.ErrOrStderr())
+	in, cluster, err := newInspector(ctx, f.kube, cmd.ErrOrStderr())
 	if err != nil {
 		return err
 	}
@@ -81,13 +81,17 @@ func runStatus(cmd *cobra.Command, f statusFlags, pools []string) error {
 			}
 			rows = append(rows, st)
 		}
-		return inspect.RenderStatus(w, rows, f.output)
+		v := view{kind: "NodePool", render: func(w io.Writer, format string) error { return inspect.RenderStatus(w, rows, format) }}
+		for _, r := range rows {
+			v.items, v.names = append(v.items, r), append(v.names, r.NodePool)
+		}
+		return f.out.print(w, v)
 	}
 	if !f.watch {
 		return draw(cmd.OutOrStdout())
 	}
 	// a watch outlives a failed read: it shows the error and reads again
-	return watch(ctx, cmd.OutOrStdout(), f.interval, view.changed, func(w io.Writer) error {
+	return watch(ctx, cmd.OutOrStdout(), f.interval, cluster.changed, func(w io.Writer) error {
 		if err := draw(w); err != nil {
 			fmt.Fprintf(w, "reading the cluster: %v\n", err)
 		}

@@ -76,9 +76,9 @@ func TestWatchRedrawsOnlyOnChange(t *testing.T) {
 
 func TestKubectlPluginName(t *testing.T) {
 	for argv0, want := range map[string]string{
-		"/usr/local/bin/kubectl-rotation": "kubectl rotation",
-		"kubectl-rotation.exe":            "kubectl rotation",
-		"./rotationctl":                   "rotationctl",
+		"/usr/local/bin/kubectl-noderotation": "kubectl noderotation",
+		"kubectl-noderotation.exe":            "kubectl noderotation",
+		"./rotationctl":                       "rotationctl",
 	} {
 		if got := commandName(argv0); got != want {
 			t.Errorf("commandName(%q) = %q, want %q", argv0, got, want)

@@ -10,9 +10,30 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// controllerLabel selects the controller's Deployment, as the chart labels
-// it.
-var controllerLabel = client.MatchingLabels{"app.kubernetes.io/name": "node-rotation-controller"}
+// controllerDeployments are the controller's Deployments in namespace, as
+// the chart labels them: app.kubernetes.io/part-of (which nameOverride
+// leaves alone) or, from charts before it, app.kubernetes.io/name.
+func controllerDeployments(ctx context.Context, api client.Reader, namespace string) ([]unstructured.Unstructured, error) {
+	list := &unstructured.UnstructuredList{}
+	list.SetAPIVersion("apps/v1")
+	list.SetKind("DeploymentList")
+	if err := api.List(ctx, list, client.InNamespace(namespace)); err != nil {
+		return nil, fmt.Errorf("reading the controller's Deployment in %s: %w", namespace, err)
+	}
+	var out []unstructured.Unstructured
+	for _, d := range list.Items {
+		l := d.GetLabels()
+		if l["app.kubernetes.io/part-of"] == appName || l["app.kubernetes.io/name"] == appName {
+			out = append(out, d)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no Deployment labelled app.kubernetes.io/part-of or app.kubernetes.io/name=%s in %s", appName, namespace)
+	}
+	return out, nil
+}
+
+const appName = "node-rotation-controller"
 
 // capFlag is the --max-concurrent-rotations of the controller binary.
 const capFlag = "max-concurrent-rotations"
@@ -24,17 +45,12 @@ const capFlag = "max-concurrent-rotations"
 // (docs/operations.md#status). It reads the Deployment as unstructured:
 // rotationctl needs no apps/v1 types for one argument.
 func ControllerCap(ctx context.Context, api client.Reader, namespace string) (int, error) {
-	list := &unstructured.UnstructuredList{}
-	list.SetAPIVersion("apps/v1")
-	list.SetKind("DeploymentList")
-	if err := api.List(ctx, list, client.InNamespace(namespace), controllerLabel); err != nil {
-		return 0, fmt.Errorf("reading the controller's Deployment in %s: %w", namespace, err)
-	}
-	if len(list.Items) == 0 {
-		return 0, fmt.Errorf("no Deployment labelled app.kubernetes.io/name=node-rotation-controller in %s", namespace)
+	deployments, err := controllerDeployments(ctx, api, namespace)
+	if err != nil {
+		return 0, err
 	}
 	caps := map[int][]string{}
-	for _, d := range list.Items {
+	for _, d := range deployments {
 		n, err := CapOf(d)
 		if err != nil {
 			return 0, fmt.Errorf("Deployment %s/%s: %w", namespace, d.GetName(), err)

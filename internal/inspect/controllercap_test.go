@@ -42,6 +42,7 @@ func TestControllerCap(t *testing.T) {
 		{"absent: no cap", []client.Object{deployment("nrc", "ops", chartLabels, "-leader-elect")}, 0, ""},
 		{"two replicas' Deployments that agree", []client.Object{deployment("a", "ops", chartLabels, "-max-concurrent-rotations=2"), deployment("b", "ops", chartLabels, "-max-concurrent-rotations=2")}, 2, ""},
 		{"no Deployment", []client.Object{deployment("nrc", "elsewhere", chartLabels, "-max-concurrent-rotations=3")}, 0, "no Deployment labelled"},
+		{"renamed by nameOverride, found by part-of", []client.Object{deployment("nrc", "ops", map[string]any{"app.kubernetes.io/name": "rotator", "app.kubernetes.io/part-of": "node-rotation-controller"}, "-max-concurrent-rotations=5")}, 5, ""},
 		{"another app's Deployment", []client.Object{deployment("nrc", "ops", map[string]any{"app.kubernetes.io/name": "other"}, "-max-concurrent-rotations=3")}, 0, "no Deployment labelled"},
 		{"a bad value", []client.Object{deployment("nrc", "ops", chartLabels, "-max-concurrent-rotations=many")}, 0, `"many" is not a non-negative integer`},
 		{"no value", []client.Object{deployment("nrc", "ops", chartLabels, "-max-concurrent-rotations")}, 0, "has no value"},

@@ -68,12 +68,12 @@ func TestRBACIsExactlyWhatTheCodeUses(t *testing.T) {
 		sets        []string
 		clusterRole []string
 	}{
-		{nil, wantClusterRole},
+		{nil, append(slices.Clone(wantClusterRole), wantMetricsAuth...)},
 		{[]string{"metrics.auth=false", "serviceMonitor.enabled=true"}, wantClusterRole},
 		{[]string{"metrics.auth=true"}, append(slices.Clone(wantClusterRole), wantMetricsAuth...)},
 		// No endpoint, nothing to authenticate for.
 		{[]string{"metrics.auth=true", "metrics.port=0"}, wantClusterRole},
-		{[]string{"serviceAccount.create=false", "serviceAccount.name=existing"}, wantClusterRole},
+		{[]string{"serviceAccount.create=false", "serviceAccount.name=existing"}, append(slices.Clone(wantClusterRole), wantMetricsAuth...)},
 	} {
 		r := mustRender(t, c, withMonitoring, tc.sets...)
 		cr := find[*rbacv1.ClusterRole](t, r)

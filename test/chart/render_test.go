@@ -48,6 +48,9 @@ func controller(t *testing.T, d *appsv1.Deployment) corev1.Container {
 
 func hasArg(c corev1.Container, arg string) bool { return slices.Contains(c.Args, arg) }
 
+// criticalAddonsOnly is the toleration tolerateCriticalAddonsOnly adds.
+var criticalAddonsOnly = corev1.Toleration{Key: "CriticalAddonsOnly", Operator: corev1.TolerationOpExists}
+
 func TestDefaults(t *testing.T) {
 	c := loadChart(t)
 	r := mustRender(t, c, renderOpts{})
@@ -67,7 +70,7 @@ func TestDefaults(t *testing.T) {
 	ctr := controller(t, d)
 	wantArgs := []string{
 		"-namespace=" + namespace, "-placeholder-priority-class=node-rotation-placeholder",
-		"-metrics-bind-address=:8443", "-metrics-secure=true", "-metrics-auth=false",
+		"-metrics-bind-address=:8443", "-metrics-secure=true", "-metrics-auth=true",
 		"-health-probe-bind-address=:8081", "-leader-elect=true", "-log-format=json", "-v=0",
 		"-workers=10", "-kube-api-qps=50", "-kube-api-burst=100",
 	}
@@ -116,8 +119,11 @@ func TestDefaults(t *testing.T) {
 	if !reflect.DeepEqual(ps.Affinity, defaultAffinity("preferred", true)) {
 		t.Errorf("affinity = %+v, want the default", ps.Affinity)
 	}
-	if len(ps.Tolerations)+len(ps.NodeSelector)+len(ps.TopologySpreadConstraints)+len(ps.ImagePullSecrets) != 0 {
-		t.Errorf("tolerations, nodeSelector, topologySpreadConstraints or imagePullSecrets set by default")
+	if len(ps.NodeSelector)+len(ps.TopologySpreadConstraints)+len(ps.ImagePullSecrets) != 0 {
+		t.Errorf("nodeSelector, topologySpreadConstraints or imagePullSecrets set by default")
+	}
+	if !reflect.DeepEqual(ps.Tolerations, []corev1.Toleration{criticalAddonsOnly}) {
+		t.Errorf("tolerations = %+v, want only CriticalAddonsOnly", ps.Tolerations)
 	}
 	ports := map[string]int32{}
 	for _, p := range ctr.Ports {
@@ -239,7 +245,7 @@ func TestPodKnobs(t *testing.T) {
 		{"replicas", *d.Spec.Replicas == 1},
 		{"priorityClassName empty", ps.PriorityClassName == ""},
 		{"nodeSelector", reflect.DeepEqual(ps.NodeSelector, map[string]string{"role": "system"})},
-		{"tolerations", reflect.DeepEqual(ps.Tolerations, []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}})},
+		{"tolerations, after CriticalAddonsOnly", reflect.DeepEqual(ps.Tolerations, []corev1.Toleration{criticalAddonsOnly, {Key: "dedicated", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}})},
 		{"topologySpreadConstraints, spreading the replicas without a labelSelector", len(ps.TopologySpreadConstraints) == 1 &&
 			ps.TopologySpreadConstraints[0].TopologyKey == "topology.kubernetes.io/zone" &&
 			reflect.DeepEqual(ps.TopologySpreadConstraints[0].LabelSelector, &metav1.LabelSelector{MatchLabels: selector})},
@@ -394,7 +400,7 @@ func TestMetrics(t *testing.T) {
 	}
 
 	// HTTPS with the self-signed certificate: TLS without verification, no token.
-	ep := monitor(mustRender(t, c, withMonitoring, "serviceMonitor.enabled=true", "serviceMonitor.interval=30s", "serviceMonitor.labels.release=prom"))
+	ep := monitor(mustRender(t, c, withMonitoring, "serviceMonitor.enabled=true", "serviceMonitor.interval=30s", "serviceMonitor.labels.release=prom", "metrics.auth=false"))
 	if ep.Scheme == nil || *ep.Scheme != "https" || ep.TLSConfig == nil || ep.TLSConfig.InsecureSkipVerify == nil || !*ep.TLSConfig.InsecureSkipVerify {
 		t.Errorf("secure endpoint: scheme %v, tlsConfig %+v", ep.Scheme, ep.TLSConfig)
 	}
@@ -402,8 +408,8 @@ func TestMetrics(t *testing.T) {
 		t.Errorf("secure endpoint: bearerTokenFile %q, interval %q, scrapeTimeout %q", ep.BearerTokenFile, ep.Interval, ep.ScrapeTimeout)
 	}
 
-	// -metrics-auth: Prometheus sends its ServiceAccount token.
-	r := mustRender(t, c, withMonitoring, "serviceMonitor.enabled=true", "metrics.auth=true")
+	// -metrics-auth (the default): Prometheus sends its ServiceAccount token.
+	r := mustRender(t, c, withMonitoring, "serviceMonitor.enabled=true")
 	if ep := monitor(r); ep.BearerTokenFile != "/var/run/secrets/kubernetes.io/serviceaccount/token" {
 		t.Errorf("auth endpoint: bearerTokenFile %q", ep.BearerTokenFile)
 	}

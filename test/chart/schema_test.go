@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 )
@@ -57,6 +58,24 @@ func TestSchemaRefusesBadValues(t *testing.T) {
 		{"affinity.nodeAfinity.x=y", "additional properties 'nodeAfinity'"},
 		{"resources.request.cpu=1", "additional properties 'request'"},
 		{"imagePullSecrets[0].nam=x", "additional properties 'nam'"},
+		// The extension points.
+		{"nameOverride=Not_A_Name", "/nameOverride"},
+		{"fullnameOverride=" + strings.Repeat("a", 56), "/fullnameOverride"},
+		{"commonLabels.team=1", "/commonLabels/team"},
+		{"image.digest=latest", "/image/digest"},
+		{"image.digest=sha256:abc", "/image/digest"},
+		{"extraArgs[0]=v=2", "/extraArgs/0"},
+		{"extraArgs=-v=2", "/extraArgs"},
+		{"env[0].value=x", "missing property 'name'"},
+		{"env[0].name=A,env[0].valueFrm.x=y", "additional properties 'valueFrm'"},
+		{"extraVolumes[0].name=ca,extraVolumes[0].configmap.name=x", "additional properties 'configmap'"},
+		{"extraVolumeMounts[0].name=ca,extraVolumeMounts[0].mountpath=/x", "missing property 'mountPath'"},
+		{"extraVolumeMounts[0].name=ca,extraVolumeMounts[0].mountPath=/x,extraVolumeMounts[0].readOnly=sure", "/extraVolumeMounts/0/readOnly"},
+		{"serviceMonitor.relabelings[0].target_label=x", "additional properties 'target_label'"},
+		{"serviceMonitor.metricRelabelings[0].sourceLabels=__name__", "/serviceMonitor/metricRelabelings/0/sourceLabels"},
+		{"metrics.certSecret=Not_A_Secret", "/metrics/certSecret"},
+		{"metrics.auth=sometimes", "/metrics/auth"},
+		{"tolerateCriticalAddonsOnly=maybe", "/tolerateCriticalAddonsOnly"},
 	} {
 		_, err := render(t, c, setValues(t, tc.set), renderOpts{})
 		switch {
@@ -84,6 +103,11 @@ func TestSchemaAcceptsGoodValues(t *testing.T) {
 		{"global.imageRegistry=example"}, // a parent chart's globals
 		{"image.tag=sha-abc", "image.pullPolicy=Never", "priorityClassName="},
 		{"resources.requests.cpu=0.5", "resources.limits=null"},
+		{"nameOverride=nrc", "fullnameOverride=node-rotation", "commonLabels.team=platform", "image.digest=" + digest, "image.tag=0.1.0"},
+		{"extraArgs[0]=--v=2", "env[0].name=A", "env[0].valueFrom.fieldRef.fieldPath=spec.nodeName"},
+		{"extraVolumes[0].name=ca", "extraVolumes[0].secret.secretName=ca", "extraVolumeMounts[0].name=ca", "extraVolumeMounts[0].mountPath=/ca"},
+		{"serviceMonitor.relabelings[0].action=labeldrop", "serviceMonitor.relabelings[0].regex=pod", "serviceMonitor.metricRelabelings[0].modulus=2"},
+		{"metrics.certSecret=nrc-metrics.tls", "metrics.auth=false", "tolerateCriticalAddonsOnly=false"},
 	} {
 		if _, err := render(t, c, setValues(t, set...), renderOpts{}); err != nil {
 			t.Errorf("--set %v: %v", set, err)
@@ -140,19 +164,26 @@ func TestSchemaCoversEveryValue(t *testing.T) {
 // kubeTypes are the values passed through to the Pod spec: the schema lists
 // each one's fields (unknown ones refused), exactly those of the Go type.
 var kubeTypes = map[string]reflect.Type{
-	"tolerations":               reflect.TypeFor[corev1.Toleration](),
-	"affinity":                  reflect.TypeFor[corev1.Affinity](),
-	"topologySpreadConstraints": reflect.TypeFor[corev1.TopologySpreadConstraint](),
-	"podSecurityContext":        reflect.TypeFor[corev1.PodSecurityContext](),
-	"securityContext":           reflect.TypeFor[corev1.SecurityContext](),
-	"resources":                 reflect.TypeFor[corev1.ResourceRequirements](),
-	"imagePullSecrets":          reflect.TypeFor[corev1.LocalObjectReference](),
+	"tolerations":                      reflect.TypeFor[corev1.Toleration](),
+	"affinity":                         reflect.TypeFor[corev1.Affinity](),
+	"topologySpreadConstraints":        reflect.TypeFor[corev1.TopologySpreadConstraint](),
+	"podSecurityContext":               reflect.TypeFor[corev1.PodSecurityContext](),
+	"securityContext":                  reflect.TypeFor[corev1.SecurityContext](),
+	"resources":                        reflect.TypeFor[corev1.ResourceRequirements](),
+	"imagePullSecrets":                 reflect.TypeFor[corev1.LocalObjectReference](),
+	"env":                              reflect.TypeFor[corev1.EnvVar](),
+	"extraVolumes":                     reflect.TypeFor[corev1.Volume](),
+	"extraVolumeMounts":                reflect.TypeFor[corev1.VolumeMount](),
+	"serviceMonitor.relabelings":       reflect.TypeFor[monitoringv1.RelabelConfig](),
+	"serviceMonitor.metricRelabelings": reflect.TypeFor[monitoringv1.RelabelConfig](),
 }
 
 func TestSchemaKubernetesFieldsMatchTheGoTypes(t *testing.T) {
-	props := readSchema(t)["properties"].(map[string]any)
 	for key, typ := range kubeTypes {
-		node := props[key].(map[string]any)
+		node := readSchema(t)
+		for _, k := range strings.Split(key, ".") {
+			node = node["properties"].(map[string]any)[k].(map[string]any)
+		}
 		if items, ok := node["items"].(map[string]any); ok {
 			node = items
 		}
@@ -170,11 +201,16 @@ func TestSchemaKubernetesFieldsMatchTheGoTypes(t *testing.T) {
 	}
 }
 
+// jsonFields are the JSON keys of typ, those of its inlined structs (a
+// Volume's VolumeSource) among them.
 func jsonFields(typ reflect.Type) []string {
 	var out []string
 	for i := range typ.NumField() {
-		name, _, _ := strings.Cut(typ.Field(i).Tag.Get("json"), ",")
-		if name != "" && name != "-" {
+		name, opts, _ := strings.Cut(typ.Field(i).Tag.Get("json"), ",")
+		switch {
+		case name == "" && strings.Contains(opts, "inline"):
+			out = append(out, jsonFields(typ.Field(i).Type)...)
+		case name != "" && name != "-":
 			out = append(out, name)
 		}
 	}

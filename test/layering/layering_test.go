@@ -22,6 +22,7 @@ var allowed = map[string][]string{
 	"internal/cache":               {"api/v1alpha1"},
 	"internal/golden":              {},
 	"internal/preflight":           {},
+	"internal/version":             {},
 	"internal/schedule":            {},
 	"internal/scheme":              {"api/v1alpha1"},
 	"internal/surge":               {"api/v1alpha1"},
@@ -38,11 +39,11 @@ var allowed = map[string][]string{
 	"internal/observe":             {"api/v1alpha1", "engine", "internal/census", "internal/markers", "internal/policy", "internal/schedule", "internal/surge"},
 	"internal/announce":            {"actions", "api/v1alpha1", "engine", "internal/census", "internal/metrics", "internal/policy", "internal/schedule", "internal/surge"},
 	"internal/controller":          {"actions", "api/v1alpha1", "engine", "internal/announce", "internal/metrics", "internal/observe", "internal/policy", "internal/schedule", "internal/surge", "internal/sweep", "internal/table"},
-	"cmd/node-rotation-controller": {"internal/cache", "internal/controller", "internal/preflight", "internal/scheme", "internal/surge"},
+	"cmd/node-rotation-controller": {"internal/cache", "internal/controller", "internal/preflight", "internal/scheme", "internal/surge", "internal/version"},
 	"internal/inspect":             {"api/v1alpha1", "engine", "internal/census", "internal/observe", "internal/schedule"},
 	"internal/inspect/inspecttest": {"api/v1alpha1"},
 	"internal/simulate":            {"api/v1alpha1", "engine", "internal/controller", "internal/observe", "internal/plan", "internal/policy", "internal/schedule", "internal/scheme", "internal/table"},
-	"cmd/rotationctl":              {"api/v1alpha1", "engine", "internal/cache", "internal/controller", "internal/inspect", "internal/plan", "internal/schedule", "internal/scheme", "internal/simulate", "internal/table", "rules"},
+	"cmd/rotationctl":              {"api/v1alpha1", "engine", "internal/cache", "internal/controller", "internal/inspect", "internal/plan", "internal/schedule", "internal/scheme", "internal/simulate", "internal/table", "internal/version", "rules"},
 }
 
 // forbidden are the arrows the one-way pass rules out, checked over every

@@ -121,6 +121,9 @@ func TestContainerfileMatches(t *testing.T) {
 	}
 
 	appVersion := chartAppVersion(t)
+	if release := repoVersion(t); appVersion != release {
+		t.Errorf("the chart's appVersion is %s, the VERSION file says %s", appVersion, release)
+	}
 	if args["VERSION"] != appVersion {
 		t.Errorf("ARG VERSION=%s, the chart's appVersion is %s", args["VERSION"], appVersion)
 	}
@@ -134,10 +137,15 @@ func TestContainerfileMatches(t *testing.T) {
 		}
 	}
 
-	// The builder's go build: static, with the Makefile's flags.
-	flags := makefileVar(t, "IMAGE_GOBUILD_FLAGS")
+	// The builder's go build: static, with the Makefile's flags, the
+	// version stamp spelled out and taken from the builder's own ARG.
+	flags := strings.ReplaceAll(makefileVar(t, "IMAGE_GOBUILD_FLAGS"), "$(VERSION_LDFLAG)", makefileVar(t, "VERSION_LDFLAG"))
+	flags = strings.ReplaceAll(flags, "$(VERSION)", "${VERSION}")
 	var goBuild string
 	for _, in := range build {
+		if in.cmd == "ARG" && in.args != "VERSION="+appVersion && strings.HasPrefix(in.args, "VERSION") {
+			t.Errorf("builder ARG %s, want VERSION=%s", in.args, appVersion)
+		}
 		if in.cmd == "RUN" && strings.Contains(in.args, "go build") {
 			goBuild = in.args
 		}
@@ -160,6 +168,15 @@ func chartAppVersion(t *testing.T) string {
 		t.Fatal("Chart.yaml has no appVersion")
 	}
 	return string(m[1])
+}
+
+func repoVersion(t *testing.T) string {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(repoRoot, "VERSION"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(raw))
 }
 
 func makefileVar(t *testing.T, name string) string {
@@ -195,7 +212,7 @@ func TestChartDefaultImage(t *testing.T) {
 	if !strings.Contains(string(readme), ref) {
 		t.Errorf("build/image/README.md does not mention the chart's default image %s", ref)
 	}
-	if !strings.Contains(makefileVar(t, "IMAGE_REPOSITORY"), "values.yaml") || !strings.Contains(makefileVar(t, "VERSION"), "Chart.yaml") {
-		t.Errorf("the Makefile's IMAGE_REPOSITORY and VERSION are not read from the chart")
+	if !strings.Contains(makefileVar(t, "IMAGE_REPOSITORY"), "values.yaml") || makefileVar(t, "VERSION") != "$(shell cat VERSION)" {
+		t.Errorf("the Makefile's IMAGE_REPOSITORY is not read from the chart, or its VERSION not from the VERSION file")
 	}
 }

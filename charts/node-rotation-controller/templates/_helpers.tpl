@@ -1,21 +1,53 @@
-{{/* Labels on every object the chart renders. */}}
+{{/* The app's name in labels: the chart's name unless nameOverride. */}}
+{{- define "nrc.name" -}}
+{{ default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end -}}
+
+{{/*
+The name of the release's objects: the release name unless
+fullnameOverride (suffixes such as -metrics are added to it).
+*/}}
+{{- define "nrc.fullname" -}}
+{{ default .Release.Name .Values.fullnameOverride | trunc 55 | trimSuffix "-" }}
+{{- end -}}
+
+{{/*
+Labels on every object the chart renders. part-of is fixed whatever
+nameOverride says: rotationctl finds the controller's Deployment by it.
+commonLabels come last and may not replace these.
+*/}}
 {{- define "nrc.labels" -}}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
 {{ include "nrc.selector" . }}
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: node-rotation-controller
+{{- range $k, $v := .Values.commonLabels }}
+{{- if or (hasPrefix "app.kubernetes.io/" $k) (hasPrefix "helm.sh/" $k) }}
+{{- fail (printf "commonLabels.%s: the chart sets the app.kubernetes.io/ and helm.sh/ labels itself" $k) }}
+{{- end }}
+{{ $k }}: {{ $v | quote }}
+{{- end }}
 {{- end -}}
 
 {{/* The Deployment's selector: never changes across upgrades (immutable). */}}
 {{- define "nrc.selector" -}}
-app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/name: {{ include "nrc.name" . }}
 app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
 
-{{/* The controller's ServiceAccount: the release name unless named. */}}
+{{/*
+The controller's image: repository:tag (the tag defaults to appVersion),
+and @digest when image.digest pins it (the kubelet then pulls by digest).
+*/}}
+{{- define "nrc.image" -}}
+{{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}{{ with .Values.image.digest }}@{{ . }}{{ end }}
+{{- end -}}
+
+{{/* The controller's ServiceAccount: the release's name unless named. */}}
 {{- define "nrc.serviceAccountName" -}}
 {{- if .Values.serviceAccount.create -}}
-{{ default .Release.Name .Values.serviceAccount.name }}
+{{ default (include "nrc.fullname" .) .Values.serviceAccount.name }}
 {{- else -}}
 {{ required "serviceAccount.name must name an existing ServiceAccount when serviceAccount.create is false" .Values.serviceAccount.name }}
 {{- end -}}

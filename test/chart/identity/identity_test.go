@@ -51,9 +51,13 @@ func TestChartIdentity(t *testing.T) {
 	w := newWorld(t)
 	since := time.Now()
 
+	w.installOlderCRD(t)
 	sa := w.installChart(t)
+	w.upgradeCRDs(t)
 	args := w.deploymentArgs(t)
-	ctrl := w.runAs(t, sa, args)
+	cert := w.mountedCert(t)
+	ctrl, metricsPort := w.runAs(t, sa, args, "TMPDIR="+cert.tmpdir)
+	w.expectMetricsAuth(t, metricsPort, cert)
 	t.Cleanup(func() {
 		if t.Failed() {
 			w.printForbidden(t, sa, since)
@@ -70,6 +74,7 @@ func TestChartIdentity(t *testing.T) {
 
 	failed := w.rollBack(t, originals)
 	w.rotate(t, otherThan(originals, failed))
+	w.expectPlugin(t)
 
 	if !ctrl.Stop(30 * time.Second) {
 		t.Errorf("the controller did not exit on SIGTERM within 30s")
@@ -262,9 +267,10 @@ func otherThan(names []string, not string) string {
 	return ""
 }
 
-// runAs starts the controller binary with args under a token of the
-// ServiceAccount sa, its listeners moved to free loopback ports.
-func (w *world) runAs(t *testing.T, sa string, args []string) *process.Controller {
+// runAs starts the controller binary with args and env under a token of
+// the ServiceAccount sa, its listeners moved to free loopback ports; it
+// returns the process and its metrics port.
+func (w *world) runAs(t *testing.T, sa string, args []string, env ...string) (*process.Controller, int) {
 	t.Helper()
 	root, err := filepath.Abs("../../..")
 	must(t, err, "repository root")
@@ -284,7 +290,7 @@ func (w *world) runAs(t *testing.T, sa string, args []string) *process.Controlle
 		run = append(run, a)
 	}
 	run = append(run, "-kubeconfig="+kubeconfig)
-	ctrl, err := process.Start(bin, filepath.Join(os.TempDir(), "node-rotation-controller-e2e"), "identity", run...)
+	ctrl, err := process.StartWithEnv(bin, filepath.Join(os.TempDir(), "node-rotation-controller-e2e"), "identity", env, run...)
 	must(t, err, "starting the controller")
 	t.Logf("controller %s (pid %d) as system:serviceaccount:%s:%s with %v; log %s", bin, ctrl.Pid(), namespace, sa, run, ctrl.Log)
 	t.Cleanup(func() {
@@ -293,7 +299,7 @@ func (w *world) runAs(t *testing.T, sa string, args []string) *process.Controlle
 			t.Logf("--- controller log tail (%s) ---\n%s", ctrl.Log, ctrl.Tail(12000))
 		}
 	})
-	return ctrl
+	return ctrl, ports[0]
 }
 
 func eventually(t *testing.T, timeout time.Duration, what string, cond func() (bool, error)) {

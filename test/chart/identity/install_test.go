@@ -5,6 +5,7 @@ package identity_test
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -35,11 +36,16 @@ func (w *world) helmConfig(t *testing.T) *action.Configuration {
 	return cfg
 }
 
+// imageDigest is the digest the install pins (image.digest), as a user
+// installing a release by digest would.
+const imageDigest = "sha256:4f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c4b5a69788796a5b4c3d2e1f0"
+
 // installChart installs the chart as a user would (`helm install
 // nrc-identity charts/node-rotation-controller -n nrc-identity
-// --create-namespace`), with only the placeholder PriorityClass renamed,
-// and uninstalls it at the end. It returns the ServiceAccount the chart's
-// Deployment runs as.
+// --create-namespace`), with the placeholder PriorityClass renamed, the
+// image pinned by digest and a mounted metrics certificate, and uninstalls
+// it at the end. It returns the ServiceAccount the chart's Deployment runs
+// as.
 func (w *world) installChart(t *testing.T) string {
 	t.Helper()
 	chrt, err := loader.Load("../../../charts/node-rotation-controller")
@@ -48,7 +54,8 @@ func (w *world) installChart(t *testing.T) string {
 	install := action.NewInstall(cfg)
 	install.ReleaseName, install.Namespace, install.CreateNamespace = release, namespace, true
 	install.Timeout = 2 * time.Minute
-	vals := map[string]any{"placeholderPriorityClass": map[string]any{"name": priorityClass}}
+	vals := map[string]any{"placeholderPriorityClass": map[string]any{"name": priorityClass}, "image": map[string]any{"digest": imageDigest},
+		"metrics": map[string]any{"certSecret": metricsCertSecret}}
 	rel, err := install.RunWithContext(w.ctx, chrt, vals)
 	must(t, err, "helm install")
 	t.Logf("helm install: release %s revision %d, status %s", rel.Name, rel.Version, rel.Info.Status)
@@ -63,7 +70,11 @@ func (w *world) installChart(t *testing.T) string {
 	// An earlier run's Lease (its namespace still terminating, or kept):
 	// this run's controller must create the Lease itself.
 	_ = w.admin.Delete(w.ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "node-rotation-controller"}})
-	return w.deployment(t).Spec.Template.Spec.ServiceAccountName
+	d := w.deployment(t)
+	if img := d.Spec.Template.Spec.Containers[0].Image; !strings.HasSuffix(img, "@"+imageDigest) {
+		t.Errorf("image.digest: the Deployment runs %s, want it pinned by @%s", img, imageDigest)
+	}
+	return d.Spec.Template.Spec.ServiceAccountName
 }
 
 func (w *world) deployment(t *testing.T) *appsv1.Deployment {
