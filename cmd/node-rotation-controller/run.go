@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
 	"time"
 
 	"go.uber.org/zap/zapcore"
@@ -16,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/noderotation/node-rotation-controller/internal/cache"
@@ -94,15 +91,12 @@ func restConfig(kubeconfig string) (*rest.Config, error) {
 func managerOptions(o options, s *runtime.Scheme) ctrl.Options {
 	metrics := metricsserver.Options{BindAddress: o.metricsAddr, SecureServing: o.metricsSecure}
 	if o.metricsSecure {
-		// controller-runtime's default directory for a mounted certificate
-		certDir := filepath.Join(os.TempDir(), "k8s-metrics-server", "serving-certs")
-		metrics.TLSOpts = append(metrics.TLSOpts, selfSignedWhenNoneMounted(certDir))
+		metrics.CertDir = metricsCertDir()
+		metrics.TLSOpts = append(metrics.TLSOpts, selfSignedWhenNoneMounted(metrics.CertDir))
 	}
 	if o.metricsAuth {
-		// controller-runtime's own filter: a TokenReview of the bearer
-		// token, then a SubjectAccessReview of the verb on /metrics, each
-		// answer cached briefly (docs/performance.md#startup has its cost).
-		metrics.FilterProvider = filters.WithAuthenticationAndAuthorization
+		// docs/performance.md#startup has the filter's cost
+		metrics.FilterProvider = metricsAuth
 	}
 	return ctrl.Options{
 		Scheme:                  s,

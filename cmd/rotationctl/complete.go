@@ -21,7 +21,13 @@ func completeNames(k *kubeFlags, names func(context.Context, connect, []string, 
 	return func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
 		ctx, cancel := context.WithTimeout(cmd.Context(), completeTimeout)
 		defer cancel()
-		return names(ctx, k.reader, args, toComplete), cobra.ShellCompDirectiveNoFileComp
+		out := names(ctx, k.reader, args, toComplete)
+		directive := cobra.ShellCompDirectiveNoFileComp
+		if len(out) > 0 && strings.HasSuffix(out[0], "/") {
+			// a kind/ is half a word: the name follows without a space
+			directive |= cobra.ShellCompDirectiveNoSpace
+		}
+		return out, directive
 	}
 }
 

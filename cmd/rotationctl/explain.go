@@ -16,7 +16,7 @@ func explainCommand() *cobra.Command {
 		out  outputFlags
 	)
 	cmd := &cobra.Command{
-		Use:   "explain nodeclaim/NAME | nodepool/NAME [-o table|json|yaml]",
+		Use:   "explain nodeclaim/NAME | nodepool/NAME [-o table|json|yaml|name|jsonpath=…|custom-columns=…]",
 		Short: "Why a NodeClaim is or is not rotating now; what a NodePool's pass does and on which facts",
 		Long: `explain runs the controller's own observation and rules table, read-only.
 

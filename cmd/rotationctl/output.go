@@ -28,7 +28,7 @@ type outputFlags struct {
 
 func (o *outputFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringVarP(&o.format, "output", "o", "table", "output format: "+strings.Join(inspect.Formats, ", ")+", name, jsonpath=TEMPLATE, custom-columns=NAME:.field,…")
-	cmd.Flags().BoolVar(&o.noHeaders, "no-headers", false, "print no header line in table, wide and custom-columns output")
+	cmd.Flags().BoolVar(&o.noHeaders, "no-headers", false, "print no header line in status's table and wide output, and in custom-columns output")
 }
 
 // check refuses an unknown format before the cluster is read.
@@ -60,6 +60,7 @@ func (o outputFlags) check() error {
 // with their NodePool or NodeClaim names, the table the view renders
 // itself, and whether it is one object (explain) or a list (status).
 type view struct {
+	header bool // the table's first line is a header (status), not a row (explain)
 	items  []any
 	kind   string // NodePool or NodeClaim, for -o name
 	names  []string
@@ -95,7 +96,7 @@ func (o outputFlags) print(w io.Writer, v view) error {
 	case "custom-columns":
 		return o.columns(w, v, arg)
 	case "table", "wide":
-		if !o.noHeaders {
+		if !o.noHeaders || !v.header {
 			return v.render(w, o.format)
 		}
 		var buf bytes.Buffer

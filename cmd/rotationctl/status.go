@@ -81,7 +81,7 @@ func runStatus(cmd *cobra.Command, f statusFlags, pools []string) error {
 			}
 			rows = append(rows, st)
 		}
-		v := view{kind: "NodePool", render: func(w io.Writer, format string) error { return inspect.RenderStatus(w, rows, format) }}
+		v := view{header: true, kind: "NodePool", render: func(w io.Writer, format string) error { return inspect.RenderStatus(w, rows, format) }}
 		for _, r := range rows {
 			v.items, v.names = append(v.items, r), append(v.names, r.NodePool)
 		}

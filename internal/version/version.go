@@ -1,8 +1,11 @@
 // Package version says which release a binary is. The release build
-// (`make image`, `make release`) stamps the repository's VERSION file into
-// it with -ldflags "-X <this package>.stamped=<version>"; `go install
-// …/cmd/rotationctl@v0.1.0` gets the module version Go records instead; a
-// plain `go build` in a checkout is "devel".
+// (`make image`) stamps the repository's VERSION file into it with
+// -ldflags "-X <this package>.stamped=<version>". Without the stamp it is
+// the module version Go records: the release of `go install
+// …/cmd/rotationctl@v0.1.0`, or for a `go build` in a git checkout the
+// version Go derives from git (the tag of a clean tagged commit, else a
+// pseudo-version such as 0.0.0-20261203120000-abcdef123456+dirty); "devel"
+// when Go records none (-buildvcs=false, or no git).
 package version
 
 import (
@@ -24,9 +27,8 @@ func Version() string {
 	return fromBuildInfo(debug.ReadBuildInfo())
 }
 
-// fromBuildInfo is the module version of a `go install …@version` build,
-// or "devel" for a build of a checkout (Go records "(devel)", or nothing
-// without build information).
+// fromBuildInfo is the module version Go recorded, or "devel" when it
+// recorded none ("(devel)", or no build information).
 func fromBuildInfo(info *debug.BuildInfo, ok bool) string {
 	if !ok || info.Main.Version == "" || info.Main.Version == "(devel)" {
 		return "devel"

@@ -14,6 +14,7 @@ func TestFromBuildInfo(t *testing.T) {
 	}{
 		{&debug.BuildInfo{Main: debug.Module{Version: "v0.2.0"}}, true, "0.2.0"},
 		{&debug.BuildInfo{Main: debug.Module{Version: "v0.2.1-0.20261201120000-abcdef123456"}}, true, "0.2.1-0.20261201120000-abcdef123456"},
+		{&debug.BuildInfo{Main: debug.Module{Version: "v0.0.0-20261203120000-abcdef123456+dirty"}}, true, "0.0.0-20261203120000-abcdef123456+dirty"},
 		{&debug.BuildInfo{Main: debug.Module{Version: "(devel)"}}, true, "devel"},
 		{&debug.BuildInfo{}, true, "devel"},
 		{nil, false, "devel"},

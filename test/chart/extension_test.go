@@ -127,19 +127,10 @@ func TestMetricsCertSecret(t *testing.T) {
 	}
 }
 
-// MetricsCertDir is where the binary looks for tls.crt and tls.key.
+// MetricsCertDir is where the binary looks for tls.crt and tls.key in the
+// container (cmd/node-rotation-controller's TestTheChartMountsTheCertDir
+// reads the chart's mount and checks it against the binary's own path).
 const MetricsCertDir = "/tmp/k8s-metrics-server/serving-certs"
-
-// The binary reads its certificate from MetricsCertDir: the path in run.go.
-func TestMetricsCertDirIsTheBinarys(t *testing.T) {
-	src, err := os.ReadFile("../../cmd/node-rotation-controller/run.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(string(src), `filepath.Join(os.TempDir(), "k8s-metrics-server", "serving-certs")`) {
-		t.Errorf("run.go no longer reads the certificate from $TMPDIR/k8s-metrics-server/serving-certs: update the chart's mount and MetricsCertDir")
-	}
-}
 
 // commonLabels may not replace the labels the chart selects by.
 func TestCommonLabelsCannotReplaceTheChartsLabels(t *testing.T) {
@@ -176,4 +167,38 @@ func TestChartVersionIsTheRelease(t *testing.T) {
 	if values.Image.Tag != "" || values.Image.Digest != "" {
 		t.Errorf("values.yaml pins image tag %q, digest %q: leave both empty in the source chart", values.Image.Tag, values.Image.Digest)
 	}
+}
+
+// podLabels fill in what the chart's labels and commonLabels leave: a
+// key they set is theirs (no duplicate key, no broken selector).
+func TestPodLabelsUnderCommonLabels(t *testing.T) {
+	r := mustRender(t, loadChart(t), renderOpts{}, "commonLabels.team=platform", "podLabels.team=other", "podLabels.tier=ops",
+		"podLabels.app\\.kubernetes\\.io/name=x")
+	pod := find[*appsv1.Deployment](t, r).Spec.Template.Labels
+	if pod["team"] != "platform" || pod["tier"] != "ops" || pod["app.kubernetes.io/name"] != "node-rotation-controller" {
+		t.Errorf("Pod labels %v: want team from commonLabels, tier from podLabels, the chart's name", pod)
+	}
+}
+
+// The version label is the image's tag (what runs), appVersion by default;
+// rotationctl version reports it.
+func TestVersionLabelIsTheImagesTag(t *testing.T) {
+	c := loadChart(t)
+	for _, tc := range []struct{ set, want string }{{"", "0.1.0"}, {"image.tag=0.1.1-rc.1", "0.1.1-rc.1"}} {
+		var sets []string
+		if tc.set != "" {
+			sets = append(sets, tc.set)
+		}
+		d := find[*appsv1.Deployment](t, mustRender(t, c, renderOpts{}, sets...))
+		if d.Labels["app.kubernetes.io/version"] != tc.want || d.Spec.Template.Labels["app.kubernetes.io/version"] != tc.want {
+			t.Errorf("--set %q: version labels %q / %q, want %q", tc.set, d.Labels["app.kubernetes.io/version"], d.Spec.Template.Labels["app.kubernetes.io/version"], tc.want)
+		}
+	}
+}
+
+// NOTES.txt names what the values changed.
+func TestNotesFollowTheValues(t *testing.T) {
+	r := mustRender(t, loadChart(t), renderOpts{}, "fullnameOverride=rotator", "metrics.certSecret=nrc-tls")
+	containsAll(t, "NOTES.txt", r.notes, "release nrc in namespace", "its objects named rotator", "HTTPS (the certificate of Secret nrc-tls)",
+		"helm show crds <the new chart> | kubectl apply --server-side --force-conflicts -f -")
 }

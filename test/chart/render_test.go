@@ -539,8 +539,8 @@ func TestTheChartsCapIsWhatStatusReads(t *testing.T) {
 		want int
 	}{{nil, 0}, {[]string{"maxConcurrentRotations=3"}, 3}} {
 		d := find[*appsv1.Deployment](t, mustRender(t, c, renderOpts{}, tc.set...))
-		if d.Labels["app.kubernetes.io/name"] != "node-rotation-controller" {
-			t.Errorf("Deployment labels %v: rotationctl selects app.kubernetes.io/name=node-rotation-controller", d.Labels)
+		if d.Labels["app.kubernetes.io/part-of"] != "node-rotation-controller" {
+			t.Errorf("Deployment labels %v: rotationctl selects app.kubernetes.io/part-of=node-rotation-controller", d.Labels)
 		}
 		u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(d)
 		if err != nil {

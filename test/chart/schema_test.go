@@ -74,6 +74,8 @@ func TestSchemaRefusesBadValues(t *testing.T) {
 		{"serviceMonitor.relabelings[0].target_label=x", "additional properties 'target_label'"},
 		{"serviceMonitor.metricRelabelings[0].sourceLabels=__name__", "/serviceMonitor/metricRelabelings/0/sourceLabels"},
 		{"metrics.certSecret=Not_A_Secret", "/metrics/certSecret"},
+		{"serviceMonitor.relabelings[0].action=Delete", "/serviceMonitor/relabelings/0/action"},
+		{"serviceMonitor.metricRelabelings[0].sourceLabels[0]=1", "/serviceMonitor/metricRelabelings/0/sourceLabels/0"},
 		{"metrics.auth=sometimes", "/metrics/auth"},
 		{"tolerateCriticalAddonsOnly=maybe", "/tolerateCriticalAddonsOnly"},
 	} {

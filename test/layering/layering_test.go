@@ -145,6 +145,21 @@ func TestBinariesCarryNoTestDependency(t *testing.T) {
 	}
 }
 
+// cliOnly are what rotationctl links to be a kubectl plugin (kubectl's
+// connection flags and printers): the controller, which runs in every
+// cluster, must not carry them.
+var cliOnly = []string{"k8s.io/cli-runtime", "sigs.k8s.io/kustomize"}
+
+func TestTheControllerCarriesNoCLILibrary(t *testing.T) {
+	for _, dep := range goList(t, "-deps", "./cmd/node-rotation-controller") {
+		for _, bad := range cliOnly {
+			if strings.HasPrefix(dep, bad) {
+				t.Errorf("the controller links %s, which only rotationctl needs", dep)
+			}
+		}
+	}
+}
+
 // engineModules are the only modules package engine may link: cel-go (with
 // what it brings) and a YAML parser — nothing of Kubernetes, Karpenter or
 // this project's domain.

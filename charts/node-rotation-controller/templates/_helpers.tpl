@@ -14,12 +14,13 @@ fullnameOverride (suffixes such as -metrics are added to it).
 {{/*
 Labels on every object the chart renders. part-of is fixed whatever
 nameOverride says: rotationctl finds the controller's Deployment by it.
-commonLabels come last and may not replace these.
+The version is the image's tag (default appVersion), what rotationctl
+version reports. commonLabels come last and may not replace these.
 */}}
 {{- define "nrc.labels" -}}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
 {{ include "nrc.selector" . }}
-app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/version: {{ .Values.image.tag | default .Chart.AppVersion | trunc 63 | trimSuffix "-" | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 app.kubernetes.io/part-of: node-rotation-controller
 {{- range $k, $v := .Values.commonLabels }}
@@ -30,7 +31,10 @@ app.kubernetes.io/part-of: node-rotation-controller
 {{- end }}
 {{- end -}}
 
-{{/* The Deployment's selector: never changes across upgrades (immutable). */}}
+{{/*
+The Deployment's selector, immutable: a release keeps its name and its
+nameOverride for life (helm upgrade refuses a change of either).
+*/}}
 {{- define "nrc.selector" -}}
 app.kubernetes.io/name: {{ include "nrc.name" . }}
 app.kubernetes.io/instance: {{ .Release.Name }}
@@ -88,4 +92,14 @@ case). Called with (list $ "AlertName").
 {{- define "nrc.runbookURL" -}}
 {{- $root := index . 0 -}}
 {{- printf "%s#runbook-%s" $root.Values.prometheusRule.runbookBaseURL (index . 1 | lower) | quote -}}
+{{- end -}}
+
+{{/*
+The Pod's labels: the chart's and commonLabels, then podLabels for the
+keys those do not set (a podLabels key cannot replace them: the selector
+and the part-of lookup depend on them, and a key twice is invalid YAML).
+*/}}
+{{- define "nrc.podLabels" -}}
+{{- $labels := include "nrc.labels" . | fromYaml -}}
+{{- toYaml (merge $labels .Values.podLabels) -}}
 {{- end -}}

@@ -25,6 +25,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
@@ -169,11 +170,15 @@ func (w *world) metricsTokens(t *testing.T) (reader, stranger string) {
 		role, binding,
 	}
 	for _, o := range objs {
-		must(t, w.admin.Create(w.ctx, o), "creating "+o.GetName())
+		// an earlier run's, its namespace kept: take it as it is
+		if err := w.admin.Create(w.ctx, o); !apierrors.IsAlreadyExists(err) {
+			must(t, err, "creating "+o.GetName())
+		}
 	}
 	t.Cleanup(func() {
-		_ = w.admin.Delete(context.Background(), binding)
-		_ = w.admin.Delete(context.Background(), role)
+		for _, o := range objs {
+			_ = w.admin.Delete(context.Background(), o)
+		}
 	})
 	cs, err := kubernetes.NewForConfig(w.config)
 	must(t, err, "clientset")

@@ -3,6 +3,7 @@
 package identity_test
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,8 +25,9 @@ const viewer = "nrc-identity-viewer"
 // release builds it (the VERSION stamp) as kubectl-noderotation, with its
 // completion script, in a directory on the PATH kubectl is run with.
 type plugin struct {
-	path    string // PATH for kubectl: the plugin's directory, then the cluster's binaries
-	version string
+	path       string // PATH for kubectl: the plugin's directory, then the cluster's binaries
+	kubectlBin string
+	version    string
 }
 
 func (w *world) installPlugin(t *testing.T) plugin {
@@ -42,16 +44,17 @@ func (w *world) installPlugin(t *testing.T) plugin {
 	script, err := os.ReadFile(filepath.Join(repoRoot, "cmd", "rotationctl", "kubectl_complete-noderotation"))
 	must(t, err, "the completion script")
 	must(t, os.WriteFile(filepath.Join(dir, "kubectl_complete-noderotation"), script, 0o755), "installing the completion script")
-	return plugin{path: dir + string(os.PathListSeparator) + w.testbin(t) + string(os.PathListSeparator) + os.Getenv("PATH"), version: version}
+	bin := w.testbin(t)
+	return plugin{path: dir + string(os.PathListSeparator) + bin + string(os.PathListSeparator) + os.Getenv("PATH"),
+		kubectlBin: filepath.Join(bin, "kubectl"), version: version}
 }
 
-// kubectl runs kubectl (found on the plugin's PATH) with args.
+// kubectl runs the cluster's kubectl with args and the plugin's PATH, on
+// which kubectl looks its plugins up.
 func (p plugin) kubectl(t *testing.T, args ...string) (string, error) {
 	t.Helper()
-	cmd := exec.Command("kubectl", args...)
+	cmd := exec.Command(p.kubectlBin, args...)
 	cmd.Env = append(os.Environ(), "PATH="+p.path)
-	// the cluster's kubectl, whatever this process's PATH holds
-	cmd.Path = filepath.Join(strings.Split(p.path, string(os.PathListSeparator))[1], "kubectl")
 	out, err := cmd.CombinedOutput()
 	return string(out), err
 }
@@ -78,7 +81,7 @@ func (w *world) expectPlugin(t *testing.T) {
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
 		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: viewer}}}), "binding the viewer")
 	t.Cleanup(func() {
-		_ = w.admin.Delete(w.ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: viewer}})
+		_ = w.admin.Delete(context.Background(), &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: viewer}})
 	})
 	status := []string{"noderotation", "status", pool, "--kubeconfig", kc, "--context", "good", "--controller-namespace", namespace, "--request-timeout", "20s"}
 	out, err = p.kubectl(t, append(status, "--as", viewer, "-o", "custom-columns=POOL:.nodePool,POLICY:.policy")...)
@@ -91,7 +94,8 @@ func (w *world) expectPlugin(t *testing.T) {
 	}
 	// Without --context the kubeconfig's current one, a dead server: one line.
 	out, err = p.kubectl(t, "noderotation", "status", "--kubeconfig", kc)
-	if err == nil || !strings.Contains(out, "cannot reach the cluster at https://127.0.0.1:1 (kubeconfig "+kc+", context broken)") {
+	if err == nil || !strings.HasPrefix(out, "rotationctl: cannot reach the cluster at https://127.0.0.1:1 (kubeconfig "+kc+", context broken): ") ||
+		strings.Count(out, "\n") != 1 {
 		t.Errorf("kubectl noderotation status on the broken context: %v\n%s", err, out)
 	}
 

@@ -3,13 +3,13 @@
 package identity_test
 
 import (
-	"bytes"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -73,10 +73,17 @@ func (w *world) upgradeCRDs(t *testing.T) {
 	if w.hasField(t) {
 		t.Fatalf("helm install replaced the existing CRD: the test's older CRD is not what a user upgrading has")
 	}
-	_, manifest := chartCRD(t)
+	// `helm show crds CHART`: the Helm SDK's own show action
+	show := action.NewShow(action.ShowCRDs)
+	chartPath := filepath.Join(repoRoot, "charts", "node-rotation-controller")
+	manifest, err := show.Run(chartPath)
+	must(t, err, "helm show crds "+chartPath)
+	if !strings.Contains(manifest, "name: "+policyCRD) {
+		t.Fatalf("helm show crds printed no %s:\n%.300s", policyCRD, manifest)
+	}
 	kubectl := filepath.Join(w.testbin(t), "kubectl")
 	cmd := exec.CommandContext(w.ctx, kubectl, "--kubeconfig", w.kubecfg, "apply", "--server-side", "--force-conflicts", "-f", "-")
-	cmd.Stdin = bytes.NewReader(manifest)
+	cmd.Stdin = strings.NewReader(manifest)
 	out, err := cmd.CombinedOutput()
 	must(t, err, "kubectl apply --server-side --force-conflicts of the chart's CRDs: "+string(out))
 	t.Logf("CRD upgrade: %s", strings.TrimSpace(string(out)))
