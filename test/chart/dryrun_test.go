@@ -136,6 +136,13 @@ func TestServerSideDryRun(t *testing.T) {
 		{"metrics.port=0", "serviceAccount.create=false", "serviceAccount.name=existing", "placeholderPriorityClass.create=false",
 			"podDisruptionBudget.enabled=false", "defaultAffinity.avoidKarpenterNodes=false", "defaultAffinity.spreadReplicas=none"},
 		podKnobs,
+		// the extension points, and a ServiceMonitor verifying a mounted certificate
+		{"fullnameOverride=rotator", "nameOverride=nrc-app", "commonLabels.team=platform", "image.digest=" + digest,
+			"extraArgs[0]=-v=2", "env[0].name=HTTPS_PROXY", "env[0].value=http://proxy:3128",
+			"extraVolumes[0].name=ca", "extraVolumes[0].configMap.name=corp-ca", "extraVolumeMounts[0].name=ca", "extraVolumeMounts[0].mountPath=/etc/corp-ca",
+			"metrics.certSecret=nrc-metrics-tls", "serviceMonitor.enabled=true", "serviceMonitor.relabelings[0].targetLabel=cluster",
+			"serviceMonitor.relabelings[0].replacement=prod", "serviceMonitor.metricRelabelings[0].sourceLabels[0]=__name__",
+			"serviceMonitor.metricRelabelings[0].regex=go_.*", "serviceMonitor.metricRelabelings[0].action=drop", "prometheusRule.enabled=true"},
 		{"metrics.secure=false", "serviceMonitor.enabled=true", "serviceAccount.annotations.example\\.com/role=nrc",
 			"affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0].key=role",
 			"affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0].operator=In",
@@ -192,6 +199,8 @@ func checkServiceAccountAccess(t *testing.T, ctx context.Context, c client.Clien
 		{"get", "noderotation.io", "rotationpolicies", "", ""}, {"list", "noderotation.io", "rotationpolicies", "", ""}, {"watch", "noderotation.io", "rotationpolicies", "", ""},
 		{"update", "noderotation.io", "rotationpolicies", "status", ""},
 		{"create", "authorization.k8s.io", "selfsubjectaccessreviews", "", ""}, // preflight: every authenticated user may
+		// metrics.auth, the default (test/chart/rbac_test.go: not without it)
+		{"create", "authentication.k8s.io", "tokenreviews", "", ""}, {"create", "authorization.k8s.io", "subjectaccessreviews", "", ""},
 	}
 	denied := []access{
 		{"create", "karpenter.sh", "nodeclaims", "", ""}, {"update", "karpenter.sh", "nodeclaims", "", ""},
@@ -203,7 +212,6 @@ func checkServiceAccountAccess(t *testing.T, ctx context.Context, c client.Clien
 		{"get", "", "secrets", "", namespace}, {"get", "scheduling.k8s.io", "priorityclasses", "", ""},
 		{"create", "noderotation.io", "rotationpolicies", "", ""}, {"patch", "noderotation.io", "rotationpolicies", "", ""},
 		{"patch", "noderotation.io", "rotationpolicies", "status", ""},
-		{"create", "authentication.k8s.io", "tokenreviews", "", ""}, // only with metrics.auth
 	}
 	user := fmt.Sprintf("system:serviceaccount:%s:%s", namespace, releaseName)
 	groups := []string{"system:serviceaccounts", "system:serviceaccounts:" + namespace, "system:authenticated"}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -100,6 +101,8 @@ func newWorld(t *testing.T) *world {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// the CRD upgrade reads and writes CustomResourceDefinitions
+	must(t, apiextensionsv1.AddToScheme(s), "adding apiextensions/v1 to the scheme")
 	c, err := client.New(cfg, client.Options{Scheme: s})
 	if err != nil {
 		t.Fatal(err)
