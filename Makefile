@@ -91,6 +91,44 @@ image-rebuild:
 	  if [ -z "$$first" ] || [ "$$first" != "$$second" ]; then echo "the image is not reproducible"; exit 1; fi; \
 	  echo "ok: the same digest twice"
 
+# A release (docs/releasing.md): everything a tag publishes, in
+# RELEASE_DIR, offline and reproducibly. The controller for each image
+# platform and rotationctl for each archive platform are built with the
+# image's flags (static, -trimpath, the VERSION stamp); build/release
+# assembles them; its dist tests read the result back. The release's time
+# (image creation, every archive entry) is SOURCE_DATE_EPOCH, by default
+# the commit's.
+RELEASE_DIR ?= dist/release
+RELEASE_IMAGE_ARCHES := amd64 arm64
+RELEASE_CLI_PLATFORMS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
+
+.PHONY: release
+release: ## the release in dist/release: multi-arch image index, rotationctl archives and checksums, chart with the digest pinned, CRDs, SBOMs, krew manifest, manifest.json
+	@echo "==> [$$(date +%T)] release $(VERSION): binaries"
+	@rm -rf $(RELEASE_DIR) && mkdir -p $(RELEASE_DIR)/bin
+	@for arch in $(RELEASE_IMAGE_ARCHES); do \
+	  echo "    node-rotation-controller linux/$$arch"; \
+	  CGO_ENABLED=0 GOOS=linux GOARCH=$$arch $(GO) build $(IMAGE_GOBUILD_FLAGS) -o $(RELEASE_DIR)/bin/linux_$$arch/node-rotation-controller ./cmd/node-rotation-controller || exit 1; \
+	done
+	@for p in $(RELEASE_CLI_PLATFORMS); do \
+	  echo "    rotationctl $$p"; \
+	  CGO_ENABLED=0 GOOS=$${p%/*} GOARCH=$${p#*/} $(GO) build $(IMAGE_GOBUILD_FLAGS) -o $(RELEASE_DIR)/bin/$${p%/*}_$${p#*/}/rotationctl ./cmd/rotationctl || exit 1; \
+	done
+	@echo "==> [$$(date +%T)] release $(VERSION): assembling (build/release)"
+	cd build/release && SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) $(GO) run . -version $(VERSION) -dist $(CURDIR)/$(RELEASE_DIR) \
+	  -repository $(IMAGE_REPOSITORY) -repo-root $(CURDIR)
+	@echo "==> [$$(date +%T)] release $(VERSION): reading dist back (build/release dist tests)"
+	cd build/release && NRC_RELEASE_DIST=$(CURDIR)/$(RELEASE_DIR) $(GO) test -count=1 -run '^TestDist' .
+
+.PHONY: release-reproducible
+release-reproducible: ## make release twice into two directories: the same manifest.json, digest for digest
+	@$(MAKE) --no-print-directory release RELEASE_DIR=dist/release
+	@$(MAKE) --no-print-directory release RELEASE_DIR=dist/release-again
+	@if cmp -s dist/release/manifest.json dist/release-again/manifest.json; then \
+	  echo "==> [$$(date +%T)] the release is reproducible: the same manifest.json twice ($$(grep -c '"sha256"' dist/release/manifest.json) artifacts, image index $$(sed -n 's/.*"index": "\(.*\)".*/\1/p' dist/release/manifest.json))"; \
+	else echo "the release is not reproducible:"; diff dist/release/manifest.json dist/release-again/manifest.json; exit 1; fi
+
 lint: ## gofmt + go vet + go mod tidy leaves no diff
 	@echo "==> [$$(date +%T)] gofmt"
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -100,9 +138,11 @@ lint: ## gofmt + go vet + go mod tidy leaves no diff
 	cd test/promql && $(GO) vet ./...
 	cd test/chart && $(GO) vet -tags e2e ./... && $(GO) mod tidy -diff
 	cd build/image && $(GO) vet ./...
+	cd build/release && $(GO) vet ./...
 	@echo "==> [$$(date +%T)] go mod tidy -diff"
 	$(GO) mod tidy -diff
 	cd build/image && $(GO) mod tidy -diff
+	cd build/release && $(GO) mod tidy -diff
 
 testbin: ## build etcd + kube-apiserver for envtest (cached)
 	@echo "==> [$$(date +%T)] test binaries for envtest"
@@ -123,6 +163,8 @@ test: lint testbin ## unit + envtest + a short run of every fuzz target (CI runs
 	cd test/chart && KUBEBUILDER_ASSETS=$$($(CURDIR)/$(TESTBIN) path) $(GO) test -count=1 ./...
 	@echo "==> [$$(date +%T)] the image builder (module build/image)"
 	cd build/image && $(GO) test -count=1 ./...
+	@echo "==> [$$(date +%T)] the release tool and workflow (module build/release; its dist tests run in make release)"
+	cd build/release && env -u NRC_RELEASE_DIST $(GO) test -count=1 ./...
 	@$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME)
 	@echo "==> [$$(date +%T)] make test done"
 
@@ -222,10 +264,11 @@ KARPENTER_MATRIX ?= 1.10.0 1.12.1 1.14.1
 test-e2e-matrix: testbin-cluster $(if $(IMAGE_BUILT),,image) ## only the e2e smoke and rotation on each Karpenter version of KARPENTER_MATRIX (a cluster each, SUITE_CONCURRENCY at once)
 	$(SUITES_ENV) test/world/suites.sh $(addprefix matrix:,$(KARPENTER_MATRIX))
 
-test-all: ## everything CI runs: make test, the image built twice to one digest, then every suite on real Karpenter (make test-e2e)
+test-all: ## everything CI runs: make test, the image built twice to one digest, the release built twice to one manifest, then every suite on real Karpenter (make test-e2e)
 	@start=$$(date +%s); \
 	  $(MAKE) --no-print-directory test && \
 	  $(MAKE) --no-print-directory image-reproducible && \
+	  $(MAKE) --no-print-directory release-reproducible && \
 	  $(MAKE) --no-print-directory test-e2e IMAGE_BUILT=1 && \
 	  echo "==> [$$(date +%T)] make test-all done in $$(( $$(date +%s) - start ))s"
 

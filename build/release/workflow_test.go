@@ -1,0 +1,173 @@
+package main
+
+import (
+	"os"
+	"path"
+	"regexp"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+)
+
+// The release workflow cannot run here (it publishes to ghcr.io and
+// GitHub); this reads it as GitHub would and checks what it promises.
+type workflow struct {
+	On struct {
+		Push struct {
+			Tags []string `json:"tags"`
+		} `json:"push"`
+	} `json:"on"`
+	Permissions map[string]string `json:"permissions"`
+	Jobs        map[string]struct {
+		Steps []struct {
+			Name string            `json:"name"`
+			Uses string            `json:"uses"`
+			With map[string]any    `json:"with"`
+			Run  string            `json:"run"`
+			Env  map[string]string `json:"env"`
+		} `json:"steps"`
+	} `json:"jobs"`
+}
+
+func readWorkflow(t *testing.T) (workflow, string) {
+	t.Helper()
+	raw, err := os.ReadFile("../../.github/workflows/release.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var w workflow
+	if err := yaml.Unmarshal(raw, &w); err != nil {
+		t.Fatalf("release.yaml: %v", err)
+	}
+	// YAML 1.1, which the parser speaks, reads the key on as true; GitHub
+	// reads it as "on".
+	var keys map[string]any
+	if err := yaml.Unmarshal(raw, &keys); err != nil {
+		t.Fatal(err)
+	}
+	if on, ok := keys["true"]; ok {
+		b, err := yaml.Marshal(on)
+		if err == nil {
+			err = yaml.Unmarshal(b, &w.On)
+		}
+		if err != nil {
+			t.Fatalf("release.yaml on: %v", err)
+		}
+	}
+	if len(w.Jobs) == 0 {
+		t.Fatal("release.yaml has no job")
+	}
+	return w, string(raw)
+}
+
+var (
+	pinnedAction = regexp.MustCompile(`^[\w.-]+/[\w./-]+@[0-9a-f]{40}$`)
+	goInstall    = regexp.MustCompile(`go install (\S+)`)
+	pinnedModule = regexp.MustCompile(`@v\d+\.\d+\.\d+$`)
+	cosignPinned = regexp.MustCompile(`^v\d+\.\d+\.\d+$`)
+)
+
+// Every action is pinned by commit, every tool by version; the workflow
+// runs on a v* tag with the permissions keyless signing needs.
+func TestWorkflowIsPinned(t *testing.T) {
+	w, _ := readWorkflow(t)
+	if len(w.On.Push.Tags) != 1 || w.On.Push.Tags[0] != "v*" {
+		t.Errorf("on.push.tags = %v, want [v*]", w.On.Push.Tags)
+	}
+	for k, v := range map[string]string{"contents": "write", "packages": "write", "id-token": "write", "attestations": "write"} {
+		if w.Permissions[k] != v {
+			t.Errorf("permissions.%s = %q, want %s", k, w.Permissions[k], v)
+		}
+	}
+	for job, j := range w.Jobs {
+		for i, s := range j.Steps {
+			if s.Uses != "" && !pinnedAction.MatchString(s.Uses) {
+				t.Errorf("%s step %d: uses %s, not pinned by a commit SHA", job, i, s.Uses)
+			}
+			if s.Uses != "" && strings.HasPrefix(s.Uses, "sigstore/cosign-installer@") && !cosignPinned.MatchString(stringOf(s.With["cosign-release"])) {
+				t.Errorf("%s step %d: cosign-release %v, want a pinned vX.Y.Z", job, i, s.With["cosign-release"])
+			}
+			for _, m := range goInstall.FindAllStringSubmatch(s.Run, -1) {
+				if !pinnedModule.MatchString(m[1]) {
+					t.Errorf("%s step %d: go install %s, not pinned to a version", job, i, m[1])
+				}
+			}
+		}
+	}
+}
+
+func stringOf(v any) string { s, _ := v.(string); return s }
+
+// Everything make release writes is published: the image index pushed,
+// signed, its SBOM attested and its provenance; the chart pushed, signed
+// and attested; every file uploaded to the release. The names are the
+// release tool's own, for a sample version.
+func TestWorkflowPublishesEveryArtifact(t *testing.T) {
+	w, _ := readWorkflow(t)
+	const v = "1.2.3"
+	var run strings.Builder
+	var uploads []string
+	var provenance []map[string]any
+	for _, j := range w.Jobs {
+		for _, s := range j.Steps {
+			run.WriteString(s.Run + "\n")
+			if strings.Contains(s.Run, "gh release create") {
+				for _, f := range strings.Fields(strings.ReplaceAll(s.Run, "\\\n", " ")) {
+					if strings.HasPrefix(f, "dist/release/") {
+						uploads = append(uploads, strings.ReplaceAll(strings.ReplaceAll(f, "${V}", v), "$V", v))
+					}
+				}
+			}
+			if strings.HasPrefix(s.Uses, "actions/attest-build-provenance@") {
+				provenance = append(provenance, s.With)
+			}
+		}
+	}
+	script := run.String()
+	if !strings.Contains(script, "make release-reproducible") {
+		t.Error("the workflow does not build with make release-reproducible")
+	}
+	files := []string{checksumsName, sbomName("node-rotation-controller", v), sbomName("rotationctl", v), crdsName(v),
+		"node-rotation-controller-" + v + ".tgz", krewName, manifestName}
+	for _, p := range cliPlatforms {
+		files = append(files, archiveName(v, p.os, p.arch))
+	}
+	for _, f := range files {
+		if !matchesAny(uploads, "dist/release/"+f) {
+			t.Errorf("%s is not uploaded to the release (uploads: %v)", f, uploads)
+		}
+	}
+	for _, want := range []string{
+		`crane push --index "dist/release/node-rotation-controller_${V}_oci"`, // the layout buildIndex writes
+		`helm push "dist/release/node-rotation-controller-${V}.tgz"`,
+		`cosign sign --yes "$IMAGE@$IMAGE_DIGEST"`,
+		`cosign sign --yes "${CHARTS#oci://}/node-rotation-controller@$CHART_DIGEST"`,
+		`cosign attest --yes --type cyclonedx --predicate "dist/release/node-rotation-controller_${V}.cdx.json" "$IMAGE@$IMAGE_DIGEST"`,
+	} {
+		if !strings.Contains(script, want) {
+			t.Errorf("the workflow does not run %s", want)
+		}
+	}
+	if "node-rotation-controller_"+v+"_oci" != strings.ReplaceAll("node-rotation-controller_${V}_oci", "${V}", v) {
+		t.Error("the layout name drifted")
+	}
+	subjects := map[string]bool{}
+	for _, p := range provenance {
+		subjects[stringOf(p["subject-name"])+stringOf(p["subject-path"])] = true
+	}
+	for _, want := range []string{"ghcr.io/noderotation/node-rotation-controller", "ghcr.io/noderotation/charts/node-rotation-controller", "dist/release/rotationctl_*.tar.gz"} {
+		if !subjects[want] {
+			t.Errorf("no build provenance attested for %s (%v)", want, subjects)
+		}
+	}
+}
+
+func matchesAny(globs []string, name string) bool {
+	for _, g := range globs {
+		if ok, _ := path.Match(g, name); ok {
+			return true
+		}
+	}
+	return false
+}
