@@ -40,16 +40,21 @@ func (w *world) helmConfig(t *testing.T) *action.Configuration {
 // installing a release by digest would.
 const imageDigest = "sha256:4f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c4b5a69788796a5b4c3d2e1f0"
 
-// installChart installs the chart as a user would (`helm install
-// nrc-identity charts/node-rotation-controller -n nrc-identity
-// --create-namespace`), with the placeholder PriorityClass renamed, the
-// image pinned by digest and a mounted metrics certificate, and uninstalls
-// it at the end. It returns the ServiceAccount the chart's Deployment runs
-// as.
+// installChart installs the chart as a user installs a release: packaged
+// first (`helm package`, the Helm SDK's own, as make release packages
+// it), then `helm install nrc-identity node-rotation-controller-<V>.tgz
+// -n nrc-identity --create-namespace` with the placeholder PriorityClass
+// renamed, the image pinned by digest and a mounted metrics certificate;
+// it uninstalls it at the end. It returns the ServiceAccount the chart's
+// Deployment runs as.
 func (w *world) installChart(t *testing.T) string {
 	t.Helper()
-	chrt, err := loader.Load("../../../charts/node-rotation-controller")
-	must(t, err, "loading the chart")
+	pkg := action.NewPackage()
+	pkg.Destination = t.TempDir()
+	archive, err := pkg.Run("../../../charts/node-rotation-controller", nil)
+	must(t, err, "helm package")
+	chrt, err := loader.Load(archive)
+	must(t, err, "loading the packaged chart "+archive)
 	cfg := w.helmConfig(t)
 	install := action.NewInstall(cfg)
 	install.ReleaseName, install.Namespace, install.CreateNamespace = release, namespace, true
