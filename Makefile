@@ -92,8 +92,9 @@ image-rebuild:
 	  echo "ok: the same digest twice"
 
 # A release (docs/releasing.md): everything a tag publishes, in
-# RELEASE_DIR, offline and reproducibly. The controller for each image
-# platform and rotationctl for each archive platform are built with the
+# RELEASE_DIR, offline once the module cache is filled, and reproducibly.
+# The controller for each image platform and rotationctl for each archive
+# platform are built with the
 # image's flags (static, -trimpath, the VERSION stamp); build/release
 # assembles them; its dist tests read the result back. The release's time
 # (image creation, every archive entry) is SOURCE_DATE_EPOCH, by default

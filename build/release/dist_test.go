@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"crypto/sha256"
+	"debug/buildinfo"
 	"debug/elf"
 	"debug/macho"
 	"encoding/hex"
@@ -329,5 +330,53 @@ func TestDistCRDs(t *testing.T) {
 	}
 	if !bytes.Equal(got, want) {
 		t.Errorf("%s differs from the chart's crds/", crdsName(m.Version))
+	}
+}
+
+// What make release wrote is what the workflow publishes: every artifact
+// of the manifest uploaded to the release, the layout pushed as the index.
+func TestDistIsPublished(t *testing.T) {
+	_, m := readDist(t)
+	uploads := uploadGlobs(t, m.Version)
+	for _, a := range m.Artifacts {
+		if !matchesAny(uploads, "dist/release/"+a.Name) {
+			t.Errorf("%s is not uploaded by the release workflow (it uploads %v)", a.Name, uploads)
+		}
+	}
+	if !matchesAny(uploads, "dist/release/"+manifestName) {
+		t.Errorf("%s is not uploaded by the release workflow", manifestName)
+	}
+	_, script := readWorkflow(t)
+	if !slices.Contains(pushedLayouts(script, m.Version), "dist/release/"+m.Image.Layout) {
+		t.Errorf("the workflow does not push %s", m.Image.Layout)
+	}
+}
+
+// One SBOM per binary stands for every platform: each platform's build
+// links the same modules at the same versions.
+func TestDistSBOMsStandForEveryPlatform(t *testing.T) {
+	dist, _ := readDist(t)
+	for _, bin := range []string{"node-rotation-controller", "rotationctl"} {
+		var first []string
+		var firstAt string
+		matches, _ := filepath.Glob(filepath.Join(dist, "bin", "*", bin))
+		if len(matches) < 2 {
+			t.Fatalf("%s built for %d platforms", bin, len(matches))
+		}
+		for _, p := range matches {
+			info, err := buildinfo.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var deps []string
+			for _, d := range info.Deps {
+				deps = append(deps, d.Path+"@"+d.Version)
+			}
+			if first == nil {
+				first, firstAt = deps, p
+			} else if !slices.Equal(deps, first) {
+				t.Errorf("%s links other modules than %s", p, firstAt)
+			}
+		}
 	}
 }

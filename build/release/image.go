@@ -18,6 +18,9 @@ import (
 // imageArches are the platforms of the controller's image.
 var imageArches = []string{"amd64", "arm64"}
 
+// layoutName is the image index's OCI layout directory in dist.
+func layoutName(version string) string { return "node-rotation-controller_" + version + "_oci" }
+
 // buildIndex builds one image per architecture from bin/linux_<arch>/
 // with build/image's builder (the image `make image` builds) and writes
 // their index as an OCI image layout, the form `crane push --index` and
@@ -43,7 +46,7 @@ func buildIndex(c config, created time.Time, m *manifest) error {
 			Platform:  &v1.Platform{OS: "linux", Architecture: arch},
 		}})
 	}
-	dir := "node-rotation-controller_" + c.version + "_oci"
+	dir := layoutName(c.version)
 	if err := os.RemoveAll(filepath.Join(c.dist, dir)); err != nil {
 		return err
 	}

@@ -28,6 +28,7 @@ type krewSpec struct {
 	Homepage         string         `json:"homepage"`
 	ShortDescription string         `json:"shortDescription"`
 	Description      string         `json:"description"`
+	Caveats          string         `json:"caveats"`
 	Platforms        []krewPlatform `json:"platforms"`
 }
 
@@ -53,10 +54,13 @@ func writeKrew(c config, m *manifest) error {
 	p.Spec = krewSpec{
 		Version:          "v" + c.version,
 		Homepage:         "https://github.com/noderotation/node-rotation-controller",
-		ShortDescription: "Show and explain node-rotation-controller's rotations of Karpenter nodes",
+		ShortDescription: "Show and explain Karpenter node rotations",
 		Description: "The CLI of node-rotation-controller, which rotates Karpenter NodeClaims inside maintenance windows, make-before-break.\n" +
 			"status shows each NodePool's window, start gate, rotation in flight and forecast; explain says why a NodeClaim\n" +
 			"is or is not rotating; plan derives a RotationPolicy's schedule figures; version names the installed controller.\n",
+		Caveats: "krew links the plugin only. For kubectl's completion of it (kubectl 1.26 and later), put its\n" +
+			"kubectl_complete-noderotation script on your PATH, e.g.\n" +
+			"  ln -s ~/.krew/store/noderotation/v" + c.version + "/kubectl_complete-noderotation ~/bin/\n",
 	}
 	for _, a := range m.Artifacts {
 		if a.Kind != "archive" {

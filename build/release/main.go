@@ -1,6 +1,6 @@
 // Command release assembles a release of node-rotation-controller in one
-// directory, offline and reproducibly (`make release`, docs/releasing.md):
-// the controller image as an OCI image index for linux/amd64 and
+// directory, offline (once the Go module cache holds its modules) and
+// reproducibly (`make release`, docs/releasing.md): the controller image as an OCI image index for linux/amd64 and
 // linux/arm64, rotationctl archives with SHA-256 checksums, the chart
 // packaged with the image digest pinned, the CRDs as one file, CycloneDX
 // SBOMs of both binaries, a krew plugin manifest and manifest.json, which

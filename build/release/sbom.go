@@ -15,8 +15,8 @@ func sbomName(binary, version string) string { return binary + "_" + version + "
 
 // writeSBOMs writes a CycloneDX SBOM for the controller (the image holds
 // it alone) and for rotationctl (the archives), from the module graph Go
-// linked into each (debug/buildinfo): every module with its version and
-// go.sum hash. The linux/amd64 builds stand for their platforms: the
+// linked into each (debug/buildinfo): the standard library at the Go
+// toolchain's version and every module with its version and go.sum hash. The linux/amd64 builds stand for their platforms: the
 // module set is the same on every platform this project builds.
 func writeSBOMs(c config, m *manifest) error {
 	for _, bin := range []string{"node-rotation-controller", "rotationctl"} {
@@ -57,15 +57,17 @@ func sbomOf(bin, version string, info *buildinfo.BuildInfo) *cdx.BOM {
 		BOMRef: mainRef, Type: cdx.ComponentTypeApplication, Name: bin, Version: version, PackageURL: mainRef,
 		Properties: &[]cdx.Property{{Name: "go:toolchain", Value: info.GoVersion}, {Name: "go:path", Value: info.Path}},
 	}}
-	var components []cdx.Component
-	var refs []string
+	// the standard library, as scanners match Go's own advisories by it
+	std := purl("stdlib", info.GoVersion)
+	components := []cdx.Component{{BOMRef: std, Type: cdx.ComponentTypeLibrary, Name: "stdlib", Version: info.GoVersion, PackageURL: std}}
+	refs := []string{std}
 	for _, d := range info.Deps {
 		mod := d
 		if d.Replace != nil {
-			mod = d.Replace
+			mod = d.Replace // what was linked: the replacement's path and version
 		}
-		ref := purl(d.Path, mod.Version)
-		comp := cdx.Component{BOMRef: ref, Type: cdx.ComponentTypeLibrary, Name: d.Path, Version: mod.Version, PackageURL: ref}
+		ref := purl(mod.Path, mod.Version)
+		comp := cdx.Component{BOMRef: ref, Type: cdx.ComponentTypeLibrary, Name: mod.Path, Version: mod.Version, PackageURL: ref}
 		if h, ok := strings.CutPrefix(mod.Sum, "h1:"); ok {
 			comp.Properties = &[]cdx.Property{{Name: "go:sum", Value: "h1:" + h}}
 		}
