@@ -74,10 +74,12 @@ func FuzzUnion(f *testing.F) {
 			if !close.After(now) || cal.IsOpen(close) || !cal.IsOpen(close.Add(-time.Nanosecond)) {
 				t.Fatalf("next close %s after %s disagrees with is-open", close, now)
 			}
-			if open {
-				if o, _ := cal.OccurrenceAt(now); !o.End.Equal(close) {
-					t.Fatalf("open at %s in %v but next close is %s", now, o, close)
-				}
+			// An occurrence a week long or more is clipped to its scan
+			// (Occurrences: the union is open around the clock, and what
+			// reads an occurrence's end skips such a union), so only a
+			// shorter one must end at the next close.
+			if o, _ := cal.OccurrenceAt(now); open && o.Duration() < week && !o.End.Equal(close) {
+				t.Fatalf("open at %s in %v but next close is %s", now, o, close)
 			}
 		} else if !cy.AlwaysOpen {
 			t.Fatalf("no next close within the lookahead of %s for a union that closes", now)
