@@ -71,7 +71,7 @@ IMAGE_REBUILD_DIR := dist/image-rebuild
 REPRODUCIBLE_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/node-rotation-controller/reproducible
 
 .PHONY: image-reproducible
-image-reproducible: image ## build the image a second time from a full recompile and require the same digest (once per set of inputs)
+image-reproducible: $(if $(IMAGE_BUILT),,image) ## build the image a second time from a full recompile and require the same digest (once per set of inputs)
 	@key=$$($(GO) tool buildid $(IMAGE_DIR)/node-rotation-controller | cut -d/ -f1)-$$(find build/image -type f | LC_ALL=C sort | xargs cat | sha256sum | cut -c1-16); \
 	  first=$$(grep '^image digest:' $(IMAGE_DIR)/build.txt); \
 	  if [ -n "$$first" ] && [ "$$(cat $(REPRODUCIBLE_CACHE)/$$key 2>/dev/null)" = "$$first" ]; then \
@@ -203,13 +203,13 @@ cluster-smoke: ## prove the local cluster provisions, drains and surges
 # local cluster whose nodes boot in NODE_BOOT_DELAY_MS, as a cloud's do (the
 # extra-NodeClaim effect of docs/design.md#deviation-placeholder-first only
 # shows with a delay), SUITE_CONCURRENCY clusters at once: the crash
-# campaign, the e2e matrix in three parts, the fault run and the
-# chart-identity e2e (E2E_SUITES, the longest first), and the Karpenter
-# version matrix (KARPENTER_MATRIX), each
-# running the controller binary taken out of the image `make image` builds.
+# campaigns (one slot and several), the e2e matrix in four parts, the
+# fault run and the chart-identity e2e (E2E_SUITES, the longest first),
+# and the Karpenter version matrix (KARPENTER_MATRIX), each running the
+# controller binary taken out of the image `make image` builds.
 NODE_BOOT_DELAY_MS ?= 8000
 E2E_SUITES ?= crash-slots crash e2e.2 e2e.1 e2e.4 e2e.3 faults identity
-SUITE_CONCURRENCY ?= 3
+SUITE_CONCURRENCY ?= 4
 SUITES_ENV = NODE_BOOT_DELAY_MS=$(NODE_BOOT_DELAY_MS) SUITE_CONCURRENCY=$(SUITE_CONCURRENCY) KARPENTER_MATRIX="$(KARPENTER_MATRIX)" \
   NRC_CONTROLLER_BIN=$(CURDIR)/$(IMAGE_DIR)/extracted/node-rotation-controller
 
@@ -265,13 +265,31 @@ KARPENTER_MATRIX ?= 1.10.0 1.12.1 1.14.1
 test-e2e-matrix: testbin-cluster $(if $(IMAGE_BUILT),,image) ## only the e2e smoke and rotation on each Karpenter version of KARPENTER_MATRIX (a cluster each, SUITE_CONCURRENCY at once)
 	$(SUITES_ENV) test/world/suites.sh $(addprefix matrix:,$(KARPENTER_MATRIX))
 
-test-all: ## everything CI runs: make test, the image built twice to one digest, the release built twice to one manifest, then every suite on real Karpenter (make test-e2e)
+test-all: ## everything CI runs: make test, the image, then every suite on real Karpenter (make test-e2e) with, beside them, the image built twice to one digest and the release twice to one manifest
 	@start=$$(date +%s); \
 	  $(MAKE) --no-print-directory test && \
-	  $(MAKE) --no-print-directory image-reproducible && \
-	  $(MAKE) --no-print-directory release-reproducible && \
-	  $(MAKE) --no-print-directory test-e2e IMAGE_BUILT=1 && \
+	  $(MAKE) --no-print-directory image && \
+	  $(MAKE) --no-print-directory suites-beside-builds && \
 	  echo "==> [$$(date +%T)] make test-all done in $$(( $$(date +%s) - start ))s"
+
+# suites-beside-builds: the suites (make test-e2e) and, at the same time,
+# niced, the image's and the release's reproducibility builds — CPU the
+# suites, which mostly wait on boot delays and Karpenter's batch window,
+# leave idle (docs/test-world.md, "CI time"). The builds never touch the
+# image's binary the suites run. Their output follows the suites' and
+# either failing fails the target.
+.PHONY: suites-beside-builds
+suites-beside-builds:
+	@log=$(CURDIR)/dist/beside-suites.log; mkdir -p dist; rm -f $$log.rc; t0=$$(date +%s); \
+	  echo "==> [$$(date +%T)] beside the suites, niced: make image-reproducible release-reproducible (output: $$log)"; \
+	  ( r=0; nice -n 15 $(MAKE) --no-print-directory image-reproducible release-reproducible IMAGE_BUILT=1 >$$log 2>&1 || r=$$?; \
+	    echo "$$r $$(( $$(date +%s) - t0 ))" >$$log.rc ) & bg=$$!; \
+	  trap 'kill $$bg 2>/dev/null || true' EXIT; \
+	  rc=0; $(MAKE) --no-print-directory test-e2e IMAGE_BUILT=1 || rc=$$?; \
+	  wait $$bg || true; read -r brc bsecs <$$log.rc || { brc=1; bsecs=?; }; \
+	  echo "==> [$$(date +%T)] suites: beside them: the reproducibility builds ended in $${bsecs}s (rc $$brc); their output:"; \
+	  sed 's/^/    | /' $$log; \
+	  [ "$$rc" = 0 ] && [ "$$brc" = 0 ]
 
 clean: ## stop the cluster; the binary cache is kept
 	$(CLUSTER) down

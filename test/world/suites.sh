@@ -10,11 +10,12 @@
 # smoke and happy-path rotation on that Karpenter version); bench, the
 # throughput benchmark (make bench-throughput), and quiet, the ten-minute
 # day-one watch (make quiet-day-one): never default jobs. Each test binary is
-# compiled once, before any cluster starts, and each matrix version's kwok
-# provider is built (one at a time, into the versioned cache) before its
-# job starts. Each job's output goes to its own log, printed in full when
-# it fails; every cluster is brought down on exit, pass or fail. A table of
-# each job's wall time ends the run.
+# compiled once, before any cluster starts; each matrix version's kwok
+# provider is built (one at a time, into the versioned cache) while the
+# other jobs run, and its job starts once it is built. Each job's output
+# goes to its own log, printed in full when it fails; every cluster is
+# brought down on exit, pass or fail. A table of each job's wall time ends
+# the run.
 #
 # Usage: test/world/suites.sh [job...]
 #   (default: crash-slots crash e2e.2 e2e.1 e2e.4 e2e.3 faults identity and matrix:V for V in
@@ -27,7 +28,7 @@ cd "$repo"
 KARPENTER_MATRIX=${KARPENTER_MATRIX:-1.10.0 1.12.1 1.14.1}
 # Measured on 2 cores (docs/test-world.md, "CI time"); at most 6, so the
 # port slots stay clear of the fleet-scale benchmark's.
-SUITE_CONCURRENCY=${SUITE_CONCURRENCY:-3}
+SUITE_CONCURRENCY=${SUITE_CONCURRENCY:-4}
 [[ $SUITE_CONCURRENCY =~ ^[1-6]$ ]] || { echo "SUITE_CONCURRENCY=$SUITE_CONCURRENCY: want 1 to 6" >&2; exit 2; }
 export NODE_BOOT_DELAY_MS=${NODE_BOOT_DELAY_MS:-8000}
 GO=${GO:-go}
@@ -88,18 +89,32 @@ compile() {
   stage "test binaries compiled in $((SECONDS - t0))s: $(ls "$out/bin" | tr '\n' ' ')"
 }
 
-# build_providers: each matrix version's kwok provider, one at a time.
-declare -A build_rc build_secs
-build_providers() {
-  local j v t0
-  for j in "${jobs_[@]}"; do
-    [[ $j == matrix:* ]] || continue
-    v=${j#matrix:} t0=$SECONDS
-    if "$here/testbin.sh" karpenter "$v" >"$out/build-$v.log" 2>&1; then build_rc[$v]=0; else build_rc[$v]=1; fi
-    build_secs[$v]=$((SECONDS - t0))
-    stage "Karpenter $v: kwok provider ready in ${build_secs[$v]}s (rc ${build_rc[$v]})"
-  done
+# The matrix versions' kwok providers are built one at a time, in the
+# background while the other jobs run (cold, three take ~17 minutes the
+# suites would otherwise wait for; testbin.sh builds niced, so the suites,
+# which mostly wait, keep their share): a matrix job starts once its
+# provider is built. builds is the queue, building the version in hand.
+declare -A build_rc build_secs build_t0
+builds=() building="" build_pid=""
+start_build() {
+  [ -z "$building" ] && [ ${#builds[@]} -gt 0 ] || return 0
+  building=${builds[0]} builds=("${builds[@]:1}")
+  build_t0[$building]=$SECONDS
+  setsid "$here/testbin.sh" karpenter "$building" >"$out/build-$building.log" 2>&1 &
+  build_pid=$!
+  stage "Karpenter $building: building its kwok provider beside the suites"
 }
+
+# built RC: the build in hand ended with RC; the next one starts.
+built() {
+  build_rc[$building]=$1 build_secs[$building]=$((SECONDS - build_t0[$building]))
+  stage "Karpenter $building: kwok provider ready in ${build_secs[$building]}s (rc $1)"
+  building="" build_pid=""
+  start_build
+}
+
+# ready JOB: whether the job can start now (a matrix job: its provider built).
+ready() { [[ $1 != matrix:* ]] || [ -n "${build_rc[${1#matrix:}]:-}" ]; }
 
 # ports SLOT: the cluster's ports for a slot, 1000 apart, on loopback;
 # slot 0 is one past cluster.sh's defaults (make cluster-up, the demo) and
@@ -160,6 +175,7 @@ on_exit() {
   for j in "${running[@]}"; do
     kill -- -"${pid_of[$j]}" 2>/dev/null || true
   done
+  [ -z "$build_pid" ] || kill -- -"$build_pid" 2>/dev/null || true
   # the suites stop their controllers on SIGTERM; give them the time
   for j in "${running[@]}"; do
     for _ in $(seq 1 50); do kill -0 "${pid_of[$j]}" 2>/dev/null || break; sleep 0.2; done
@@ -170,13 +186,16 @@ on_exit() {
 }
 trap on_exit EXIT
 
-# reap: waits for one job to end and reports it (its log in full when it
-# failed).
+# reap: waits for one job or the provider build in hand to end and
+# reports it (a failed job's log in full).
 reap() {
   local done_pid="" rc=0 j pids=()
   for j in "${running[@]}"; do pids+=("${pid_of[$j]}"); done
+  [ -z "$build_pid" ] || pids+=("$build_pid")
+  [ ${#pids[@]} -gt 0 ] || { stage "nothing running and nothing to wait for"; exit 1; }
   wait -n -p done_pid "${pids[@]}" || rc=$?
   [ -n "$done_pid" ] || { stage "lost track of the running jobs (wait: $rc)"; exit 1; }
+  if [ "$done_pid" = "$build_pid" ]; then built "$rc"; return; fi
   for j in "${running[@]}"; do
     [ "${pid_of[$j]}" = "$done_pid" ] || continue
     took[$j]=$((SECONDS - started[$j]))
@@ -196,6 +215,22 @@ reap() {
   done
 }
 
+# launch JOB: its cluster and suite on a free slot, in its own session.
+launch() {
+  local j=$1 slot part=
+  slot=${free_slots[0]} free_slots=("${free_slots[@]:1}")
+  started[$j]=$SECONDS slot_of[$j]=$slot
+  if [[ $j == e2e.[0-9] ]]; then
+    part=${E2E_PARTS[${j#e2e.} - 1]:-}
+    [ -n "$part" ] || { echo "job $j: E2E_PARTS has no part ${j#e2e.}" >&2; exit 2; }
+  fi
+  E2E_PART=$part \
+    setsid bash -c "$(declare -f job ports clusterdir component_tails); here='$here' out='$out' GO='$GO' job '$j' '$slot'" >"$out/${j//:/-}.log" 2>&1 &
+  pid_of[$j]=$!
+  running+=("$j")
+  stage "$j started on slot $slot"
+}
+
 parts_cover_labels
 compile
 # the cluster's binaries once, before any job: a job's cluster.sh up then
@@ -208,34 +243,31 @@ if [ -z "${NRC_CONTROLLER_BIN:-}" ]; then
   "$GO" build -o "$out/bin/node-rotation-controller" ./cmd/node-rotation-controller
   export NRC_CONTROLLER_BIN=$out/bin/node-rotation-controller
 fi
-build_providers
+for j in "${jobs_[@]}"; do [[ $j != matrix:* ]] || builds+=("${j#matrix:}"); done
 stage "suites on real Karpenter, $SUITE_CONCURRENCY at a time: ${jobs_[*]} (node boot delay ${NODE_BOOT_DELAY_MS}ms)"
 free_slots=()
 for ((s = 0; s < SUITE_CONCURRENCY; s++)); do free_slots+=("$s"); done
 t_all=$SECONDS
-for j in "${jobs_[@]}"; do
-  if [[ $j == matrix:* ]] && [ "${build_rc[${j#matrix:}]}" != 0 ]; then
-    outcome[$j]="provider build FAILED"
-    took[$j]=0
-    stage "$j: its kwok provider did not build; its log:"
-    cat "$out/build-${j#matrix:}.log"
+start_build
+# In the order given, except that a matrix job whose provider is still
+# building lets the jobs behind it go first.
+pending=("${jobs_[@]}")
+while [ ${#pending[@]} -gt 0 ]; do
+  next=""
+  for j in "${pending[@]}"; do ready "$j" && { next=$j; break; }; done
+  if [ -z "$next" ] || [ ${#free_slots[@]} -eq 0 ]; then reap; continue; fi
+  keep=()
+  for j in "${pending[@]}"; do [ "$j" = "$next" ] || keep+=("$j"); done
+  pending=("${keep[@]}")
+  if [[ $next == matrix:* ]] && [ "${build_rc[${next#matrix:}]}" != 0 ]; then
+    outcome[$next]="provider build FAILED" took[$next]=0
+    stage "$next: its kwok provider did not build; its log:"
+    cat "$out/build-${next#matrix:}.log"
     continue
   fi
-  while [ ${#free_slots[@]} -eq 0 ]; do reap; done
-  slot=${free_slots[0]} free_slots=("${free_slots[@]:1}")
-  started[$j]=$SECONDS slot_of[$j]=$slot
-  part=
-  if [[ $j == e2e.[0-9] ]]; then
-    part=${E2E_PARTS[${j#e2e.} - 1]:-}
-    [ -n "$part" ] || { echo "job $j: E2E_PARTS has no part ${j#e2e.}" >&2; exit 2; }
-  fi
-  E2E_PART=$part \
-    setsid bash -c "$(declare -f job ports clusterdir component_tails); here='$here' out='$out' GO='$GO' job '$j' '$slot'" >"$out/${j//:/-}.log" 2>&1 &
-  pid_of[$j]=$!
-  running+=("$j")
-  stage "$j started on slot $slot"
+  launch "$next"
 done
-while [ ${#running[@]} -gt 0 ]; do reap; done
+while [ ${#running[@]} -gt 0 ] || [ -n "$build_pid" ]; do reap; done
 
 stage "suites on real Karpenter done in $((SECONDS - t_all))s (concurrency $SUITE_CONCURRENCY)"
 failed=()
