@@ -279,6 +279,14 @@ for j in "${jobs_[@]}"; do
   [ "${outcome[$j]}" = passed ] || failed+=("$j")
 done
 if [ ${#failed[@]} -gt 0 ]; then
+  # A failed job's log was printed in full above, its components' log
+  # tails last; the lines that say why it failed come again here, at the
+  # end, where a truncated CI excerpt still shows them.
+  for j in "${failed[@]}"; do
+    echo "--- why $j failed (from $out/${j//:/-}.log) ---"
+    sed 's/\x1b\[[0-9;]*m//g' "$out/${j//:/-}.log" 2>/dev/null |
+      grep -a -E '\[FAILED\]|\[PANICKED\]|VIOLATION|--- FAIL|^\s+(Expected|Timed out|Unexpected error)' | head -n 40 || true
+  done
   stage "failed: ${failed[*]}"
   exit 1
 fi
