@@ -213,8 +213,9 @@ SUITE_CONCURRENCY ?= 4
 SUITES_ENV = NODE_BOOT_DELAY_MS=$(NODE_BOOT_DELAY_MS) SUITE_CONCURRENCY=$(SUITE_CONCURRENCY) KARPENTER_MATRIX="$(KARPENTER_MATRIX)" \
   NRC_CONTROLLER_BIN=$(CURDIR)/$(IMAGE_DIR)/extracted/node-rotation-controller
 
-# IMAGE_BUILT=1: the image of this checkout is built already (test-all).
-test-e2e: testbin-cluster $(if $(IMAGE_BUILT),,image) ## every suite on real Karpenter: E2E_SUITES and each version of KARPENTER_MATRIX, a cluster each, SUITE_CONCURRENCY at once
+# IMAGE_BUILT=1: the image of this checkout is built already;
+# CLUSTER_BINS_BUILT=1: so are the cluster's binaries (both: test-all).
+test-e2e: $(if $(CLUSTER_BINS_BUILT),,testbin-cluster) $(if $(IMAGE_BUILT),,image) ## every suite on real Karpenter: E2E_SUITES and each version of KARPENTER_MATRIX, a cluster each, SUITE_CONCURRENCY at once
 	$(SUITES_ENV) test/world/suites.sh $(E2E_SUITES) $(addprefix matrix:,$(KARPENTER_MATRIX))
 
 # The fleet-scale benchmark (docs/performance.md, "Fleet scale"): its own
@@ -268,27 +269,30 @@ test-e2e-matrix: testbin-cluster $(if $(IMAGE_BUILT),,image) ## only the e2e smo
 test-all: ## everything CI runs: make test, the image, then every suite on real Karpenter (make test-e2e) with, beside them, the image built twice to one digest and the release twice to one manifest
 	@start=$$(date +%s); \
 	  $(MAKE) --no-print-directory test && \
-	  $(MAKE) --no-print-directory image && \
 	  $(MAKE) --no-print-directory suites-beside-builds && \
 	  echo "==> [$$(date +%T)] make test-all done in $$(( $$(date +%s) - start ))s"
 
-# suites-beside-builds: the suites (make test-e2e) and, at the same time,
-# niced, the image's and the release's reproducibility builds — CPU the
-# suites, which mostly wait on boot delays and Karpenter's batch window,
-# leave idle (docs/test-world.md, "CI time"). The builds never touch the
-# image's binary the suites run. Their output follows the suites' and
+# suites-beside-builds: the image, then the suites (make test-e2e) and, at
+# the same time, niced, the image's and the release's reproducibility
+# builds — CPU the suites, which mostly wait on boot delays and
+# Karpenter's batch window, leave idle (docs/test-world.md, "CI time").
+# They start once the cluster's binaries are built (every cluster waits
+# for those), never touch the image's binary the suites run, and run in a
+# session of their own, so an interrupted run stops them too. Their stage
+# lines follow the suites' table (their whole log when they failed);
 # either failing fails the target.
 .PHONY: suites-beside-builds
-suites-beside-builds:
+suites-beside-builds: image testbin-cluster
 	@log=$(CURDIR)/dist/beside-suites.log; mkdir -p dist; rm -f $$log.rc; t0=$$(date +%s); \
 	  echo "==> [$$(date +%T)] beside the suites, niced: make image-reproducible release-reproducible (output: $$log)"; \
-	  ( r=0; nice -n 15 $(MAKE) --no-print-directory image-reproducible release-reproducible IMAGE_BUILT=1 >$$log 2>&1 || r=$$?; \
-	    echo "$$r $$(( $$(date +%s) - t0 ))" >$$log.rc ) & bg=$$!; \
-	  trap 'kill $$bg 2>/dev/null || true' EXIT; \
-	  rc=0; $(MAKE) --no-print-directory test-e2e IMAGE_BUILT=1 || rc=$$?; \
+	  setsid bash -c 'r=0; nice -n 15 $(MAKE) --no-print-directory image-reproducible release-reproducible IMAGE_BUILT=1 >"$$1" 2>&1 || r=$$?; \
+	    echo "$$r $$(( $$(date +%s) - $$2 ))" >"$$1.rc"' _ "$$log" "$$t0" & bg=$$!; \
+	  trap 'kill -- -$$bg 2>/dev/null || true' EXIT; \
+	  rc=0; $(MAKE) --no-print-directory test-e2e IMAGE_BUILT=1 CLUSTER_BINS_BUILT=1 || rc=$$?; \
+	  kill -0 $$bg 2>/dev/null && echo "==> [$$(date +%T)] waiting for the reproducibility builds"; \
 	  wait $$bg || true; read -r brc bsecs <$$log.rc || { brc=1; bsecs=?; }; \
-	  echo "==> [$$(date +%T)] suites: beside them: the reproducibility builds ended in $${bsecs}s (rc $$brc); their output:"; \
-	  sed 's/^/    | /' $$log; \
+	  echo "==> [$$(date +%T)] the reproducibility builds beside the suites took $${bsecs}s (rc $$brc):"; \
+	  if [ "$$brc" = 0 ]; then grep -a '^==> ' $$log | sed 's/^/    | /'; else sed 's/^/    | /' $$log; fi; \
 	  [ "$$rc" = 0 ] && [ "$$brc" = 0 ]
 
 clean: ## stop the cluster; the binary cache is kept

@@ -90,9 +90,9 @@ compile() {
 }
 
 # The matrix versions' kwok providers are built one at a time, in the
-# background while the other jobs run (cold, three take ~17 minutes the
-# suites would otherwise wait for; testbin.sh builds niced, so the suites,
-# which mostly wait, keep their share): a matrix job starts once its
+# background while the other jobs run (cold, three took 3–7 minutes the
+# suites would otherwise wait for, docs/test-world.md; testbin.sh builds
+# niced, so the suites, which mostly wait, keep their share): a matrix job starts once its
 # provider is built. builds is the queue, building the version in hand.
 declare -A build_rc build_secs build_t0
 builds=() building="" build_pid=""
@@ -255,11 +255,14 @@ pending=("${jobs_[@]}")
 while [ ${#pending[@]} -gt 0 ]; do
   next=""
   for j in "${pending[@]}"; do ready "$j" && { next=$j; break; }; done
-  if [ -z "$next" ] || [ ${#free_slots[@]} -eq 0 ]; then reap; continue; fi
+  # a matrix job whose provider did not build needs no slot: its row says so
+  failed_build=
+  [[ $next == matrix:* ]] && [ "${build_rc[${next#matrix:}]}" != 0 ] && failed_build=1
+  if [ -z "$next" ] || { [ -z "$failed_build" ] && [ ${#free_slots[@]} -eq 0 ]; }; then reap; continue; fi
   keep=()
   for j in "${pending[@]}"; do [ "$j" = "$next" ] || keep+=("$j"); done
   pending=("${keep[@]}")
-  if [[ $next == matrix:* ]] && [ "${build_rc[${next#matrix:}]}" != 0 ]; then
+  if [ -n "$failed_build" ]; then
     outcome[$next]="provider build FAILED" took[$next]=0
     stage "$next: its kwok provider did not build; its log:"
     cat "$out/build-${next#matrix:}.log"
@@ -283,6 +286,11 @@ if [ ${#failed[@]} -gt 0 ]; then
   # tails last; the lines that say why it failed come again here, at the
   # end, where a truncated CI excerpt still shows them.
   for j in "${failed[@]}"; do
+    if [ "${outcome[$j]}" = "provider build FAILED" ]; then
+      echo "--- why $j failed (the end of $out/build-${j#matrix:}.log) ---"
+      tail -n 15 "$out/build-${j#matrix:}.log" 2>/dev/null || true
+      continue
+    fi
     echo "--- why $j failed (from $out/${j//:/-}.log) ---"
     sed 's/\x1b\[[0-9;]*m//g' "$out/${j//:/-}.log" 2>/dev/null |
       grep -a -E '\[FAILED\]|\[PANICKED\]|VIOLATION|--- FAIL|^\s+(Expected|Timed out|Unexpected error)' | head -n 40 || true
