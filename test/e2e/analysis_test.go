@@ -3,6 +3,7 @@
 package e2e_test
 
 import (
+	"math"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -16,7 +17,7 @@ import (
 type rotation struct {
 	startRV, endRV, deleteRV, surgeReadyRV int64
 	surgeNode                              string
-	created                                []string      // NodeClaims of the pool created during the rotation
+	created                                []string      // the NodeClaim behind its surge node, and any other created during it that no surge stands on
 	drain                                  time.Duration // deletionTimestamp seen → claim gone seen
 }
 
@@ -83,26 +84,41 @@ func rotationsOf(rec *recorder.Recorder, pool string) map[string]*rotation {
 			rot.drain = goneSeen.Sub(deletingSeen)
 		}
 	}
-	// rotations side by side each see the others' surge claims created in
-	// their span: those are not theirs
-	surgeClaim := map[string]string{} // surge node → its claim
+	// A rotation's own NodeClaim is the one behind its surge node, whenever
+	// during the rotations Karpenter created it: side by side, the
+	// scheduler binds a placeholder to whichever surge node is Ready first,
+	// which may be the claim Karpenter launched for another placeholder,
+	// before this rotation's anchor. Any other claim created in a
+	// rotation's span that no rotation's surge stands on is an extra
+	// against it.
+	surgeClaim := map[string]string{} // node → its claim
+	addedAt := map[string]int64{}
 	for _, r := range records {
-		if r.Kind == "NodeClaim" {
-			if nc := r.Obj.(*karpv1.NodeClaim); nc.Status.NodeName != "" {
-				surgeClaim[nc.Status.NodeName] = nc.Name
-			}
+		if r.Kind != "NodeClaim" {
+			continue
+		}
+		if nc := r.Obj.(*karpv1.NodeClaim); nc.Status.NodeName != "" {
+			surgeClaim[nc.Status.NodeName] = nc.Name
+		}
+		if recorder.Added(r) {
+			addedAt[r.Obj.GetName()] = r.RV
 		}
 	}
-	for claim, rot := range out {
-		others := map[string]bool{}
-		for other, o := range out {
-			if other != claim && o.surgeNode != "" {
-				others[surgeClaim[o.surgeNode]] = true
-			}
+	firstStart := int64(math.MaxInt64)
+	surges := map[string]bool{}
+	for _, rot := range out {
+		firstStart = min(firstStart, rot.startRV)
+		if c := surgeClaim[rot.surgeNode]; rot.surgeNode != "" && c != "" {
+			surges[c] = true
 		}
-		own := rot.created[:0:0]
+	}
+	for _, rot := range out {
+		var own []string
+		if c := surgeClaim[rot.surgeNode]; rot.surgeNode != "" && c != "" && addedAt[c] > firstStart {
+			own = append(own, c)
+		}
 		for _, c := range rot.created {
-			if !others[c] {
+			if !surges[c] {
 				own = append(own, c)
 			}
 		}
