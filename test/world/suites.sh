@@ -92,8 +92,9 @@ compile() {
 # The matrix versions' kwok providers are built one at a time, in the
 # background while the other jobs run (cold, three took 3–7 minutes the
 # suites would otherwise wait for, docs/test-world.md; testbin.sh builds
-# niced, so the suites, which mostly wait, keep their share): a matrix job starts once its
-# provider is built. builds is the queue, building the version in hand.
+# niced, so the suites, which mostly wait, keep their share): a matrix
+# job starts once its provider is built. builds is the queue, building
+# the version in hand.
 declare -A build_rc build_secs build_t0
 builds=() building="" build_pid=""
 start_build() {
