@@ -6,7 +6,7 @@ module github.com/noderotation/node-rotation-controller/build/release
 go 1.26.4
 
 require (
-	github.com/CycloneDX/cyclonedx-go v0.9.3
+	github.com/CycloneDX/cyclonedx-go v0.12.0
 	github.com/google/go-containerregistry v0.22.1
 	github.com/noderotation/node-rotation-controller/build/image v0.0.0
 	helm.sh/helm/v4 v4.3.2

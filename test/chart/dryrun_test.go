@@ -10,8 +10,7 @@ import (
 	"time"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
-	"helm.sh/helm/v3/pkg/action"
-	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v4/pkg/action"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -122,7 +121,7 @@ func TestServerSideDryRun(t *testing.T) {
 	if !apis.Has(monitoringAPI) {
 		t.Fatalf("the server does not serve %s: the stand-in CRDs were not installed", monitoringAPI)
 	}
-	caps := renderOpts{apiVersions: apis, kubeVersion: &chartutil.KubeVersion{Version: sv.GitVersion, Major: sv.Major, Minor: sv.Minor}}
+	caps := renderOpts{apiVersions: apis, kubeVersion: sv.GitVersion}
 
 	c0 := loadChart(t)
 	everything := []string{"metrics.auth=true", "serviceMonitor.enabled=true", "serviceMonitor.interval=30s",

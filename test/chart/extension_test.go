@@ -8,6 +8,7 @@ import (
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/yaml"
 )
@@ -56,7 +57,7 @@ func TestExtensionPoints(t *testing.T) {
 	if len(vols) != 2 || vols[1].Name != "ca" || vols[1].ConfigMap == nil || vols[1].ConfigMap.Name != "corp-ca" {
 		t.Errorf("volumes %+v: want tmp, then the extra one", vols)
 	}
-	if m := ctr.VolumeMounts; len(m) != 2 || m[1] != (corev1.VolumeMount{Name: "ca", MountPath: "/etc/ssl/certs/corp", ReadOnly: true}) {
+	if m := ctr.VolumeMounts; len(m) != 2 || !equality.Semantic.DeepEqual(m[1], corev1.VolumeMount{Name: "ca", MountPath: "/etc/ssl/certs/corp", ReadOnly: true}) {
 		t.Errorf("mounts %+v: want /tmp, then the extra one", m)
 	}
 	if len(d.Spec.Template.Spec.Tolerations) != 0 {

@@ -3,17 +3,19 @@ package chart
 import (
 	"bytes"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"testing"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
-	"helm.sh/helm/v3/pkg/action"
-	"helm.sh/helm/v3/pkg/chart"
-	"helm.sh/helm/v3/pkg/chart/loader"
-	"helm.sh/helm/v3/pkg/chartutil"
-	"helm.sh/helm/v3/pkg/releaseutil"
-	"helm.sh/helm/v3/pkg/strvals"
+	"helm.sh/helm/v4/pkg/action"
+	"helm.sh/helm/v4/pkg/chart/common"
+	chart "helm.sh/helm/v4/pkg/chart/v2"
+	"helm.sh/helm/v4/pkg/chart/v2/loader"
+	releasev1 "helm.sh/helm/v4/pkg/release/v1"
+	releaseutil "helm.sh/helm/v4/pkg/release/v1/util"
+	"helm.sh/helm/v4/pkg/strvals"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -59,8 +61,9 @@ func setValues(t *testing.T, sets ...string) map[string]any {
 type renderOpts struct {
 	// apiVersions are extra API versions the cluster serves (Capabilities).
 	apiVersions []string
-	// kubeVersion is the cluster's Kubernetes version (default v1.35.4).
-	kubeVersion *chartutil.KubeVersion
+	// kubeVersion is the cluster's Kubernetes version as its /version
+	// endpoint says it (default v1.35.4).
+	kubeVersion string
 	includeCRDs bool
 }
 
@@ -76,23 +79,30 @@ type rendered struct {
 // rendered — and decodes every object strictly into its Go type.
 func render(t *testing.T, c *chart.Chart, vals map[string]any, o renderOpts) (*rendered, error) {
 	t.Helper()
-	install := action.NewInstall(&action.Configuration{Log: t.Logf})
-	install.ClientOnly = true
-	install.DryRun = true
+	install := action.NewInstall(action.NewConfiguration(action.ConfigurationSetLogger(slog.NewTextHandler(testLog{t}, nil))))
+	install.DryRunStrategy = action.DryRunClient
 	install.ReleaseName = releaseName
 	install.Namespace = namespace
 	install.IncludeCRDs = o.includeCRDs
 	install.APIVersions = o.apiVersions
-	install.KubeVersion = o.kubeVersion
-	if install.KubeVersion == nil {
-		// The SDK's own default is v1.20 (the helm binary stamps its
-		// client-go's version in at build time): the Kubernetes of
+	kv := o.kubeVersion
+	if kv == "" {
+		// The SDK's own default is its client-go's version (the helm
+		// binary stamps one in at build time): the Kubernetes of
 		// test/world/testbin.sh instead.
-		install.KubeVersion = &chartutil.KubeVersion{Version: "v1.35.4", Major: "1", Minor: "35"}
+		kv = "v1.35.4"
 	}
-	rel, err := install.Run(c, vals)
+	var err error
+	if install.KubeVersion, err = common.ParseKubeVersion(kv); err != nil {
+		t.Fatalf("kube version %q: %v", kv, err)
+	}
+	out, err := install.Run(c, vals)
 	if err != nil {
 		return nil, err
+	}
+	rel, ok := out.(*releasev1.Release)
+	if !ok {
+		t.Fatalf("the install returned a %T, not a v1 release", out)
 	}
 	r := &rendered{manifest: rel.Manifest, notes: rel.Info.Notes}
 	for _, m := range releaseutil.SplitManifests(rel.Manifest) {
@@ -109,6 +119,15 @@ func render(t *testing.T, c *chart.Chart, vals map[string]any, o renderOpts) (*r
 		t.Fatalf("the chart renders %d hooks; it has none", len(rel.Hooks))
 	}
 	return r, nil
+}
+
+// testLog writes the SDK's log lines into the test's log.
+type testLog struct{ t *testing.T }
+
+func (l testLog) Write(p []byte) (int, error) {
+	l.t.Helper()
+	l.t.Log(strings.TrimSuffix(string(p), "\n"))
+	return len(p), nil
 }
 
 // mustRender is render for values that must be accepted.

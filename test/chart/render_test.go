@@ -10,7 +10,6 @@ import (
 
 	"github.com/noderotation/node-rotation-controller/internal/inspect"
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
-	"helm.sh/helm/v3/pkg/chartutil"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -522,10 +521,10 @@ func TestAlertsCarryRunbooksAndTheirValues(t *testing.T) {
 
 func TestKubeVersion(t *testing.T) {
 	c := loadChart(t)
-	if _, err := render(t, c, nil, renderOpts{kubeVersion: &chartutil.KubeVersion{Version: "v1.28.9", Major: "1", Minor: "28"}}); err == nil || !strings.Contains(err.Error(), "kubeVersion") {
+	if _, err := render(t, c, nil, renderOpts{kubeVersion: "v1.28.9"}); err == nil || !strings.Contains(err.Error(), "kubeVersion") {
 		t.Errorf("Kubernetes 1.28: %v, want the chart's kubeVersion refused", err)
 	}
-	mustRender(t, c, renderOpts{kubeVersion: &chartutil.KubeVersion{Version: "v1.31.2-eks-7f9249a", Major: "1", Minor: "31"}})
+	mustRender(t, c, renderOpts{kubeVersion: "v1.31.2-eks-7f9249a"})
 }
 
 // rotationctl status reads the cluster cap from the controller's

@@ -204,14 +204,17 @@ func TestSchemaKubernetesFieldsMatchTheGoTypes(t *testing.T) {
 }
 
 // jsonFields are the JSON keys of typ, those of its inlined structs (a
-// Volume's VolumeSource) among them.
+// Volume's VolumeSource) among them: an embedded struct without a JSON
+// name is inlined by encoding/json, whether its tag says `json:",inline"`
+// (k8s.io/api before v0.37) or `json:""` (from v0.37).
 func jsonFields(typ reflect.Type) []string {
 	var out []string
 	for i := range typ.NumField() {
-		name, opts, _ := strings.Cut(typ.Field(i).Tag.Get("json"), ",")
+		f := typ.Field(i)
+		name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
 		switch {
-		case name == "" && strings.Contains(opts, "inline"):
-			out = append(out, jsonFields(typ.Field(i).Type)...)
+		case name == "" && (f.Anonymous || strings.Contains(opts, "inline")):
+			out = append(out, jsonFields(f.Type)...)
 		case name != "" && name != "-":
 			out = append(out, name)
 		}

@@ -9,8 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"helm.sh/helm/v3/pkg/action"
-	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v4/pkg/action"
+	"helm.sh/helm/v4/pkg/chart/v2/loader"
+	"helm.sh/helm/v4/pkg/kube"
+	releasev1 "helm.sh/helm/v4/pkg/release/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -31,8 +33,8 @@ func (w *world) helmConfig(t *testing.T) *action.Configuration {
 	flags := genericclioptions.NewConfigFlags(false)
 	flags.KubeConfig = ptr.To(w.kubecfg)
 	flags.Namespace = ptr.To(namespace)
-	cfg := new(action.Configuration)
-	must(t, cfg.Init(flags, namespace, "secret", t.Logf), "initialising the Helm SDK")
+	cfg := action.NewConfiguration()
+	must(t, cfg.Init(flags, namespace, "secret"), "initialising the Helm SDK")
 	return cfg
 }
 
@@ -59,13 +61,21 @@ func (w *world) installChart(t *testing.T) string {
 	install := action.NewInstall(cfg)
 	install.ReleaseName, install.Namespace, install.CreateNamespace = release, namespace, true
 	install.Timeout = 2 * time.Minute
+	// `helm install` without --wait: hooks only (the chart has none)
+	install.WaitStrategy = kube.HookOnlyStrategy
 	vals := map[string]any{"placeholderPriorityClass": map[string]any{"name": priorityClass}, "image": map[string]any{"digest": imageDigest},
 		"metrics": map[string]any{"certSecret": metricsCertSecret}}
-	rel, err := install.RunWithContext(w.ctx, chrt, vals)
+	out, err := install.RunWithContext(w.ctx, chrt, vals)
 	must(t, err, "helm install")
+	rel, ok := out.(*releasev1.Release)
+	if !ok {
+		t.Fatalf("helm install returned a %T, not a v1 release", out)
+	}
 	t.Logf("helm install: release %s revision %d, status %s", rel.Name, rel.Version, rel.Info.Status)
 	t.Cleanup(func() {
-		if _, err := action.NewUninstall(w.helmConfig(t)).Run(release); err != nil {
+		uninstall := action.NewUninstall(w.helmConfig(t))
+		uninstall.WaitStrategy = kube.HookOnlyStrategy
+		if _, err := uninstall.Run(release); err != nil {
 			t.Errorf("helm uninstall: %v", err)
 		}
 		// helm uninstall leaves the namespace it created, and in it the

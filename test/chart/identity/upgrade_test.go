@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"helm.sh/helm/v3/pkg/action"
-	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v4/pkg/action"
+	"helm.sh/helm/v4/pkg/chart/v2/loader"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/yaml"
@@ -74,7 +74,7 @@ func (w *world) upgradeCRDs(t *testing.T) {
 		t.Fatalf("helm install replaced the existing CRD: the test's older CRD is not what a user upgrading has")
 	}
 	// `helm show crds CHART`: the Helm SDK's own show action
-	show := action.NewShow(action.ShowCRDs)
+	show := action.NewShow(action.ShowCRDs, action.NewConfiguration())
 	chartPath := filepath.Join(repoRoot, "charts", "node-rotation-controller")
 	manifest, err := show.Run(chartPath)
 	must(t, err, "helm show crds "+chartPath)
