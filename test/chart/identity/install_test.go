@@ -63,6 +63,13 @@ func (w *world) installChart(t *testing.T) string {
 	install.Timeout = 2 * time.Minute
 	// `helm install` without --wait: hooks only (the chart has none)
 	install.WaitStrategy = kube.HookOnlyStrategy
+	// --server-side=false: objects created, an existing CRD left as it is,
+	// as Helm v3 installs. Helm v4's default, server-side apply, applies the
+	// chart's CRD over the older one and fails on the conflict with its
+	// field manager (seen here, 2026-12-05: "Apply failed with 1 conflict:
+	// conflict with \"identity.test\" ... .spec.versions"); the chart's
+	// README says what a Helm v4 user does about it.
+	install.ServerSideApply = false
 	vals := map[string]any{"placeholderPriorityClass": map[string]any{"name": priorityClass}, "image": map[string]any{"digest": imageDigest},
 		"metrics": map[string]any{"certSecret": metricsCertSecret}}
 	out, err := install.RunWithContext(w.ctx, chrt, vals)
