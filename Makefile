@@ -4,6 +4,12 @@
 
 SHELL := /usr/bin/env bash
 .SHELLFLAGS := -euo pipefail -c
+# go.mod needs Go >= 1.26.9 (Karpenter v1.15's API module asks for it), newer
+# than the go1.26.8 a machine may have: the go command fetches the approved
+# go1.27.3 from the Go module proxy once (~76 MB) and runs it
+# (docs/design.md#toolchain). `make GOTOOLCHAIN=local` runs a local Go >= 1.26.9.
+GOTOOLCHAIN ?= go1.27.3
+export GOTOOLCHAIN
 GO ?= go
 TESTBIN := test/world/testbin.sh
 CLUSTER := test/world/cluster.sh
@@ -261,7 +267,7 @@ quiet-day-one: testbin-cluster ## watch a default pool rotate under the demo pol
 
 # The Karpenter versions besides the default that the e2e smoke and rotation
 # run against (README.md, "Supported Karpenter versions").
-KARPENTER_MATRIX ?= 1.10.0 1.12.1 1.14.1
+KARPENTER_MATRIX ?= 1.6.4 1.10.0 1.12.1 1.13.0 1.14.3
 
 test-e2e-matrix: testbin-cluster $(if $(IMAGE_BUILT),,image) ## only the e2e smoke and rotation on each Karpenter version of KARPENTER_MATRIX (a cluster each, SUITE_CONCURRENCY at once)
 	$(SUITES_ENV) test/world/suites.sh $(addprefix matrix:,$(KARPENTER_MATRIX))

@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"regexp"
 	"slices"
 	"strings"
@@ -53,7 +54,8 @@ func TestSupportedKarpenterVersionsMatchWhatRuns(t *testing.T) {
 	readme := readFile(t, "../../README.md")
 	section := readme[strings.Index(readme, "## Supported Karpenter versions"):]
 	section = section[:strings.Index(section[3:], "\n## ")+3]
-	for _, m := range regexp.MustCompile(`(?m)^\| (\*\*)?v([0-9.]+)(\*\*)? `).FindAllStringSubmatch(section, -1) {
+	// the rows that pass: a version measured failing has a row of its own
+	for _, m := range regexp.MustCompile(`(?m)^\| (\*\*)?v([0-9.]+)(\*\*)? .*\| passes \|$`).FindAllStringSubmatch(section, -1) {
 		documented = append(documented, m[2])
 		if m[1] != "" {
 			defaults++
@@ -78,5 +80,28 @@ func TestSupportedKarpenterVersionsMatchWhatRuns(t *testing.T) {
 	slices.Sort(chart)
 	if !slices.Equal(chart, ran) {
 		t.Errorf("Chart.yaml lists %v, the suites run %v", chart, ran)
+	}
+}
+
+// The README's table is, line for line, what test/world/suites.sh prints
+// after a run in which every job passed: the same rows, versions and
+// wording (a failed run prints the same rows with its results, which then
+// differ from the README's, as they should).
+func TestREADMEVersionsTableIsWhatTheSuitesPrint(t *testing.T) {
+	out, err := exec.Command("bash", "../../test/world/suites.sh", "--versions-table").Output()
+	if err != nil {
+		t.Fatalf("suites.sh --versions-table: %v", err)
+	}
+	readme := readFile(t, "../../README.md")
+	const begin, end = "<!-- versions table: begin -->\n", "<!-- versions table: end -->"
+	i, j := strings.Index(readme, begin), strings.Index(readme, end)
+	if i < 0 || j < i {
+		t.Fatalf("README.md has no %q … %q block", begin, end)
+	}
+	got := strings.Split(strings.TrimSpace(readme[i+len(begin):j]), "\n")
+	want := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if !slices.Equal(got, want) {
+		t.Errorf("README.md's versions table is not what the suites print:\n--- README.md\n%s\n--- suites.sh --versions-table\n%s",
+			strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }

@@ -32,7 +32,7 @@ NODE_BOOT_DELAY_MS=${NODE_BOOT_DELAY_MS:-0}
 NODE_HEARTBEAT_DELAY_MS=${NODE_HEARTBEAT_DELAY_MS:-0}
 # The Karpenter version to run (its kwok provider and its CRDs); testbin.sh
 # builds it when missing. The default is the one go.mod builds against.
-KARPENTER_VERSION=${KARPENTER_VERSION:-1.13.0}
+KARPENTER_VERSION=${KARPENTER_VERSION:-1.15.0}
 
 # Order matters: up starts in this order, down stops in reverse.
 components=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok karpenter)
@@ -227,8 +227,12 @@ up() {
     --server-address="127.0.0.1:$KWOK_PORT" --node-ip=127.0.0.1 --node-lease-duration-seconds=40 \
     $(for f in "$run"/stages/*.yaml; do printf -- '--config=%s ' "$f"; done)
 
+  # DISABLE_WEBHOOK: the v1.0 line still serves conversion webhooks (on
+  # :8443, every interface) and is not ready until their certificate
+  # Secret exists; the CRDs it installs name no webhook, so nothing calls
+  # them. Later lines have no webhook and ignore the variable.
   start karpenter env KUBECONFIG="$kubeconfig" DISABLE_LEADER_ELECTION=true SYSTEM_NAMESPACE=kube-system \
-    METRICS_PORT="$KARPENTER_METRICS_PORT" HEALTH_PROBE_PORT="$KARPENTER_HEALTH_PORT" \
+    METRICS_PORT="$KARPENTER_METRICS_PORT" HEALTH_PROBE_PORT="$KARPENTER_HEALTH_PORT" DISABLE_WEBHOOK=true \
     BATCH_IDLE_DURATION=1s BATCH_MAX_DURATION=5s LOG_LEVEL=info "$bin/karpenter-kwok-$KARPENTER_VERSION"
   wait_for karpenter 120 curl -sf "http://127.0.0.1:$KARPENTER_HEALTH_PORT/readyz"
 

@@ -7,6 +7,8 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 cd "$repo"
+# the project's Go (the Makefile's GOTOOLCHAIN: go.mod needs Go >= 1.26.9)
+export GOTOOLCHAIN=${GOTOOLCHAIN:-go1.27.3}
 
 export NODE_BOOT_DELAY_MS=${NODE_BOOT_DELAY_MS:-4000}
 kubeconfig=$("$here/cluster.sh" up | tail -n 1)

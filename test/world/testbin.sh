@@ -22,7 +22,7 @@ K8S_VERSION=${K8S_VERSION:-1.35.4}
 ETCD_VERSION=${ETCD_VERSION:-3.6.16}
 KWOK_VERSION=${KWOK_VERSION:-0.8.0}
 # the default Karpenter: what go.mod builds against and every suite runs on
-KARPENTER_VERSION=${KARPENTER_VERSION:-1.13.0}
+KARPENTER_VERSION=${KARPENTER_VERSION:-1.15.0}
 
 key="k8s-${K8S_VERSION}_etcd-${ETCD_VERSION}_kwok-${KWOK_VERSION}"
 root=${NRC_TESTBIN_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/node-rotation-controller/$key}
@@ -32,7 +32,12 @@ mkdir -p "$bin" "$work"
 
 export GOFLAGS="-mod=mod -buildvcs=false"
 export CGO_ENABLED=0
-unset GOTOOLCHAIN 2>/dev/null || true
+# Each binary is built by the machine's own Go (its cache stamps carry no
+# toolchain), except a module whose go.mod asks for a newer one: then by
+# NEWER_TOOLCHAIN, the one approved way to a newer Go (the go command fetches
+# it from the Go module proxy). Karpenter v1.14.3 and v1.15 are such modules.
+NEWER_TOOLCHAIN=go1.27.3
+export GOTOOLCHAIN=local
 
 log() { printf '[testbin %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 
@@ -40,13 +45,24 @@ log() { printf '[testbin %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 fresh() { [ -x "$bin/$1" ] && [ "$(cat "$bin/.$1.version" 2>/dev/null)" = "$2" ]; }
 stamp() { echo "$2" > "$bin/.$1.version"; }
 
+# toolchain DIR: the GOTOOLCHAIN that builds the main module in DIR — local,
+# or NEWER_TOOLCHAIN when its go line asks for more than the local Go.
+toolchain() {
+  local want have
+  want=$(sed -n 's/^go \([0-9.]*\).*/\1/p' "$1/go.mod")
+  have=$(cd "$work" && GOTOOLCHAIN=local go env GOVERSION | sed 's/^go//')
+  if [ "$(printf '%s\n%s\n' "$want" "$have" | sort -V | tail -n 1)" = "$have" ]; then echo local; else echo "$NEWER_TOOLCHAIN"; fi
+}
+
 # gobuild NAME VERSION DIR PKG [LDFLAGS]: one go build at a time, niced.
 gobuild() {
   local name=$1 version=$2 dir=$3 pkg=$4 ldflags=${5:-}
   if fresh "$name" "$version"; then log "$name $version: cached"; return; fi
-  log "$name $version: building $pkg (this can take minutes on a cold cache)"
+  local tc
+  tc=$(toolchain "$dir")
+  log "$name $version: building $pkg with Go $tc (this can take minutes on a cold cache)"
   local t0=$SECONDS
-  (cd "$dir" && nice -n 10 go build -trimpath -ldflags "-s -w $ldflags" -o "$bin/$name.tmp" "$pkg")
+  (cd "$dir" && GOTOOLCHAIN=$tc nice -n 10 go build -trimpath -ldflags "-s -w $ldflags" -o "$bin/$name.tmp" "$pkg")
   mv "$bin/$name.tmp" "$bin/$name"
   stamp "$name" "$version"
   log "$name $version: built in $((SECONDS - t0))s"
@@ -140,7 +156,10 @@ karpenter() {
   local d="$work/karpenter-$v"
   if [ ! -f "$d/.patched" ]; then
     local src
-    src=$(cd "$work" && go mod download -json "sigs.k8s.io/karpenter@v$v" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
+    # (the newer Go: the local one refuses to download a module whose go
+    # line asks for more than it is)
+    src=$(cd "$work" && GOTOOLCHAIN=$NEWER_TOOLCHAIN go mod download -json "sigs.k8s.io/karpenter@v$v" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
+    [ -n "$src" ] || { log "karpenter $v: the Go module proxy did not give sigs.k8s.io/karpenter@v$v"; exit 1; }
     rm -rf "$d" && cp -r "$src" "$d" && chmod -R u+w "$d"
     local n
     n=$(grep -c 'fmt.Sprintf(":%d"' "$d/pkg/operator/operator.go" || true)

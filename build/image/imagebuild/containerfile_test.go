@@ -71,8 +71,13 @@ func TestContainerfileMatches(t *testing.T) {
 	if final[0].args != "scratch" {
 		t.Errorf("final stage FROM %s, want scratch", final[0].args)
 	}
-	if !strings.HasPrefix(build[0].args, "golang:1.26") {
-		t.Errorf("builder FROM %s, want golang:1.26", build[0].args)
+	// the Go release make image builds with (the Makefile's GOTOOLCHAIN)
+	tc := regexp.MustCompile(`^go(1\.\d+)\.\d+$`).FindStringSubmatch(makefileVar(t, "GOTOOLCHAIN"))
+	if tc == nil {
+		t.Fatalf("the Makefile's GOTOOLCHAIN %q is not a goX.Y.Z release", makefileVar(t, "GOTOOLCHAIN"))
+	}
+	if want := "golang:" + tc[1]; build[0].args != want+" AS build" && !strings.HasPrefix(build[0].args, want+".") {
+		t.Errorf("builder FROM %s, want %s, the Go that make image builds with", build[0].args, want)
 	}
 
 	args := map[string]string{}
