@@ -2,6 +2,8 @@ module github.com/noderotation/node-rotation-controller
 
 go 1.26.9
 
+toolchain go1.27.3
+
 require (
 	github.com/awslabs/operatorpkg v0.0.0-20261002163259-5e8ed3699dea
 	github.com/go-logr/logr v1.4.3

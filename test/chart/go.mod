@@ -5,6 +5,7 @@ module github.com/noderotation/node-rotation-controller/test/chart
 go 1.26.9
 
 require (
+	github.com/Masterminds/semver/v3 v3.5.0
 	github.com/noderotation/node-rotation-controller v0.0.0-00010101000000-000000000000
 	github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring v0.90.1
 	helm.sh/helm/v4 v4.3.2
@@ -27,7 +28,6 @@ require (
 	github.com/BurntSushi/toml v1.6.0 // indirect
 	github.com/MakeNowJust/heredoc v1.0.0 // indirect
 	github.com/Masterminds/goutils v1.1.1 // indirect
-	github.com/Masterminds/semver/v3 v3.5.0 // indirect
 	github.com/Masterminds/sprig/v3 v3.3.0 // indirect
 	github.com/Masterminds/squirrel v1.5.4 // indirect
 	github.com/ProtonMail/go-crypto v1.4.1 // indirect

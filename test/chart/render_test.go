@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/Masterminds/semver/v3"
 	"github.com/noderotation/node-rotation-controller/internal/inspect"
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	appsv1 "k8s.io/api/apps/v1"
@@ -525,6 +526,16 @@ func TestKubeVersion(t *testing.T) {
 		t.Errorf("Kubernetes 1.28: %v, want the chart's kubeVersion refused", err)
 	}
 	mustRender(t, c, renderOpts{kubeVersion: "v1.31.2-eks-7f9249a"})
+	// Helm 3 checks kubeVersion against the server's full version, suffix
+	// and all (Helm 4, above, strips the suffix first): without the -0 a
+	// provider-suffixed version reads as a pre-release and is refused.
+	cons, err := semver.NewConstraint(c.Metadata.KubeVersion)
+	if err != nil {
+		t.Fatalf("kubeVersion %q: %v", c.Metadata.KubeVersion, err)
+	}
+	if eks := semver.MustParse("v1.31.2-eks-7f9249a"); !cons.Check(eks) {
+		t.Errorf("kubeVersion %q refuses %s as Helm 3 checks it", c.Metadata.KubeVersion, eks.Original())
+	}
 }
 
 // rotationctl status reads the cluster cap from the controller's
