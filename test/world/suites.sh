@@ -57,11 +57,15 @@ out=${NRC_SUITES_DIR:-${TMPDIR:-/tmp}/node-rotation-controller/suites}
 # single-anchor build with rotations in flight.
 E2E_PARTS=('rotation || rollback || drainblock || smoke' 'expiry || fallback || stuckdrain || leader' 'throughput || coverage' 'upgrade')
 
-jobs_=("$@")
-if [ ${#jobs_[@]} -eq 0 ]; then
-  jobs_=(crash-slots crash e2e.2 e2e.1 e2e.4 e2e.3 faults identity)
+# the jobs on the default Karpenter, longest first; with a matrix job per
+# KARPENTER_MATRIX version they are the default run
+DEFAULT_JOBS=(crash-slots crash e2e.2 e2e.1 e2e.4 e2e.3 faults identity)
+default_run() {
+  jobs_=("${DEFAULT_JOBS[@]}")
   for v in $KARPENTER_MATRIX; do jobs_+=("matrix:$v"); done
-fi
+}
+jobs_=("$@")
+[ ${#jobs_[@]} -gt 0 ] || default_run
 
 # parts_cover_labels: each Label("...") of test/e2e in exactly one part.
 parts_cover_labels() {
@@ -254,7 +258,7 @@ launch() {
 versions_table() {
   local j v rows=() bad=() all=1 k8s
   k8s=${K8S_VERSION:-$(sed -n 's/^K8S_VERSION=\${K8S_VERSION:-\(.*\)}$/\1/p' "$here/testbin.sh")}
-  for j in crash-slots crash e2e.1 e2e.2 e2e.3 e2e.4 faults identity; do
+  for j in "${DEFAULT_JOBS[@]}"; do
     [ -n "${outcome[$j]:-}" ] || { all=; continue; }
     [ "${outcome[$j]}" = passed ] || bad+=("$j")
   done
@@ -287,8 +291,7 @@ result() { if [ -z "$1" ]; then echo passes; else echo "fails ($1)"; fi; }
 # job passed would print (versions_test.go compares README.md with it).
 if [ "${jobs_[0]:-}" = --versions-table ]; then
   trap - EXIT # no cluster of its own, and another run's are not its to stop
-  jobs_=(crash-slots crash e2e.1 e2e.2 e2e.3 e2e.4 faults identity)
-  for v in $KARPENTER_MATRIX; do jobs_+=("matrix:$v"); done
+  default_run
   for j in "${jobs_[@]}"; do outcome[$j]=passed; done
   versions_table
   exit 0
