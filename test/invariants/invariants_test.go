@@ -410,7 +410,7 @@ func TestAttemptsAndCreatedFromTheRecord(t *testing.T) {
 	other := claim("other-x", "")
 	other.Labels[karpv1.NodePoolLabelKey] = "other"
 	r := recorder.Of(
-		rec(1, watch.Added, claim("chaos-pool-old", ""), 0),                // before sinceRV
+		started("chaos-pool-old", "t0", 1),                                 // before sinceRV
 		started("chaos-pool-a", "t1", 6), started("chaos-pool-a", "t1", 7), // one attempt, written twice
 		rec(8, watch.Added, claim("chaos-pool-s1", ""), 0),
 		started("chaos-pool-a", "t2", 9), // its retry
@@ -420,6 +420,9 @@ func TestAttemptsAndCreatedFromTheRecord(t *testing.T) {
 	)
 	if n := Attempts(r, []string{pool}, 5); n != 3 {
 		t.Errorf("attempts %d, want 3", n)
+	}
+	if got := Started(r, []string{pool}, 5); fmt.Sprint(got) != "[chaos-pool-a chaos-pool-b]" {
+		t.Errorf("started %v, want [chaos-pool-a chaos-pool-b]", got)
 	}
 	if n := Created(r, []string{pool}, 5); n != 2 {
 		t.Errorf("created %d, want 2", n)

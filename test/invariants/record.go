@@ -36,15 +36,39 @@ func Anchored(rec *recorder.Recorder, pools []string, sinceRV int64) []string {
 // started-at) of the pools' claims is one attempt.
 func Attempts(rec *recorder.Recorder, pools []string, sinceRV int64) int {
 	seen := map[string]bool{}
+	eachStart(rec, pools, sinceRV, func(claim, at string) { seen[claim+"@"+at] = true })
+	return len(seen)
+}
+
+// Started are the pools' claims the watch saw with a started-at after
+// sinceRV, in order of first sight: the rotations that got past their
+// anchor. An anchor whose claim never got that far may be released
+// unstarted — a failed claim anchored for its retry, say, when the pool
+// turned infeasible (failed.release) — and owes no rotation.
+func Started(rec *recorder.Recorder, pools []string, sinceRV int64) []string {
+	var out []string
+	eachStart(rec, pools, sinceRV, func(claim, _ string) {
+		if !slices.Contains(out, claim) {
+			out = append(out, claim)
+		}
+	})
+	return out
+}
+
+// eachStart calls f with every started-at the pools' claims carry in the
+// records after sinceRV.
+func eachStart(rec *recorder.Recorder, pools []string, sinceRV int64, f func(claim, at string)) {
+	if rec == nil {
+		return
+	}
 	for _, r := range rec.Sorted() {
 		if r.Kind != "NodeClaim" || r.RV <= sinceRV || !slices.Contains(pools, r.Obj.GetLabels()[karpv1.NodePoolLabelKey]) {
 			continue
 		}
 		if s := r.Obj.GetAnnotations()[v1alpha1.AnnotationStartedAt]; s != "" {
-			seen[r.Obj.GetName()+"@"+s] = true
+			f(r.Obj.GetName(), s)
 		}
 	}
-	return len(seen)
 }
 
 // Created counts the NodeClaims of the pools created after sinceRV.
