@@ -211,18 +211,18 @@ cluster-smoke: ## prove the local cluster provisions, drains and surges
 # shows with a delay), SUITE_CONCURRENCY clusters at once: the crash
 # campaigns (one slot and several), the e2e matrix in four parts, the
 # fault run and the chart-identity e2e (E2E_SUITES, the longest first),
-# and the Karpenter version matrix (KARPENTER_MATRIX), each running the
-# controller binary taken out of the image `make image` builds.
+# and the version matrix (KARPENTER_MATRIX, KUBERNETES_MATRIX), each running
+# the controller binary taken out of the image `make image` builds.
 NODE_BOOT_DELAY_MS ?= 8000
 E2E_SUITES ?= crash-slots crash e2e.2 e2e.1 e2e.4 e2e.3 faults identity
 SUITE_CONCURRENCY ?= 4
-SUITES_ENV = NODE_BOOT_DELAY_MS=$(NODE_BOOT_DELAY_MS) SUITE_CONCURRENCY=$(SUITE_CONCURRENCY) KARPENTER_MATRIX="$(KARPENTER_MATRIX)" \
+SUITES_ENV = NODE_BOOT_DELAY_MS=$(NODE_BOOT_DELAY_MS) SUITE_CONCURRENCY=$(SUITE_CONCURRENCY) KARPENTER_MATRIX="$(KARPENTER_MATRIX)" KUBERNETES_MATRIX="$(KUBERNETES_MATRIX)" \
   NRC_CONTROLLER_BIN=$(CURDIR)/$(IMAGE_DIR)/extracted/node-rotation-controller
 
 # IMAGE_BUILT=1: the image of this checkout is built already;
 # CLUSTER_BINS_BUILT=1: so are the cluster's binaries (both: test-all).
-test-e2e: $(if $(CLUSTER_BINS_BUILT),,testbin-cluster) $(if $(IMAGE_BUILT),,image) ## every suite on real Karpenter: E2E_SUITES and each version of KARPENTER_MATRIX, a cluster each, SUITE_CONCURRENCY at once
-	$(SUITES_ENV) test/world/suites.sh $(E2E_SUITES) $(addprefix matrix:,$(KARPENTER_MATRIX))
+test-e2e: $(if $(CLUSTER_BINS_BUILT),,testbin-cluster) $(if $(IMAGE_BUILT),,image) ## every suite on real Karpenter: E2E_SUITES and each version of KARPENTER_MATRIX and KUBERNETES_MATRIX, a cluster each, SUITE_CONCURRENCY at once
+	$(SUITES_ENV) test/world/suites.sh $(E2E_SUITES) $(MATRIX_JOBS)
 
 # The fleet-scale benchmark (docs/performance.md, "Fleet scale"): its own
 # local cluster (run directory /tmp/nrc-scale, ports no other cluster here
@@ -266,11 +266,15 @@ quiet-day-one: testbin-cluster ## watch a default pool rotate under the demo pol
 	NODE_BOOT_DELAY_MS=$(NODE_BOOT_DELAY_MS) test/world/suites.sh quiet
 
 # The Karpenter versions besides the default that the e2e smoke and rotation
-# run against (README.md, "Supported Karpenter versions").
+# run against, and the Kubernetes versions besides the shared control
+# plane's (test/world/testbin.sh K8S_VERSION) they run on with the default
+# Karpenter (README.md, "Supported versions").
 KARPENTER_MATRIX ?= 1.6.4 1.10.0 1.12.1 1.13.0 1.14.3
+KUBERNETES_MATRIX ?= 1.30.14 1.37.2
+MATRIX_JOBS = $(addprefix matrix:,$(KARPENTER_MATRIX)) $(addprefix kubernetes:,$(KUBERNETES_MATRIX))
 
-test-e2e-matrix: testbin-cluster $(if $(IMAGE_BUILT),,image) ## only the e2e smoke and rotation on each Karpenter version of KARPENTER_MATRIX (a cluster each, SUITE_CONCURRENCY at once)
-	$(SUITES_ENV) test/world/suites.sh $(addprefix matrix:,$(KARPENTER_MATRIX))
+test-e2e-matrix: testbin-cluster $(if $(IMAGE_BUILT),,image) ## only the e2e smoke and rotation on each Karpenter version of KARPENTER_MATRIX and each Kubernetes version of KUBERNETES_MATRIX (a cluster each, SUITE_CONCURRENCY at once)
+	$(SUITES_ENV) test/world/suites.sh $(MATRIX_JOBS)
 
 test-all: ## everything CI runs: make test, the image, then every suite on real Karpenter (make test-e2e) with, beside them, the image built twice to one digest and the release twice to one manifest
 	@start=$$(date +%s); \

@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -29,44 +30,74 @@ func shellDefault(t *testing.T, script, name string) string {
 	return m[1]
 }
 
-// The README's "Supported Karpenter versions" table, the chart's annotation
-// and what the suites run are one list: the default version of
+// supportedSection is README.md's "Supported versions" section.
+func supportedSection(t *testing.T) string {
+	t.Helper()
+	readme := readFile(t, "../../README.md")
+	i := strings.Index(readme, "## Supported versions")
+	if i < 0 {
+		t.Fatal(`README.md has no "## Supported versions" section`)
+	}
+	section := readme[i:]
+	return section[:strings.Index(section[3:], "\n## ")+3]
+}
+
+// passingRows are the (Karpenter, Kubernetes, marked default) of the
+// section's rows that pass: a version measured failing has a row of its own.
+func passingRows(section string) [][3]string {
+	var out [][3]string
+	for _, m := range regexp.MustCompile(`(?m)^\| (\*\*)?v([0-9.]+)(\*\*)? [^|]*\| v([0-9.]+) .*\| passes \|$`).FindAllStringSubmatch(section, -1) {
+		out = append(out, [3]string{m[2], m[4], m[1]})
+	}
+	return out
+}
+
+// matrixDefault reads a matrix variable of suites.sh and requires the
+// Makefile's to be the same list.
+func matrixDefault(t *testing.T, name string) []string {
+	t.Helper()
+	matrix := strings.Fields(shellDefault(t, "../../test/world/suites.sh", name))
+	mk := regexp.MustCompile(`(?m)^` + name + ` \?= (.*)$`).FindStringSubmatch(readFile(t, "../../Makefile"))
+	if mk == nil || !slices.Equal(strings.Fields(mk[1]), matrix) {
+		t.Errorf("the Makefile's %s %v is not suites.sh's %v", name, mk, matrix)
+	}
+	return matrix
+}
+
+// The README's "Supported versions" table, the chart's annotation and what
+// the suites run are one list of Karpenter versions: the default version of
 // test/world/testbin.sh and cluster.sh (every suite) and the matrix of
-// test/world/suites.sh (its matrix:VERSION jobs: smoke and rotation), the default being go.mod's.
+// test/world/suites.sh (its matrix:VERSION jobs: smoke and rotation), the
+// default being go.mod's, each on the shared control plane.
 func TestSupportedKarpenterVersionsMatchWhatRuns(t *testing.T) {
 	def := shellDefault(t, "../../test/world/testbin.sh", "KARPENTER_VERSION")
+	shared := shellDefault(t, "../../test/world/testbin.sh", "K8S_VERSION")
 	if c := shellDefault(t, "../../test/world/cluster.sh", "KARPENTER_VERSION"); c != def {
 		t.Errorf("cluster.sh runs Karpenter %s by default, testbin.sh builds %s", c, def)
 	}
 	if !strings.Contains(readFile(t, "../../go.mod"), "sigs.k8s.io/karpenter v"+def+"\n") {
 		t.Errorf("the default Karpenter %s is not the one go.mod builds against", def)
 	}
-	matrix := strings.Fields(shellDefault(t, "../../test/world/suites.sh", "KARPENTER_MATRIX"))
-	mk := regexp.MustCompile(`(?m)^KARPENTER_MATRIX \?= (.*)$`).FindStringSubmatch(readFile(t, "../../Makefile"))
-	if mk == nil || !slices.Equal(strings.Fields(mk[1]), matrix) {
-		t.Errorf("the Makefile's KARPENTER_MATRIX %v is not suites.sh's %v", mk, matrix)
-	}
-	ran := append([]string{def}, matrix...)
+	ran := append([]string{def}, matrixDefault(t, "KARPENTER_MATRIX")...)
 	slices.Sort(ran)
 
 	var documented []string
 	defaults := 0
-	readme := readFile(t, "../../README.md")
-	section := readme[strings.Index(readme, "## Supported Karpenter versions"):]
-	section = section[:strings.Index(section[3:], "\n## ")+3]
-	// the rows that pass: a version measured failing has a row of its own
-	for _, m := range regexp.MustCompile(`(?m)^\| (\*\*)?v([0-9.]+)(\*\*)? .*\| passes \|$`).FindAllStringSubmatch(section, -1) {
-		documented = append(documented, m[2])
-		if m[1] != "" {
+	for _, r := range passingRows(supportedSection(t)) {
+		if r[1] != shared {
+			continue // a Kubernetes matrix row
+		}
+		documented = append(documented, r[0])
+		if r[2] != "" {
 			defaults++
-			if m[2] != def {
-				t.Errorf("the README marks v%s as the default; the suites run v%s", m[2], def)
+			if r[0] != def {
+				t.Errorf("the README marks v%s as the default; the suites run v%s", r[0], def)
 			}
 		}
 	}
 	slices.Sort(documented)
 	if !slices.Equal(documented, ran) || defaults != 1 {
-		t.Errorf("README lists %v (%d marked default), the suites run %v (default %s)", documented, defaults, ran, def)
+		t.Errorf("README lists %v on Kubernetes v%s (%d marked default), the suites run %v (default %s)", documented, shared, defaults, ran, def)
 	}
 
 	ann := regexp.MustCompile(`noderotation.io/tested-karpenter-versions: "([^"]*)"`).FindStringSubmatch(readFile(t, "../../charts/node-rotation-controller/Chart.yaml"))
@@ -83,6 +114,50 @@ func TestSupportedKarpenterVersionsMatchWhatRuns(t *testing.T) {
 	}
 }
 
+// The Kubernetes versions the README lists are the shared control plane's
+// (every suite) and suites.sh's KUBERNETES_MATRIX (kubernetes:VERSION jobs,
+// on the default Karpenter), and the oldest of them is the chart's
+// kubeVersion minimum: the chart installs on no Kubernetes older than CI
+// ran.
+func TestSupportedKubernetesVersionsMatchWhatRuns(t *testing.T) {
+	def := shellDefault(t, "../../test/world/testbin.sh", "KARPENTER_VERSION")
+	shared := shellDefault(t, "../../test/world/testbin.sh", "K8S_VERSION")
+	ran := append([]string{shared}, matrixDefault(t, "KUBERNETES_MATRIX")...)
+	slices.SortFunc(ran, compareVersions)
+
+	documented := []string{shared}
+	for _, r := range passingRows(supportedSection(t)) {
+		if r[1] != shared && r[0] == def && r[2] == "" {
+			documented = append(documented, r[1])
+		}
+	}
+	slices.SortFunc(documented, compareVersions)
+	if !slices.Equal(documented, ran) {
+		t.Errorf("README lists Kubernetes %v with Karpenter v%s, the suites run %v", documented, def, ran)
+	}
+
+	kv := regexp.MustCompile(`(?m)^kubeVersion: ">=([0-9]+\.[0-9]+)\.0-0"$`).FindStringSubmatch(readFile(t, "../../charts/node-rotation-controller/Chart.yaml"))
+	if kv == nil {
+		t.Fatal(`Chart.yaml has no kubeVersion ">=1.N.0-0"`)
+	}
+	if oldest := strings.Join(strings.Split(ran[0], ".")[:2], "."); kv[1] != oldest {
+		t.Errorf("the chart's kubeVersion minimum is %s, the oldest Kubernetes the suites run is %s", kv[1], ran[0])
+	}
+}
+
+// compareVersions orders dotted release numbers numerically.
+func compareVersions(a, b string) int {
+	as, bs := strings.Split(a, "."), strings.Split(b, ".")
+	for i := 0; i < len(as) && i < len(bs); i++ {
+		x, _ := strconv.Atoi(as[i])
+		y, _ := strconv.Atoi(bs[i])
+		if x != y {
+			return x - y
+		}
+	}
+	return len(as) - len(bs)
+}
+
 // The README's table is, line for line, what test/world/suites.sh prints
 // after a run in which every job passed: the same rows, versions and
 // wording (a failed run prints the same rows with its results, which then
@@ -92,7 +167,7 @@ func TestREADMEVersionsTableIsWhatTheSuitesPrint(t *testing.T) {
 	cmd := exec.Command("bash", "../../test/world/suites.sh", "--versions-table")
 	for _, kv := range os.Environ() {
 		switch k, _, _ := strings.Cut(kv, "="); k {
-		case "KARPENTER_MATRIX", "K8S_VERSION", "SUITE_SLOT_BASE", "SUITE_CONCURRENCY", "TMPDIR", "NRC_SUITES_DIR":
+		case "KARPENTER_MATRIX", "KUBERNETES_MATRIX", "K8S_VERSION", "SUITE_SLOT_BASE", "SUITE_CONCURRENCY", "TMPDIR", "NRC_SUITES_DIR":
 		default:
 			cmd.Env = append(cmd.Env, kv)
 		}

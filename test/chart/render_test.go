@@ -522,8 +522,8 @@ func TestAlertsCarryRunbooksAndTheirValues(t *testing.T) {
 
 func TestKubeVersion(t *testing.T) {
 	c := loadChart(t)
-	if _, err := render(t, c, nil, renderOpts{kubeVersion: "v1.28.9"}); err == nil || !strings.Contains(err.Error(), "kubeVersion") {
-		t.Errorf("Kubernetes 1.28: %v, want the chart's kubeVersion refused", err)
+	if _, err := render(t, c, nil, renderOpts{kubeVersion: "v1.29.6"}); err == nil || !strings.Contains(err.Error(), "kubeVersion") {
+		t.Errorf("Kubernetes 1.29: %v, want the chart's kubeVersion refused", err)
 	}
 	mustRender(t, c, renderOpts{kubeVersion: "v1.31.2-eks-7f9249a"})
 	// Helm 3 checks kubeVersion against the server's full version, suffix

@@ -33,6 +33,12 @@ NODE_HEARTBEAT_DELAY_MS=${NODE_HEARTBEAT_DELAY_MS:-0}
 # The Karpenter version to run (its kwok provider and its CRDs); testbin.sh
 # builds it when missing. The default is the one go.mod builds against.
 KARPENTER_VERSION=${KARPENTER_VERSION:-1.15.0}
+# The Kubernetes version of the control plane (kube-apiserver,
+# kube-controller-manager, kube-scheduler): empty, the test world's shared
+# one (testbin.sh's K8S_VERSION); else that version's, which testbin.sh
+# builds beside it when missing (the Kubernetes matrix). etcd, kwok and
+# kubectl stay the shared ones.
+CONTROL_PLANE_VERSION=${CONTROL_PLANE_VERSION:-}
 
 # Order matters: up starts in this order, down stops in reverse.
 components=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok karpenter)
@@ -178,19 +184,25 @@ up() {
   ensure_tools
   "$here/testbin.sh" cluster
   "$here/testbin.sh" karpenter "$KARPENTER_VERSION"
+  local cp=""
+  if [ -n "$CONTROL_PLANE_VERSION" ]; then
+    "$here/testbin.sh" kubernetes "$CONTROL_PLANE_VERSION"
+    cp="-$CONTROL_PLANE_VERSION"
+  fi
   bin=$("$here/testbin.sh" path)
   stages=$(dirname "$bin")/kwok-stages
+  local versions="Karpenter $KARPENTER_VERSION, control plane ${CONTROL_PLANE_VERSION:-shared}"
   if alive kube-apiserver; then
-    # a running cluster is reused only if it runs the Karpenter asked for
+    # a running cluster is reused only if it runs the versions asked for
     local running
-    running=$(cat "$run/karpenter-version" 2>/dev/null || echo unknown)
-    [ "$running" = "$KARPENTER_VERSION" ] || die "a cluster running Karpenter $running is up in $run; bring it down first (cluster.sh down)"
+    running=$(cat "$run/versions" 2>/dev/null || echo unknown)
+    [ "$running" = "$versions" ] || die "a cluster running $running is up in $run; bring it down first (cluster.sh down)"
     log "already running; kubeconfig: $kubeconfig"; echo "$kubeconfig"; return
   fi
   local t0=$SECONDS
   mkdir -p "$pids" "$logs"
   rm -f "$logs/audit.log"
-  echo "$KARPENTER_VERSION" >"$run/karpenter-version"
+  echo "$versions" >"$run/versions"
   make_pki
   write_kubeconfig
 
@@ -203,7 +215,7 @@ up() {
   write_audit_policy
   # --endpoint-reconciler-type=none: a 127.0.0.1 advertise address is
   # rejected for the kubernetes Endpoints object.
-  start kube-apiserver "$bin/kube-apiserver" --etcd-servers="http://127.0.0.1:$ETCD_PORT" \
+  start kube-apiserver "$bin/kube-apiserver$cp" --etcd-servers="http://127.0.0.1:$ETCD_PORT" \
     --bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port="$APISERVER_PORT" \
     --tls-cert-file="$pki/serving.crt" --tls-private-key-file="$pki/serving.key" --client-ca-file="$pki/ca.crt" \
     --service-account-key-file="$pki/sa.pub" --service-account-signing-key-file="$pki/sa.key" \
@@ -214,10 +226,10 @@ up() {
 
   local common=(--kubeconfig="$kubeconfig" --authentication-kubeconfig="$kubeconfig"
     --authorization-kubeconfig="$kubeconfig" --bind-address=127.0.0.1 --leader-elect=false)
-  start kube-controller-manager "$bin/kube-controller-manager" "${common[@]}" --secure-port="$KCM_PORT" \
+  start kube-controller-manager "$bin/kube-controller-manager$cp" "${common[@]}" --secure-port="$KCM_PORT" \
     --use-service-account-credentials --service-account-private-key-file="$pki/sa.key" \
     --root-ca-file="$pki/ca.crt" --controllers='*'
-  start kube-scheduler "$bin/kube-scheduler" "${common[@]}" --secure-port="$SCHEDULER_PORT"
+  start kube-scheduler "$bin/kube-scheduler$cp" "${common[@]}" --secure-port="$SCHEDULER_PORT"
 
   install_crds
 

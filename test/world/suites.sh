@@ -6,26 +6,32 @@
 #
 # Jobs: e2e (test/e2e, every scenario but bench and quiet), e2e.1 to e2e.4 (its
 # parts, by Ginkgo label: E2E_PARTS), identity (test/chart/identity), crash,
-# crash-slots and faults (the campaigns of test/chaos, by label), and matrix:VERSION (the e2e
-# smoke and happy-path rotation on that Karpenter version); bench, the
-# throughput benchmark (make bench-throughput), and quiet, the ten-minute
-# day-one watch (make quiet-day-one): never default jobs. Each test binary is
-# compiled once, before any cluster starts; each matrix version's kwok
-# provider is built (one at a time, into the versioned cache) while the
-# other jobs run, and its job starts once it is built. Each job's output
+# crash-slots and faults (the campaigns of test/chaos, by label), matrix:VERSION (the e2e
+# smoke and happy-path rotation on that Karpenter version) and
+# kubernetes:VERSION (the same on the default Karpenter with that
+# Kubernetes version's control plane); bench, the throughput benchmark
+# (make bench-throughput), and quiet, the ten-minute day-one watch (make
+# quiet-day-one): never default jobs. Each test binary is compiled once,
+# before any cluster starts; each matrix version's kwok provider or control
+# plane is built (one at a time, into the versioned cache) while the other
+# jobs run, and its job starts once it is built. Each job's output
 # goes to its own log, printed in full when it fails; every cluster is
 # brought down on exit, pass or fail. A table of each job's wall time ends
 # the run.
 #
 # Usage: test/world/suites.sh [job...]
-#   (default: crash-slots crash e2e.2 e2e.1 e2e.4 e2e.3 faults identity and matrix:V for V in
-#   KARPENTER_MATRIX: the longest first)
+#   (default: crash-slots crash e2e.2 e2e.1 e2e.4 e2e.3 faults identity, matrix:V for V in
+#   KARPENTER_MATRIX and kubernetes:V for V in KUBERNETES_MATRIX: the longest first)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 cd "$repo"
 
 KARPENTER_MATRIX=${KARPENTER_MATRIX:-1.6.4 1.10.0 1.12.1 1.13.0 1.14.3}
+# The Kubernetes versions besides the shared one (testbin.sh's K8S_VERSION),
+# each run with the default Karpenter: the chart's kubeVersion minimum and
+# the newest stable release the Go module proxy serves.
+KUBERNETES_MATRIX=${KUBERNETES_MATRIX:-1.30.14 1.37.2}
 # Versions the matrix measured failing and leaves out until they are fixed:
 # their rows in the versions table say why, so a gap is never silent.
 declare -A KARPENTER_FAILING=(
@@ -58,12 +64,15 @@ out=${NRC_SUITES_DIR:-${TMPDIR:-/tmp}/node-rotation-controller/suites}
 E2E_PARTS=('rotation || rollback || drainblock || smoke' 'expiry || fallback || stuckdrain || leader' 'throughput || coverage' 'upgrade')
 
 # the jobs on the default Karpenter, longest first; with a matrix job per
-# KARPENTER_MATRIX version they are the default run
+# KARPENTER_MATRIX and KUBERNETES_MATRIX version they are the default run
 DEFAULT_JOBS=(crash-slots crash e2e.2 e2e.1 e2e.4 e2e.3 faults identity)
 default_run() {
   jobs_=("${DEFAULT_JOBS[@]}")
   for v in $KARPENTER_MATRIX; do jobs_+=("matrix:$v"); done
+  for v in $KUBERNETES_MATRIX; do jobs_+=("kubernetes:$v"); done
 }
+# versioned JOB: whether JOB runs a version built for it (a matrix job).
+versioned() { [[ $1 == matrix:* || $1 == kubernetes:* ]]; }
 jobs_=("$@")
 [ ${#jobs_[@]} -gt 0 ] || default_run
 
@@ -90,10 +99,10 @@ compile() {
   local need=() j
   for j in "${jobs_[@]}"; do
     case "$j" in
-      e2e | e2e.[0-9] | matrix:* | bench | quiet) need+=(e2e) ;;
+      e2e | e2e.[0-9] | matrix:* | kubernetes:* | bench | quiet) need+=(e2e) ;;
       crash | crash-slots | faults) need+=(chaos) ;;
       identity) need+=(identity) ;;
-      *) echo "unknown job $j (e2e e2e.1 e2e.2 e2e.3 e2e.4 identity crash crash-slots faults bench quiet matrix:VERSION)" >&2; exit 2 ;;
+      *) echo "unknown job $j (e2e e2e.1 e2e.2 e2e.3 e2e.4 identity crash crash-slots faults bench quiet matrix:VERSION kubernetes:VERSION)" >&2; exit 2 ;;
     esac
   done
   local t0=$SECONDS b
@@ -107,33 +116,41 @@ compile() {
   stage "test binaries compiled in $((SECONDS - t0))s: $(ls "$out/bin" | tr '\n' ' ')"
 }
 
-# The matrix versions' kwok providers are built one at a time, in the
-# background while the other jobs run (cold, three took 3–7 minutes the
-# suites would otherwise wait for, docs/test-world.md; testbin.sh builds
-# niced, so the suites, which mostly wait, keep their share): a matrix
-# job starts once its provider is built. builds is the queue, building
-# the version in hand.
+# What a matrix job runs on is built one at a time, in the background
+# while the other jobs run (cold, three kwok providers took 3–7 minutes
+# the suites would otherwise wait for, docs/test-world.md; testbin.sh
+# builds niced, so the suites, which mostly wait, keep their share): a
+# Karpenter version's kwok provider, a Kubernetes version's control plane.
+# A matrix job starts once its build is done. builds is the queue of
+# jobs, building the job whose build is in hand.
 declare -A build_rc build_secs build_t0
 builds=() building="" build_pid=""
+# what JOB: the thing its build makes.
+what() { if [[ $1 == matrix:* ]]; then echo "Karpenter ${1#matrix:}: kwok provider"; else echo "Kubernetes ${1#kubernetes:}: control plane"; fi; }
+buildlog() { echo "$out/build-${1//:/-}.log"; }
 start_build() {
   [ -z "$building" ] && [ ${#builds[@]} -gt 0 ] || return 0
   building=${builds[0]} builds=("${builds[@]:1}")
   build_t0[$building]=$SECONDS
-  setsid "$here/testbin.sh" karpenter "$building" >"$out/build-$building.log" 2>&1 &
+  if [[ $building == matrix:* ]]; then
+    setsid "$here/testbin.sh" karpenter "${building#matrix:}" >"$(buildlog "$building")" 2>&1 &
+  else
+    setsid "$here/testbin.sh" kubernetes "${building#kubernetes:}" >"$(buildlog "$building")" 2>&1 &
+  fi
   build_pid=$!
-  stage "Karpenter $building: building its kwok provider beside the suites"
+  stage "$(what "$building"): building beside the suites"
 }
 
 # built RC: the build in hand ended with RC; the next one starts.
 built() {
   build_rc[$building]=$1 build_secs[$building]=$((SECONDS - build_t0[$building]))
-  stage "Karpenter $building: kwok provider ready in ${build_secs[$building]}s (rc $1)"
+  stage "$(what "$building") ready in ${build_secs[$building]}s (rc $1)"
   building="" build_pid=""
   start_build
 }
 
-# ready JOB: whether the job can start now (a matrix job: its provider built).
-ready() { [[ $1 != matrix:* ]] || [ -n "${build_rc[${1#matrix:}]:-}" ]; }
+# ready JOB: whether the job can start now (a matrix job: its build done).
+ready() { ! versioned "$1" || [ -n "${build_rc[$1]:-}" ]; }
 
 # ports SLOT: the cluster's ports for a slot, 1000 apart, on loopback;
 # slot 0 is one past cluster.sh's defaults (make cluster-up, the demo) and
@@ -160,12 +177,13 @@ component_tails() {
 job() {
   local name=$1 slot=$2 kubeconfig rc=0
   if [[ $name == matrix:* ]]; then export KARPENTER_VERSION=${name#matrix:}; else unset KARPENTER_VERSION; fi
+  if [[ $name == kubernetes:* ]]; then export CONTROL_PLANE_VERSION=${name#kubernetes:}; else unset CONTROL_PLANE_VERSION; fi
   export NRC_CLUSTER_DIR
   NRC_CLUSTER_DIR=$(clusterdir "$name")
   # shellcheck disable=SC2046
   export $(ports "$slot")
   "$here/cluster.sh" down >/dev/null 2>&1 || true
-  echo "--> [$(date +%T)] $name: cluster up in $NRC_CLUSTER_DIR (slot $slot, apiserver port $APISERVER_PORT, Karpenter ${KARPENTER_VERSION:-default})"
+  echo "--> [$(date +%T)] $name: cluster up in $NRC_CLUSTER_DIR (slot $slot, apiserver port $APISERVER_PORT, Karpenter ${KARPENTER_VERSION:-default}, control plane ${CONTROL_PLANE_VERSION:-shared})"
   if ! kubeconfig=$("$here/cluster.sh" up | tail -n 1) || [ -z "$kubeconfig" ]; then
     component_tails
     "$here/cluster.sh" down || true
@@ -180,7 +198,7 @@ job() {
     e2e.[0-9]) (cd test/e2e && "$out/bin/e2e.test" -test.v -test.timeout 30m -ginkgo.v -ginkgo.label-filter="$E2E_PART") || rc=$? ;;
     crash | crash-slots | faults) (cd test/chaos && "$out/bin/chaos.test" -test.v -test.timeout 45m -ginkgo.v -ginkgo.label-filter="$name") || rc=$? ;;
     identity) (cd test/chart/identity && "$out/bin/identity.test" -test.v -test.timeout 20m) || rc=$? ;;
-    matrix:*) (cd test/e2e && "$out/bin/e2e.test" -test.v -test.timeout 20m -ginkgo.v -ginkgo.label-filter='smoke || rotation') || rc=$? ;;
+    matrix:* | kubernetes:*) (cd test/e2e && "$out/bin/e2e.test" -test.v -test.timeout 20m -ginkgo.v -ginkgo.label-filter='smoke || rotation') || rc=$? ;;
   esac
   [ "$rc" = 0 ] || component_tails
   "$here/cluster.sh" down || true
@@ -251,33 +269,37 @@ launch() {
 }
 
 # versions_table: the versions this run tested, as README.md's table
-# "Supported Karpenter versions" prints them, line for line
+# "Supported versions" prints them, line for line
 # (cmd/node-rotation-controller/versions_test.go holds the README to the
 # versions configured here): a row per matrix job, and the default's row
 # when every suite on the default Karpenter ran.
 versions_table() {
-  local j v rows=() bad=() all=1 k8s
+  local j v rows=() bad=() all=1 k8s karpenter
   k8s=${K8S_VERSION:-$(sed -n 's/^K8S_VERSION=\${K8S_VERSION:-\(.*\)}$/\1/p' "$here/testbin.sh")}
+  karpenter=$(sed -n 's/^KARPENTER_VERSION=\${KARPENTER_VERSION:-\(.*\)}$/\1/p' "$here/testbin.sh")
   for j in "${DEFAULT_JOBS[@]}"; do
     [ -n "${outcome[$j]:-}" ] || { all=; continue; }
     [ "${outcome[$j]}" = passed ] || bad+=("$j")
   done
   if [ -n "$all" ]; then
-    v=$(sed -n 's/^KARPENTER_VERSION=\${KARPENTER_VERSION:-\(.*\)}$/\1/p' "$here/testbin.sh")
-    rows+=("| **v$v** (default: \`go.mod\` builds against it) | v$k8s | every suite on real Karpenter: the e2e scenarios, chart identity, the crash and fault campaigns | $(result "${bad[*]}") |")
+    rows+=("| **v$karpenter** (default: \`go.mod\` builds against it) | v$k8s | every suite on real Karpenter: the e2e scenarios, chart identity, the crash and fault campaigns | $(result "${bad[*]}") |")
   fi
   for v in $(printf '%s\n' "${!KARPENTER_FAILING[@]}" | sort -V); do
     [[ " ${jobs_[*]} " != *" matrix:$v "* ]] || continue # run anyway: its own row says
     rows+=("| v$v | v$k8s | the e2e smoke and the happy-path rotation, not run | ${KARPENTER_FAILING[$v]} |")
   done
   for j in "${jobs_[@]}"; do
-    [[ $j == matrix:* ]] || continue
+    versioned "$j" || continue
     case "${outcome[$j]}" in
       passed) v=passes ;;
-      "provider build FAILED") v="its kwok provider does not build" ;;
+      "build FAILED") if [[ $j == matrix:* ]]; then v="its kwok provider does not build"; else v="its control plane does not build"; fi ;;
       *) v="fails" ;;
     esac
-    rows+=("| v${j#matrix:} | v$k8s | the e2e smoke and the happy-path rotation (\`make test-e2e-matrix\`) | $v |")
+    if [[ $j == matrix:* ]]; then
+      rows+=("| v${j#matrix:} | v$k8s | the e2e smoke and the happy-path rotation (\`make test-e2e-matrix\`) | $v |")
+    else
+      rows+=("| v$karpenter | v${j#kubernetes:} | the e2e smoke and the happy-path rotation (\`make test-e2e-matrix\`) | $v |")
+    fi
   done
   [ ${#rows[@]} -gt 0 ] || return 0
   echo "| Karpenter | Kubernetes | tested by \`make test-all\` | result |"
@@ -310,29 +332,29 @@ if [ -z "${NRC_CONTROLLER_BIN:-}" ]; then
   "$GO" build -o "$out/bin/node-rotation-controller" ./cmd/node-rotation-controller
   export NRC_CONTROLLER_BIN=$out/bin/node-rotation-controller
 fi
-for j in "${jobs_[@]}"; do [[ $j != matrix:* ]] || builds+=("${j#matrix:}"); done
+for j in "${jobs_[@]}"; do ! versioned "$j" || builds+=("$j"); done
 stage "suites on real Karpenter, $SUITE_CONCURRENCY at a time: ${jobs_[*]} (node boot delay ${NODE_BOOT_DELAY_MS}ms)"
 free_slots=()
 for ((s = SUITE_SLOT_BASE; s < SUITE_SLOT_BASE + SUITE_CONCURRENCY; s++)); do free_slots+=("$s"); done
 t_all=$SECONDS
 start_build
-# In the order given, except that a matrix job whose provider is still
-# building lets the jobs behind it go first.
+# In the order given, except that a matrix job whose build is not done
+# lets the jobs behind it go first.
 pending=("${jobs_[@]}")
 while [ ${#pending[@]} -gt 0 ]; do
   next=""
   for j in "${pending[@]}"; do ready "$j" && { next=$j; break; }; done
-  # a matrix job whose provider did not build needs no slot: its row says so
+  # a matrix job whose build failed needs no slot: its row says so
   failed_build=
-  [[ $next == matrix:* ]] && [ "${build_rc[${next#matrix:}]}" != 0 ] && failed_build=1
+  versioned "$next" && [ "${build_rc[$next]}" != 0 ] && failed_build=1
   if [ -z "$next" ] || { [ -z "$failed_build" ] && [ ${#free_slots[@]} -eq 0 ]; }; then reap; continue; fi
   keep=()
   for j in "${pending[@]}"; do [ "$j" = "$next" ] || keep+=("$j"); done
   pending=("${keep[@]}")
   if [ -n "$failed_build" ]; then
-    outcome[$next]="provider build FAILED" took[$next]=0
-    stage "$next: its kwok provider did not build; its log:"
-    cat "$out/build-${next#matrix:}.log"
+    outcome[$next]="build FAILED" took[$next]=0
+    stage "$next: $(what "$next") did not build; its log:"
+    cat "$(buildlog "$next")"
     continue
   fi
   launch "$next"
@@ -344,20 +366,20 @@ failed=()
 printf '  %-16s %-8s %s\n' job seconds outcome
 for j in "${jobs_[@]}"; do
   extra=""
-  [[ $j == matrix:* ]] && extra=" (provider build ${build_secs[${j#matrix:}]}s)"
+  ! versioned "$j" || extra=" (build ${build_secs[$j]}s)"
   printf '  %-16s %-8s %s%s\n' "$j" "${took[$j]}" "${outcome[$j]}" "$extra"
   [ "${outcome[$j]}" = passed ] || failed+=("$j")
 done
-echo "==> supported versions, as this run found them on $(date -u +%F) (README.md, \"Supported Karpenter versions\"):"
+echo "==> supported versions, as this run found them on $(date -u +%F) (README.md, \"Supported versions\"):"
 versions_table
 if [ ${#failed[@]} -gt 0 ]; then
   # A failed job's log was printed in full above, its components' log
   # tails last; the lines that say why it failed come again here, at the
   # end, where a truncated CI excerpt still shows them.
   for j in "${failed[@]}"; do
-    if [ "${outcome[$j]}" = "provider build FAILED" ]; then
-      echo "--- why $j failed (the end of $out/build-${j#matrix:}.log) ---"
-      tail -n 15 "$out/build-${j#matrix:}.log" 2>/dev/null || true
+    if [ "${outcome[$j]}" = "build FAILED" ]; then
+      echo "--- why $j failed (the end of $(buildlog "$j")) ---"
+      tail -n 15 "$(buildlog "$j")" 2>/dev/null || true
       continue
     fi
     echo "--- why $j failed (from $out/${j//:/-}.log) ---"

@@ -4,18 +4,22 @@
 # outside the repository. Nothing here downloads a prebuilt binary: everything
 # comes through the Go module proxy and is compiled on this machine.
 #
-# Usage: test/world/testbin.sh [envtest|cluster|all|path|karpenter VERSION...]
+# Usage: test/world/testbin.sh [envtest|cluster|all|path|karpenter VERSION...|kubernetes VERSION...]
 #   envtest    etcd + kube-apiserver (what `make test` needs)
 #   cluster    everything the local e2e cluster needs, with Karpenter's kwok
 #              provider at KARPENTER_VERSION (default: all)
 #   karpenter  Karpenter's kwok provider at each VERSION (the version matrix)
+#   kubernetes the control plane of Kubernetes VERSION, as kube-apiserver-VERSION,
+#              kube-controller-manager-VERSION and kube-scheduler-VERSION (the
+#              Kubernetes matrix; cluster.sh's CONTROL_PLANE_VERSION)
 #   path       print the bin directory and exit
 #
 # The cache is keyed by the shared versions (Kubernetes, etcd, kwok) and every
 # binary carries a version stamp, so a second run (or another checkout on the
 # same machine) reuses what is there. Each Karpenter version is one more
 # binary, karpenter-kwok-VERSION, beside the shared ones: the control plane is
-# built once, whatever the number of Karpenter versions.
+# built once, whatever the number of Karpenter versions. A Kubernetes matrix
+# version is three more, its control plane, beside them too.
 set -euo pipefail
 
 K8S_VERSION=${K8S_VERSION:-1.35.4}
@@ -23,6 +27,9 @@ ETCD_VERSION=${ETCD_VERSION:-3.6.16}
 KWOK_VERSION=${KWOK_VERSION:-0.8.0}
 # the default Karpenter: what go.mod builds against and every suite runs on
 KARPENTER_VERSION=${KARPENTER_VERSION:-1.15.0}
+# what a Kubernetes matrix version builds: its control plane; etcd, kwok and
+# kubectl stay the shared ones
+CONTROL_PLANE=(kube-apiserver kube-controller-manager kube-scheduler)
 
 key="k8s-${K8S_VERSION}_etcd-${ETCD_VERSION}_kwok-${KWOK_VERSION}"
 root=${NRC_TESTBIN_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/node-rotation-controller/$key}
@@ -82,44 +89,50 @@ etcd() {
   gobuild etcdctl "$ETCD_VERSION" "$d" go.etcd.io/etcd/etcdctl/v3
 }
 
+# kube_module VERSION: a throwaway main module requiring k8s.io/kubernetes
+# at VERSION with every staging module it replaces locally pinned to the
+# published v0.x of the same minor.
 kube_module() {
-  # A throwaway main module requiring k8s.io/kubernetes with every staging
-  # module it replaces locally pinned to the published v0.x of the same minor.
-  local d="$work/kubernetes-$K8S_VERSION"
+  local v=$1 d="$work/kubernetes-$1"
   if [ -f "$d/.ready" ]; then echo "$d"; return; fi
   mkdir -p "$d"
   local modfile
-  modfile=$(cd "$d" && go mod download -json "k8s.io/kubernetes@v$K8S_VERSION" | sed -n 's/.*"GoMod": "\(.*\)".*/\1/p')
+  modfile=$(cd "$d" && GOTOOLCHAIN=$NEWER_TOOLCHAIN go mod download -json "k8s.io/kubernetes@v$v" | sed -n 's/.*"GoMod": "\(.*\)".*/\1/p')
+  [ -n "$modfile" ] || { log "kubernetes $v: the Go module proxy did not give k8s.io/kubernetes@v$v"; exit 1; }
   {
     echo "module testbin/kubernetes"
     echo
     grep -E '^(go|godebug) ' "$modfile"
     echo
-    echo "require k8s.io/kubernetes v$K8S_VERSION"
+    echo "require k8s.io/kubernetes v$v"
     echo
     echo "replace ("
     sed -n '/^replace (/,/^)/p' "$modfile" | grep -oE 'k8s.io/[a-z0-9-]+ =>' | sed 's/ =>//' |
-      while read -r m; do echo "	$m => $m v0.${K8S_VERSION#1.}"; done
+      while read -r m; do echo "	$m => $m v0.${v#1.}"; done
     echo ")"
   } > "$d/go.mod"
-  (cd "$d" && go mod download k8s.io/kubernetes >/dev/null 2>&1 || true)
+  (cd "$d" && GOTOOLCHAIN=$(toolchain "$d") go mod download k8s.io/kubernetes >/dev/null 2>&1 || true)
   touch "$d/.ready"
   echo "$d"
 }
 
+# kube VERSION SUFFIX BIN...: builds each command BIN of Kubernetes VERSION
+# as BIN SUFFIX — the shared control plane with no suffix, a Kubernetes
+# matrix version's beside it as BIN-VERSION.
 kube() {
+  local v=$1 suffix=$2; shift 2
   local want=("$@") missing=()
-  for b in "${want[@]}"; do fresh "$b" "$K8S_VERSION" || missing+=("$b"); done
-  if [ ${#missing[@]} -eq 0 ]; then log "${want[*]} $K8S_VERSION: cached"; return; fi
-  local d minor=${K8S_VERSION#1.}
-  d=$(kube_module)
+  for b in "${want[@]}"; do fresh "$b$suffix" "$v" || missing+=("$b"); done
+  if [ ${#missing[@]} -eq 0 ]; then log "${want[*]} $v: cached"; return; fi
+  local d minor=${v#1.}
+  d=$(kube_module "$v")
   minor=${minor%%.*}
   local ld=""
   for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-    ld+=" -X $p.gitVersion=v$K8S_VERSION -X $p.gitMajor=1 -X $p.gitMinor=$minor -X $p.gitTreeState=clean"
+    ld+=" -X $p.gitVersion=v$v -X $p.gitMajor=1 -X $p.gitMinor=$minor -X $p.gitTreeState=clean"
   done
   for b in "${missing[@]}"; do
-    gobuild "$b" "$K8S_VERSION" "$d" "k8s.io/kubernetes/cmd/$b" "$ld"
+    gobuild "$b$suffix" "$v" "$d" "k8s.io/kubernetes/cmd/$b" "$ld"
   done
 }
 
@@ -172,10 +185,12 @@ karpenter() {
 
 case "${1:-all}" in
   path) echo "$bin" ;;
-  envtest) etcd; kube kube-apiserver ;;
-  cluster|all) etcd; kube kube-apiserver kube-controller-manager kube-scheduler kubectl; kwok; karpenter "$KARPENTER_VERSION" ;;
+  envtest) etcd; kube "$K8S_VERSION" "" kube-apiserver ;;
+  cluster|all) etcd; kube "$K8S_VERSION" "" kube-apiserver kube-controller-manager kube-scheduler kubectl; kwok; karpenter "$KARPENTER_VERSION" ;;
   karpenter) shift; [ $# -gt 0 ] || { echo "usage: $0 karpenter VERSION..." >&2; exit 2; }
     for v in "$@"; do karpenter "$v"; done ;;
-  *) echo "usage: $0 [envtest|cluster|all|path|karpenter VERSION...]" >&2; exit 2 ;;
+  kubernetes) shift; [ $# -gt 0 ] || { echo "usage: $0 kubernetes VERSION..." >&2; exit 2; }
+    for v in "$@"; do kube "$v" "-$v" "${CONTROL_PLANE[@]}"; done ;;
+  *) echo "usage: $0 [envtest|cluster|all|path|karpenter VERSION...|kubernetes VERSION...]" >&2; exit 2 ;;
 esac
 [ "${1:-all}" = path ] || log "binaries ready in $bin"
