@@ -269,7 +269,7 @@ quiet-day-one: testbin-cluster ## watch a default pool rotate under the demo pol
 # run against, and the Kubernetes versions besides the shared control
 # plane's (test/world/testbin.sh K8S_VERSION) they run on with the default
 # Karpenter (README.md, "Supported versions").
-KARPENTER_MATRIX ?= 1.6.4 1.10.0 1.12.1 1.13.0 1.14.3
+KARPENTER_MATRIX ?= 1.0.8 1.6.4 1.10.0 1.12.1 1.13.0 1.14.3
 KUBERNETES_MATRIX ?= 1.30.14 1.37.2
 MATRIX_JOBS = $(addprefix matrix:,$(KARPENTER_MATRIX)) $(addprefix kubernetes:,$(KUBERNETES_MATRIX))
 

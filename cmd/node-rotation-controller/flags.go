@@ -15,6 +15,7 @@ type options struct {
 	namespace        string
 	priorityClass    string
 	placeholderImage string
+	hostnamePref     bool
 	metricsAddr      string
 	metricsSecure    bool
 	metricsAuth      bool
@@ -42,6 +43,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.namespace, "namespace", "node-rotation-system", "namespace of the controller and its placeholder Pods")
 	fs.StringVar(&o.priorityClass, "placeholder-priority-class", "node-rotation-placeholder", "negative, never-preempting PriorityClass of the placeholder")
 	fs.StringVar(&o.placeholderImage, "placeholder-image", surge.DefaultImage, "image of the placeholder's single container")
+	fs.BoolVar(&o.hostnamePref, "placeholder-hostname-preference", true, "the placeholder prefers to avoid the old node and near-deadline nodes by kubernetes.io/hostname; false on Karpenter v1.0 and v1.1, which ignore such a Pod")
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8443", `metrics endpoint address; "0" disables it`)
 	fs.BoolVar(&o.metricsSecure, "metrics-secure", true, "serve metrics over HTTPS (a self-signed certificate unless one is mounted)")
 	fs.BoolVar(&o.metricsAuth, "metrics-auth", false, "require a token allowed to GET /metrics (needs tokenreviews and subjectaccessreviews create, beyond the default RBAC)")

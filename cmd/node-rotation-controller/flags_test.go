@@ -12,8 +12,11 @@ import (
 func TestFlags(t *testing.T) {
 	o, err := parseFlags(nil)
 	if err != nil || o.namespace != "node-rotation-system" || !o.leaderElect || !o.metricsSecure || o.logFormat != "json" || o.metricsAddr != ":8443" ||
-		o.workers != 10 || o.apiQPS != 50 || o.apiBurst != 100 || o.maxConcurrent != 0 {
+		o.workers != 10 || o.apiQPS != 50 || o.apiBurst != 100 || o.maxConcurrent != 0 || !o.hostnamePref {
 		t.Fatalf("defaults = %+v, %v", o, err)
+	}
+	if o, err := parseFlags([]string{"-placeholder-hostname-preference=false"}); err != nil || o.hostnamePref {
+		t.Errorf("-placeholder-hostname-preference=false: %+v, %v", o, err)
 	}
 	for args, want := range map[string]string{
 		"-bogus":                       "flag provided but not defined: -bogus",

@@ -64,12 +64,13 @@ func run(o options) error {
 	if err := addProbes(mgr); err != nil {
 		return err
 	}
-	rcfg := controller.Config{Namespace: o.namespace, PlaceholderPriorityClass: o.priorityClass, PlaceholderImage: o.placeholderImage, Workers: o.workers,
+	rcfg := controller.Config{Namespace: o.namespace, PlaceholderPriorityClass: o.priorityClass, PlaceholderImage: o.placeholderImage, SkipHostnamePreference: !o.hostnamePref, Workers: o.workers,
 		MaxConcurrentRotations: o.maxConcurrent}
 	if _, err := controller.Setup(mgr, rcfg, log.WithName("rotation")); err != nil {
 		return err
 	}
-	log.Info("starting manager", "version", version.Version(), "namespace", o.namespace, "leaderElection", o.leaderElect, "workers", o.workers, "maxConcurrentRotations", o.maxConcurrent)
+	log.Info("starting manager", "version", version.Version(), "namespace", o.namespace, "leaderElection", o.leaderElect, "workers", o.workers, "maxConcurrentRotations", o.maxConcurrent,
+		"placeholderHostnamePreference", o.hostnamePref)
 	return mgr.Start(ctrl.SetupSignalHandler())
 }
 

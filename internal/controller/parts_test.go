@@ -221,6 +221,12 @@ func TestTargets(t *testing.T) {
 	if len(avoid) != 1 || !reflect.DeepEqual(avoid[0].Preference.MatchExpressions[0].Values, []string{"host-node-a"}) {
 		t.Errorf("avoid %+v", avoid)
 	}
+	// Karpenter v1.0/v1.1: no preference names kubernetes.io/hostname.
+	r.Placeholder.SkipHostnamePreference = true
+	if a := r.targets(obs).NewPlaceholder.Spec.Affinity.NodeAffinity; len(a.PreferredDuringSchedulingIgnoredDuringExecution) != 0 {
+		t.Errorf("preferences without the hostname preference: %+v", a.PreferredDuringSchedulingIgnoredDuringExecution)
+	}
+	r.Placeholder.SkipHostnamePreference = false
 	// Not sized: nothing to create. Gone: the key still names it.
 	obs.Sizing = nil
 	if tg := r.targets(obs); tg.NewPlaceholder != nil {

@@ -22,6 +22,8 @@ type Config struct {
 	Namespace                string
 	PlaceholderPriorityClass string
 	PlaceholderImage         string
+	// SkipHostnamePreference: PlaceholderConfig's (Karpenter v1.0/v1.1).
+	SkipHostnamePreference bool
 	// Name distinguishes controllers when several run in one process (tests).
 	Name  string
 	Clock func() time.Time
@@ -75,6 +77,7 @@ func NewNodePoolReconciler(c client.Client, fresh client.Reader, eng *engine.Eng
 		Cap:          NewClusterCap(cfg.MaxConcurrentRotations),
 		Expectations: NewExpectations(cfg.Clock),
 		Announcer:    announce.New(log, rec),
-		Placeholder:  PlaceholderConfig{Namespace: cfg.Namespace, PriorityClass: cfg.PlaceholderPriorityClass, Image: cfg.PlaceholderImage},
+		Placeholder: PlaceholderConfig{Namespace: cfg.Namespace, PriorityClass: cfg.PlaceholderPriorityClass, Image: cfg.PlaceholderImage,
+			SkipHostnamePreference: cfg.SkipHostnamePreference},
 	}
 }

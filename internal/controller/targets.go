@@ -11,6 +11,11 @@ import (
 // PlaceholderConfig is how this controller's placeholder Pods are made.
 type PlaceholderConfig struct {
 	Namespace, PriorityClass, Image string
+	// SkipHostnamePreference leaves out the placeholder's preference to
+	// avoid the old node and near-deadline nodes by kubernetes.io/hostname:
+	// Karpenter v1.0 and v1.1 ignore a Pod whose preferred node affinity
+	// names that label (docs/design.md#karpenter-versions).
+	SkipHostnamePreference bool
 }
 
 // targets are what this pass's steps may write, from what it observed: the
@@ -32,10 +37,14 @@ func (r *NodePoolReconciler) targets(obs *observe.Observation) actions.Targets {
 	}
 	t.Stranded = actions.Stranded{Claims: obs.Stranded.Claims, Placeholders: obs.Stranded.Placeholders, Nodes: obs.Stranded.Nodes}
 	if obs.Subject != nil && obs.Sizing != nil {
+		avoid := obs.AvoidHostnames
+		if r.Placeholder.SkipHostnamePreference {
+			avoid = nil
+		}
 		t.NewPlaceholder = surge.Placeholder{
 			Namespace: r.Placeholder.Namespace, PriorityClass: r.Placeholder.PriorityClass, Image: r.Placeholder.Image,
 			Pool: obs.Pool, Claim: obs.Subject, OldNode: obs.OldNode, Requests: obs.Sizing.Requests,
-			Required: obs.Settings.Required, Preferred: obs.Settings.Preferred, AvoidHostnames: obs.AvoidHostnames,
+			Required: obs.Settings.Required, Preferred: obs.Settings.Preferred, AvoidHostnames: avoid,
 			Spread: obs.InForce.N > 1,
 		}.Build()
 	}

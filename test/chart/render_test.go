@@ -227,7 +227,7 @@ var podKnobs = []string{
 	"podLabels.team=platform", "podAnnotations.example\\.com/owner=platform",
 	"podSecurityContext.runAsUser=null", "podSecurityContext.fsGroup=65532", "securityContext.readOnlyRootFilesystem=false",
 	"resources.limits.cpu=1", "placeholderImage=mirror.example/pause:3.10", "logFormat=text", "logVerbosity=1",
-	"podDisruptionBudget.maxUnavailable=50%", "maxConcurrentRotations=3",
+	"podDisruptionBudget.maxUnavailable=50%", "maxConcurrentRotations=3", "placeholderHostnamePreference=false",
 }
 
 func TestPodKnobs(t *testing.T) {
@@ -257,6 +257,7 @@ func TestPodKnobs(t *testing.T) {
 		{"placeholderImage", hasArg(ctr, "-placeholder-image=mirror.example/pause:3.10")},
 		{"logFormat, logVerbosity", hasArg(ctr, "-log-format=text") && hasArg(ctr, "-v=1")},
 		{"maxConcurrentRotations", hasArg(ctr, "-max-concurrent-rotations=3")},
+		{"placeholderHostnamePreference", hasArg(ctr, "-placeholder-hostname-preference=false")},
 	}
 	for _, ch := range checks {
 		if !ch.ok {
@@ -273,10 +274,14 @@ func TestPodKnobs(t *testing.T) {
 	if got := d.Spec.Template.Spec.TopologySpreadConstraints[0].LabelSelector; !reflect.DeepEqual(got, &metav1.LabelSelector{MatchLabels: map[string]string{"app": "other"}}) {
 		t.Errorf("a constraint's own labelSelector became %+v", got)
 	}
-	// Without placeholderImage the flag is not passed: the controller's default.
-	for _, a := range controller(t, find[*appsv1.Deployment](t, mustRender(t, c, renderOpts{}))).Args {
-		if strings.HasPrefix(a, "-placeholder-image") {
-			t.Errorf("default values pass %s", a)
+	// Without placeholderImage the flag is not passed: the controller's
+	// default; nor the hostname preference's, by default or with the key
+	// absent (values kept from a release older than it: --reuse-values).
+	for _, set := range [][]string{nil, {"placeholderHostnamePreference=null"}} {
+		for _, a := range controller(t, find[*appsv1.Deployment](t, mustRender(t, c, renderOpts{}, set...))).Args {
+			if strings.HasPrefix(a, "-placeholder-image") || strings.HasPrefix(a, "-placeholder-hostname-preference") {
+				t.Errorf("values %v pass %s", set, a)
+			}
 		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -20,6 +21,12 @@ import (
 
 // BinaryEnv names the controller binary to run instead of building one.
 const BinaryEnv = "NRC_CONTROLLER_BIN"
+
+// ArgsEnv holds flags (space-separated) every run gets after its own, so
+// they win: what a version matrix job's Karpenter needs, such as
+// -placeholder-hostname-preference=false on v1.0 and v1.1
+// (test/world/suites.sh, KARPENTER_ARGS).
+const ArgsEnv = "NRC_CONTROLLER_ARGS"
 
 var (
 	buildOnce sync.Once
@@ -76,6 +83,7 @@ func StartWithEnv(bin, logDir, name string, env []string, args ...string) (*Cont
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
 		return nil, fmt.Errorf("log directory: %w", err)
 	}
+	args = append(slices.Clip(args), strings.Fields(os.Getenv(ArgsEnv))...)
 	c := &Controller{Bin: bin, Args: args, Log: filepath.Join(logDir, fmt.Sprintf("%s-%d.log", name, time.Now().UnixNano()))}
 	f, err := os.Create(c.Log)
 	if err != nil {

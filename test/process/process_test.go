@@ -36,6 +36,19 @@ func TestStopKillsAProcessThatIgnoresSIGTERM(t *testing.T) {
 	}
 }
 
+// The flags of NRC_CONTROLLER_ARGS come after a run's own.
+func TestArgsFromTheEnvironmentComeLast(t *testing.T) {
+	t.Setenv(ArgsEnv, " -b=2  -c ")
+	c, err := Start("/bin/sh", t.TempDir(), "args", "-c", `echo "args: $*"`, "sh", "-a=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitForLine(t, c, "args:")
+	if got := c.LogLines("args:"); len(got) != 1 || !strings.HasSuffix(got[0], "args: -a=1 -b=2 -c") {
+		t.Errorf("log lines %q, want the run's own flag, then the environment's", got)
+	}
+}
+
 func TestKillEndsTheProcessAtOnce(t *testing.T) {
 	c, err := Start("/bin/sh", t.TempDir(), "kill", "-c", `trap 'echo term' TERM; echo ready; while :; do sleep 0.1; done`)
 	if err != nil {
