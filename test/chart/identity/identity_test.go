@@ -82,6 +82,7 @@ func TestChartIdentity(t *testing.T) {
 	}
 	w.expectLeaseReleased(t)
 	w.expectNoForbidden(t, sa, since)
+	w.reinstallServerSide(t)
 }
 
 func newWorld(t *testing.T) *world {

@@ -4,6 +4,7 @@ package identity_test
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -38,6 +39,54 @@ func (w *world) helmConfig(t *testing.T) *action.Configuration {
 	return cfg
 }
 
+// helmInstall runs `helm install nrc-identity node-rotation-controller-<V>.tgz
+// -n nrc-identity --create-namespace --server-side=<serverSide>` of the
+// packaged chart (`helm package`, the Helm SDK's own, as make release
+// packages it) with the identity values.
+func (w *world) helmInstall(t *testing.T, serverSide bool) {
+	t.Helper()
+	pkg := action.NewPackage()
+	pkg.Destination = t.TempDir()
+	archive, err := pkg.Run("../../../charts/node-rotation-controller", nil)
+	must(t, err, "helm package")
+	chrt, err := loader.Load(archive)
+	must(t, err, "loading the packaged chart "+archive)
+	install := action.NewInstall(w.helmConfig(t))
+	install.ReleaseName, install.Namespace, install.CreateNamespace = release, namespace, true
+	install.Timeout = 2 * time.Minute
+	// `helm install` without --wait: hooks only (the chart has none)
+	install.WaitStrategy = kube.HookOnlyStrategy
+	install.ServerSideApply = serverSide
+	vals := map[string]any{"placeholderPriorityClass": map[string]any{"name": priorityClass}, "image": map[string]any{"digest": imageDigest},
+		"metrics": map[string]any{"certSecret": metricsCertSecret}}
+	out, err := install.RunWithContext(w.ctx, chrt, vals)
+	must(t, err, fmt.Sprintf("helm install --server-side=%v", serverSide))
+	rel, ok := out.(*releasev1.Release)
+	if !ok {
+		t.Fatalf("helm install returned a %T, not a v1 release", out)
+	}
+	t.Logf("helm install --server-side=%v: release %s revision %d, status %s", serverSide, rel.Name, rel.Version, rel.Info.Status)
+}
+
+// reinstallServerSide: the chart README's word to a Helm v4 user ("Helm 4
+// and an existing CRD") holds — once the chart's CRD is the one in the
+// cluster, applied first with kubectl as upgradeCRDs does, Helm v4's
+// default install, which applies crds/ server-side, succeeds over it:
+// the release is uninstalled (helm keeps the CRD) and installed again so.
+func (w *world) reinstallServerSide(t *testing.T) {
+	t.Helper()
+	if !w.hasField(t) {
+		t.Fatal("the CRD in the cluster is not the chart's: upgradeCRDs first")
+	}
+	uninstall := action.NewUninstall(w.helmConfig(t))
+	uninstall.WaitStrategy = kube.StatusWatcherStrategy
+	uninstall.Timeout = 2 * time.Minute
+	_, err := uninstall.Run(release)
+	must(t, err, "helm uninstall before the server-side install")
+	w.helmInstall(t, true)
+	w.deployment(t)
+}
+
 // imageDigest is the digest the install pins (image.digest), as a user
 // installing a release by digest would.
 const imageDigest = "sha256:4f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c4b5a69788796a5b4c3d2e1f0"
@@ -51,34 +100,14 @@ const imageDigest = "sha256:4f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c4b5a69788796
 // Deployment runs as.
 func (w *world) installChart(t *testing.T) string {
 	t.Helper()
-	pkg := action.NewPackage()
-	pkg.Destination = t.TempDir()
-	archive, err := pkg.Run("../../../charts/node-rotation-controller", nil)
-	must(t, err, "helm package")
-	chrt, err := loader.Load(archive)
-	must(t, err, "loading the packaged chart "+archive)
-	cfg := w.helmConfig(t)
-	install := action.NewInstall(cfg)
-	install.ReleaseName, install.Namespace, install.CreateNamespace = release, namespace, true
-	install.Timeout = 2 * time.Minute
-	// `helm install` without --wait: hooks only (the chart has none)
-	install.WaitStrategy = kube.HookOnlyStrategy
 	// --server-side=false: objects created, an existing CRD left as it is,
 	// as Helm v3 installs. Helm v4's default, server-side apply, applies the
 	// chart's CRD over the older one and fails on the conflict with its
 	// field manager (seen here, 2026-12-05: "Apply failed with 1 conflict:
 	// conflict with \"identity.test\" ... .spec.versions"); the chart's
-	// README says what a Helm v4 user does about it.
-	install.ServerSideApply = false
-	vals := map[string]any{"placeholderPriorityClass": map[string]any{"name": priorityClass}, "image": map[string]any{"digest": imageDigest},
-		"metrics": map[string]any{"certSecret": metricsCertSecret}}
-	out, err := install.RunWithContext(w.ctx, chrt, vals)
-	must(t, err, "helm install")
-	rel, ok := out.(*releasev1.Release)
-	if !ok {
-		t.Fatalf("helm install returned a %T, not a v1 release", out)
-	}
-	t.Logf("helm install: release %s revision %d, status %s", rel.Name, rel.Version, rel.Info.Status)
+	// README says what a Helm v4 user does about it, and
+	// reinstallServerSide holds it to that.
+	w.helmInstall(t, false)
 	t.Cleanup(func() {
 		uninstall := action.NewUninstall(w.helmConfig(t))
 		uninstall.WaitStrategy = kube.HookOnlyStrategy
