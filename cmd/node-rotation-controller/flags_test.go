@@ -15,8 +15,12 @@ func TestFlags(t *testing.T) {
 		o.workers != 10 || o.apiQPS != 50 || o.apiBurst != 100 || o.maxConcurrent != 0 || !o.hostnamePref {
 		t.Fatalf("defaults = %+v, %v", o, err)
 	}
-	if o, err := parseFlags([]string{"-placeholder-hostname-preference=false"}); err != nil || o.hostnamePref {
-		t.Errorf("-placeholder-hostname-preference=false: %+v, %v", o, err)
+	if o.reconcilerConfig().SkipHostnamePreference {
+		t.Error("the default configuration skips the hostname preference")
+	}
+	if o, err := parseFlags([]string{"-placeholder-hostname-preference=false", "-placeholder-image=m/p:1", "-max-concurrent-rotations=2"}); err != nil ||
+		!o.reconcilerConfig().SkipHostnamePreference || o.reconcilerConfig().PlaceholderImage != "m/p:1" || o.reconcilerConfig().MaxConcurrentRotations != 2 {
+		t.Errorf("-placeholder-hostname-preference=false: %+v, %v", o.reconcilerConfig(), err)
 	}
 	for args, want := range map[string]string{
 		"-bogus":                       "flag provided but not defined: -bogus",

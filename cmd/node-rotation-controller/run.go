@@ -64,9 +64,7 @@ func run(o options) error {
 	if err := addProbes(mgr); err != nil {
 		return err
 	}
-	rcfg := controller.Config{Namespace: o.namespace, PlaceholderPriorityClass: o.priorityClass, PlaceholderImage: o.placeholderImage, SkipHostnamePreference: !o.hostnamePref, Workers: o.workers,
-		MaxConcurrentRotations: o.maxConcurrent}
-	if _, err := controller.Setup(mgr, rcfg, log.WithName("rotation")); err != nil {
+	if _, err := controller.Setup(mgr, o.reconcilerConfig(), log.WithName("rotation")); err != nil {
 		return err
 	}
 	log.Info("starting manager", "version", version.Version(), "namespace", o.namespace, "leaderElection", o.leaderElect, "workers", o.workers, "maxConcurrentRotations", o.maxConcurrent,
@@ -134,4 +132,10 @@ func addProbes(mgr ctrl.Manager) error {
 		return fmt.Errorf("adding the readiness probe: %w", err)
 	}
 	return nil
+}
+
+// reconcilerConfig is what the flags set of the reconciler.
+func (o options) reconcilerConfig() controller.Config {
+	return controller.Config{Namespace: o.namespace, PlaceholderPriorityClass: o.priorityClass, PlaceholderImage: o.placeholderImage,
+		SkipHostnamePreference: !o.hostnamePref, Workers: o.workers, MaxConcurrentRotations: o.maxConcurrent}
 }

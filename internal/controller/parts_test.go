@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -295,5 +296,16 @@ func TestAllPools(t *testing.T) {
 	}
 	if l := *w.lines; len(l) != 1 || l[0].msg != "listing NodePools to re-resolve after a RotationPolicy change" || l[0].kv["error"] != "boom" {
 		t.Errorf("error line %+v", l)
+	}
+}
+
+// The reconciler makes placeholders as its Config says.
+func TestNewNodePoolReconcilerPlaceholderConfig(t *testing.T) {
+	for _, skip := range []bool{false, true} {
+		r := NewNodePoolReconciler(nil, nil, nil, Config{Namespace: ns, PlaceholderPriorityClass: "pc", PlaceholderImage: "m/p:1", SkipHostnamePreference: skip},
+			logr.Discard(), nil)
+		if want := (PlaceholderConfig{Namespace: ns, PriorityClass: "pc", Image: "m/p:1", SkipHostnamePreference: skip}); r.Placeholder != want {
+			t.Errorf("placeholder config %+v, want %+v", r.Placeholder, want)
+		}
 	}
 }

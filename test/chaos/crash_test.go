@@ -176,8 +176,10 @@ func (w *world) iterate(ctx context.Context, c *campaign, it iteration) outcome 
 	o := outcome{since: since, writes: proxy.Writes(seq), anchored: invariants.Anchored(w.rec, []string{w.pool}, since), killed: killed}
 	var originals []string
 	if it.rotate {
-		originals = o.anchored
-		c.rotations += len(o.anchored)
+		// the started ones: the pause may catch another slot's anchor
+		// before its start, and the paused pool releases it (startupKill)
+		originals = invariants.Started(w.rec, []string{w.pool}, since)
+		c.rotations += len(originals)
 	}
 	o.report = w.check(ctx, it.label, since, originals, seq)
 	c.iterations++

@@ -25,7 +25,9 @@ const BinaryEnv = "NRC_CONTROLLER_BIN"
 // ArgsEnv holds flags (space-separated) every run gets after its own, so
 // they win: what a version matrix job's Karpenter needs, such as
 // -placeholder-hostname-preference=false on v1.0 and v1.1
-// (test/world/suites.sh, KARPENTER_ARGS).
+// (test/world/suites.sh, KARPENTER_ARGS). They are this checkout's flags:
+// a suite that starts an older build (the e2e upgrade) must not run
+// under them.
 const ArgsEnv = "NRC_CONTROLLER_ARGS"
 
 var (

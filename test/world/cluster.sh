@@ -223,6 +223,13 @@ up() {
     --authorization-mode=Node,RBAC --endpoint-reconciler-type=none --allow-privileged=true \
     --audit-policy-file="$run/audit-policy.yaml" --audit-log-path="$logs/audit.log" --audit-log-format=json
   wait_for kube-apiserver 120 apiserver_ready
+  # the control plane asked for, or a matrix row would name a version it did not run
+  local want served
+  want=v${CONTROL_PLANE_VERSION:-$("$here/testbin.sh" kube-version)}
+  served=$(curl -sf --cacert "$pki/ca.crt" --cert "$pki/admin.crt" --key "$pki/admin.key" \
+    "https://127.0.0.1:$APISERVER_PORT/version" | sed -n 's/.*"gitVersion": *"\([^"]*\)".*/\1/p')
+  [ "$served" = "$want" ] || die "kube-apiserver serves version ${served:-unknown}, not $want"
+  log "kube-apiserver $served"
 
   local common=(--kubeconfig="$kubeconfig" --authentication-kubeconfig="$kubeconfig"
     --authorization-kubeconfig="$kubeconfig" --bind-address=127.0.0.1 --leader-elect=false)

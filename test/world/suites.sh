@@ -71,12 +71,14 @@ out=${NRC_SUITES_DIR:-${TMPDIR:-/tmp}/node-rotation-controller/suites}
 E2E_PARTS=('rotation || rollback || drainblock || smoke' 'expiry || fallback || stuckdrain || leader' 'throughput || coverage' 'upgrade')
 
 # the jobs on the default Karpenter, longest first; with a matrix job per
-# KARPENTER_MATRIX and KUBERNETES_MATRIX version they are the default run
+# KUBERNETES_MATRIX and KARPENTER_MATRIX version they are the default run
+# (the Kubernetes ones first: their control planes are the longest builds
+# of the queue below, so they start it)
 DEFAULT_JOBS=(crash-slots crash e2e.2 e2e.1 e2e.4 e2e.3 faults identity)
 default_run() {
   jobs_=("${DEFAULT_JOBS[@]}")
-  for v in $KARPENTER_MATRIX; do jobs_+=("matrix:$v"); done
   for v in $KUBERNETES_MATRIX; do jobs_+=("kubernetes:$v"); done
+  for v in $KARPENTER_MATRIX; do jobs_+=("matrix:$v"); done
 }
 # versioned JOB: whether JOB runs a version built for it (a matrix job).
 versioned() { [[ $1 == matrix:* || $1 == kubernetes:* ]]; }
@@ -297,11 +299,12 @@ versions_table() {
     [[ " ${jobs_[*]} " != *" matrix:$v "* ]] || continue # run anyway: its own row says
     rows+=("| v$v | v$k8s | the e2e smoke and the happy-path rotation, not run | ${KARPENTER_FAILING[$v]} |")
   done
-  for j in "${jobs_[@]}"; do
-    versioned "$j" || continue
+  # the Karpenter rows, then the Kubernetes ones, whatever the jobs' order
+  for j in $(printf '%s\n' "${jobs_[@]}" | grep '^matrix:') $(printf '%s\n' "${jobs_[@]}" | grep '^kubernetes:'); do
     case "${outcome[$j]}" in
       passed) v=passes ;;
       "build FAILED") if [[ $j == matrix:* ]]; then v="its kwok provider does not build"; else v="its control plane does not build"; fi ;;
+      "FAILED (rc 3)") v="fails: its cluster does not come up (its CRDs, Karpenter or the control plane)" ;;
       *) v="fails" ;;
     esac
     if [[ $j == matrix:* ]]; then

@@ -4,7 +4,7 @@
 # outside the repository. Nothing here downloads a prebuilt binary: everything
 # comes through the Go module proxy and is compiled on this machine.
 #
-# Usage: test/world/testbin.sh [envtest|cluster|all|path|karpenter VERSION...|kubernetes VERSION...]
+# Usage: test/world/testbin.sh [envtest|cluster|all|path|kube-version|karpenter VERSION...|kubernetes VERSION...]
 #   envtest    etcd + kube-apiserver (what `make test` needs)
 #   cluster    everything the local e2e cluster needs, with Karpenter's kwok
 #              provider at KARPENTER_VERSION (default: all)
@@ -13,6 +13,7 @@
 #              kube-controller-manager-VERSION and kube-scheduler-VERSION (the
 #              Kubernetes matrix; cluster.sh's CONTROL_PLANE_VERSION)
 #   path       print the bin directory and exit
+#   kube-version print the shared control plane's Kubernetes version and exit
 #
 # The cache is keyed by the shared versions (Kubernetes, etcd, kwok) and every
 # binary carries a version stamp, so a second run (or another checkout on the
@@ -185,12 +186,13 @@ karpenter() {
 
 case "${1:-all}" in
   path) echo "$bin" ;;
+  kube-version) echo "$K8S_VERSION" ;;
   envtest) etcd; kube "$K8S_VERSION" "" kube-apiserver ;;
   cluster|all) etcd; kube "$K8S_VERSION" "" kube-apiserver kube-controller-manager kube-scheduler kubectl; kwok; karpenter "$KARPENTER_VERSION" ;;
   karpenter) shift; [ $# -gt 0 ] || { echo "usage: $0 karpenter VERSION..." >&2; exit 2; }
     for v in "$@"; do karpenter "$v"; done ;;
   kubernetes) shift; [ $# -gt 0 ] || { echo "usage: $0 kubernetes VERSION..." >&2; exit 2; }
     for v in "$@"; do kube "$v" "-$v" "${CONTROL_PLANE[@]}"; done ;;
-  *) echo "usage: $0 [envtest|cluster|all|path|karpenter VERSION...|kubernetes VERSION...]" >&2; exit 2 ;;
+  *) echo "usage: $0 [envtest|cluster|all|path|kube-version|karpenter VERSION...|kubernetes VERSION...]" >&2; exit 2 ;;
 esac
-[ "${1:-all}" = path ] || log "binaries ready in $bin"
+case "${1:-all}" in path | kube-version) ;; *) log "binaries ready in $bin" ;; esac
