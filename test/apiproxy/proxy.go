@@ -90,6 +90,7 @@ type Proxy struct {
 	writes    []Write
 	plan      *killPlan
 	killed    *Write
+	fired     bool // the armed kill chose its write; Killed may not say so yet
 	faults    Faults
 	rng       *rand.Rand
 	schedules []*schedule
@@ -187,7 +188,7 @@ func (p *Proxy) KillAfter(match func(Write) bool, n int, kill func()) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.plan = &killPlan{match: match, n: n, kill: kill}
-	p.killed = nil
+	p.killed, p.fired = nil, false
 }
 
 // Disarm drops an armed kill that has not fired, and forgets one that
@@ -195,7 +196,18 @@ func (p *Proxy) KillAfter(match func(Write) bool, n int, kill func()) {
 func (p *Proxy) Disarm() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.plan, p.killed = nil, nil
+	p.plan, p.killed, p.fired = nil, nil, false
+}
+
+// Fired reports that the armed kill has chosen its write: from the moment
+// that write is applied upstream — before the kill function runs, so
+// before Killed reports it. A caller that watches the cluster sees the
+// write's effect while the kill is still under way; Fired is how it knows
+// a kill is coming and waits for Killed.
+func (p *Proxy) Fired() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.fired
 }
 
 // Killed returns the write the armed kill fired after, once the kill
@@ -388,7 +400,7 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 		p.plan.n--
 		if p.plan.n <= 0 {
 			kill, p.plan = p.plan.kill, nil
-			w.Killed = true
+			w.Killed, p.fired = true, true
 		}
 	}
 	if kill == nil && c.fault == FaultApplyThen500 {

@@ -161,11 +161,12 @@ func TestKillAfterTheNthAppliedWrite(t *testing.T) {
 	p := start(t, s)
 	var kills atomic.Int32
 	var upstreamAtKill int
-	var reportedDuringKill bool
+	var reportedDuringKill, firedDuringKill bool
 	p.KillAfter(OfType("PATCH nodepools +noderotation.io/active-rotation"), 2, func() {
 		kills.Add(1)
 		upstreamAtKill = len(s.got())
 		_, reportedDuringKill = p.Killed()
+		firedDuringKill = p.Fired()
 	})
 	url := p.URL() + "/apis/karpenter.sh/v1/nodepools/pool"
 
@@ -181,7 +182,7 @@ func TestKillAfterTheNthAppliedWrite(t *testing.T) {
 	if resp, _, err := do(t, "PATCH", url, anchorPatch); err != nil || resp.StatusCode != 201 {
 		t.Fatalf("first matching PATCH: %v %v", err, resp)
 	}
-	if _, ok := p.Killed(); ok || kills.Load() != 0 {
+	if _, ok := p.Killed(); ok || kills.Load() != 0 || p.Fired() {
 		t.Fatal("killed before the second applied match")
 	}
 	resp, body, err := do(t, "PATCH", url, anchorPatch)
@@ -198,13 +199,16 @@ func TestKillAfterTheNthAppliedWrite(t *testing.T) {
 	if reportedDuringKill {
 		t.Error("Killed() reported the kill before the kill function returned")
 	}
+	if !firedDuringKill || !p.Fired() {
+		t.Errorf("Fired() during the kill %v, after it %v; want true from the applied write on", firedDuringKill, p.Fired())
+	}
 	// one-shot
 	if resp, _, err := do(t, "PATCH", url, anchorPatch); err != nil || resp.StatusCode != 201 || kills.Load() != 1 {
 		t.Errorf("after the kill: %v %v, kills %d", err, resp, kills.Load())
 	}
 	p.Disarm()
-	if w, ok := p.Killed(); ok {
-		t.Errorf("Killed() after Disarm: %+v", w)
+	if w, ok := p.Killed(); ok || p.Fired() {
+		t.Errorf("Killed() after Disarm: %+v (fired %v)", w, p.Fired())
 	}
 }
 

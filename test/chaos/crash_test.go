@@ -167,7 +167,11 @@ func (w *world) iterate(ctx context.Context, c *campaign, it iteration) outcome 
 			return true
 		}
 		w.ctl.alive()
-		return pausedYet && len(w.anchors(ctx)) == 0
+		// A kill after the iteration's last write (the last slot's
+		// release) leaves no anchor while the kill is still under way:
+		// wait for it and the restart, or the iteration would end with no
+		// controller running.
+		return pausedYet && len(w.anchors(ctx)) == 0 && (restarted || !proxy.Fired())
 	}).WithContext(ctx).WithTimeout(5*time.Minute).WithPolling(200*time.Millisecond).Should(BeTrue(),
 		"%s: %d rotation(s) started and were killed or ended", it.label, at)
 	killedAt, killed := proxy.Killed()
