@@ -80,7 +80,8 @@ type RotationPolicySpec struct {
 	// +optional
 	Surge SurgeSpec `json:"surge,omitempty"`
 
-	// prePull is reserved for v2 and must stay disabled in v1alpha1.
+	// prePull pulls the old node's images onto the surge node before the
+	// drain (docs/design.md#pre-pull).
 	// +optional
 	PrePull PrePullSpec `json:"prePull,omitempty"`
 }
@@ -253,12 +254,50 @@ type ForcefulFallback struct {
 	Enabled bool `json:"enabled,omitempty"`
 }
 
-// PrePullSpec is reserved for v2.
+// PrePullSpec configures the pre-pull phase: between a ready surge node
+// and the old claim's delete, the old node's images are pulled onto the
+// surge node so the drained Pods start without waiting on a pull (see
+// docs/design.md#pre-pull). The phase is being built: until it lands,
+// enabled must stay false; the other fields are validated already.
 type PrePullSpec struct {
-	// enabled must be false in v1alpha1.
-	// +kubebuilder:validation:XValidation:rule="self == false",message="prePull is not available in v1alpha1; enabled must be false"
+	// enabled turns the phase on. It must be false until the phase lands.
+	// +kubebuilder:validation:XValidation:rule="self == false",message="prePull is not available yet; enabled must be false"
 	// +optional
 	Enabled bool `json:"enabled,omitempty"`
+
+	// timeout bounds the phase: the drain starts when the pre-pull Pod
+	// ends or timeout passes, whatever is pulled by then. Must be greater
+	// than 0.
+	// +kubebuilder:default="10m"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^(0|([0-9]+(\\\\.[0-9]+)?(ns|us|µs|ms|s|m|h))+)$')",message="timeout must be a Go duration such as 10m"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^(0|([0-9]+(\\\\.[0-9]+)?(ns|us|µs|ms|s|m|h))+)$') || duration(self) > duration('0s')",message="timeout must be greater than 0"
+	// +optional
+	Timeout string `json:"timeout,omitempty"`
+
+	// maxImages is the most images one rotation pulls; images past it, in
+	// the order of the old node's Pods, are skipped and named.
+	// +kubebuilder:default=20
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	// +optional
+	MaxImages int32 `json:"maxImages,omitempty"`
+
+	// excludeImages are globs (path.Match syntax, e.g. "*/busybox:*" or
+	// "registry.internal/*") an image is skipped by, matched against the
+	// reference as the Pod spells it and against its normalized form
+	// (docker.io/library/busybox:latest).
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=512
+	// +optional
+	ExcludeImages []string `json:"excludeImages,omitempty"`
+
+	// usePullSecrets opts into pulling the images of Pods that use
+	// imagePullSecrets, in the source Pod's namespace with that Pod's
+	// secrets. Without it those images are skipped and named.
+	// +optional
+	UsePullSecrets bool `json:"usePullSecrets,omitempty"`
 }
 
 // RotationPolicyStatus is observational only and never read back for

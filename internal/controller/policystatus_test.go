@@ -123,7 +123,7 @@ func TestPolicyStatusInvalid(t *testing.T) {
 	c := newAPI(t, nil, bad, selecting("other", nil), labelled("api-1", "api"))
 	st := reconcileStatus(t, c, "api")
 	checkCondition(t, st, "Ready", cond{metav1.ConditionFalse, "Invalid",
-		`spec.prePull.enabled: prePull is not available in v1alpha1; spec.surge.readyTimeout: "0s" must be greater than 0`})
+		`spec.prePull.enabled: prePull is not available yet; spec.surge.readyTimeout: "0s" must be greater than 0`})
 	checkCondition(t, st, "Feasible", cond{metav1.ConditionUnknown, "Invalid", "the policy does not resolve"})
 }
 

@@ -45,12 +45,16 @@ func renderTable(w io.Writer, r Report) error {
 	if r.AlwaysOpen {
 		period += " (open 24/7: the reconcile tick)"
 	}
+	prePull := ""
+	if r.PrePull != "" {
+		prePull = " + prePull.timeout"
+	}
 	rows := [][2]string{
 		{"P\tlargest gap between occurrence starts", period},
 		{"D\tshortest occurrence", r.D},
 		{"gap\tshortest closed interval", r.Gap},
-		{"t_rot\treadyTimeout + tGP + buffer", r.TRot},
-		{"t_rot_est\tprovisioningEstimate + drainEstimate", r.TRotEst},
+		{"t_rot\treadyTimeout" + prePull + " + tGP + buffer", r.TRot},
+		{"t_rot_est\tprovisioningEstimate" + prePull + " + drainEstimate", r.TRotEst},
 		{"A\tage threshold (" + r.AgeThreshold + ")", r.A},
 		{"G\tguaranteed rotation chances", fmt.Sprint(r.G)},
 		{"N\trotations at once", fmt.Sprintf("%d (%s)", r.InForce.N, r.InForce.Why)},

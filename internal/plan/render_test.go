@@ -100,11 +100,16 @@ func TestRenderOccurrenceAcrossMidnight(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := render(t, r, "table")
-	for _, want := range []string{
+	tableHas(t, render(t, r, "table"),
 		"  Fri 2026-12-04 22:00 – Sat 2026-12-05 04:00 UTC (UTC)\n",
 		"  Mon 2026-12-07 06:00 – Tue 2026-12-08 06:00 CET (Europe/Berlin)\n",
-	} {
+	)
+}
+
+// tableHas fails t for each line the rendered table lacks.
+func tableHas(t *testing.T, out string, lines ...string) {
+	t.Helper()
+	for _, want := range lines {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)
 		}
@@ -229,4 +234,23 @@ func TestRenderBlackouts(t *testing.T) {
 	if !strings.Contains(out, "Blackouts (no rotation starts):\n  2026-12-24T00:00:00Z – 2026-12-27T00:00:00Z  holidays\n") || strings.Contains(out, "past") {
 		t.Errorf("table:\n%s", out)
 	}
+}
+
+// With prePull on, t_rot and t_rot_est name the phase's bound they include
+// (docs/design.md#pre-pull); with it off (the worked example) they do not.
+func TestRenderPrePullBound(t *testing.T) {
+	in := workedInput(t)
+	in.NodePool = ""
+	r, err := Build(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.PrePull != "" {
+		t.Fatalf("prePull off, the report says %q", r.PrePull)
+	}
+	r.PrePull, r.TRot, r.TRotEst = "10m", "1h27m", "25m"
+	tableHas(t, render(t, r, "table"),
+		"  t_rot      readyTimeout + prePull.timeout + tGP + buffer           1h27m\n",
+		"  t_rot_est  provisioningEstimate + prePull.timeout + drainEstimate  25m\n",
+	)
 }

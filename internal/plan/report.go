@@ -21,6 +21,9 @@ type Report struct {
 	Gap                    string `json:"gap"`
 	TRot                   string `json:"tRot"`
 	TRotEst                string `json:"tRotEst"`
+	// PrePull is spec.prePull.timeout when the phase is on: t_rot and
+	// t_rot_est include it (docs/design.md#pre-pull); empty when off.
+	PrePull string `json:"prePull,omitempty"`
 	// StartHold is the end of each occurrence no rotation starts in
 	// (t_rot_est − startCutoff); empty when surge.startCutoff is unset.
 	StartHold    string `json:"startHold,omitempty"`
@@ -95,6 +98,9 @@ func Build(in Input) (Report, error) {
 		if b.End.After(in.Now) {
 			r.Blackouts = append(r.Blackouts, in.Policy.Spec.Blackouts[i])
 		}
+	}
+	if inputs.PrePullTimeout > 0 {
+		r.PrePull = fd(inputs.PrePullTimeout)
 	}
 	if s.StartCutoff != nil && !cycle.AlwaysOpen {
 		r.StartHold = fd(d.StartHold)

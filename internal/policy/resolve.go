@@ -36,6 +36,7 @@ type Settings struct {
 	Required, Preferred  []string
 	ForcefulFallback     bool
 	WholeNodeReservation bool
+	PrePull              PrePull
 }
 
 // Resolve parses spec. Every problem is reported, each naming its field.
@@ -60,9 +61,9 @@ func Resolve(spec v1alpha1.RotationPolicySpec) (Settings, error) {
 	if s.Required == nil {
 		s.Required = DefaultRequired
 	}
-	if spec.PrePull.Enabled {
-		errs = append(errs, errors.New("spec.prePull.enabled: prePull is not available in v1alpha1"))
-	}
+	s.PrePull, err = prePull(spec.PrePull)
+	errs = append(errs, err)
+	s.PrePullTimeout = s.PrePull.InWindow()
 	if spec.AgeThreshold != "" && spec.AgeThreshold != "auto" {
 		d, err := positive("spec.ageThreshold", spec.AgeThreshold)
 		errs = append(errs, err)

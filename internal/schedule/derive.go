@@ -24,7 +24,11 @@ type Timing struct {
 	FailurePause         *time.Duration
 	DrainEstimate        *time.Duration
 	ProvisioningEstimate *time.Duration
-	MaxUnavailable       int
+	// PrePullTimeout bounds the pre-pull phase between a ready surge and
+	// the drain (docs/design.md#pre-pull); 0 when the phase is off. It
+	// lengthens t_rot and t_rot_est by itself.
+	PrePullTimeout time.Duration
+	MaxUnavailable int
 	// StartCutoff is how far past an occurrence's close a rotation may be
 	// forecast to end and still start (docs/design.md#window-end); nil is
 	// the default, the forecast itself, which holds no start.
@@ -85,8 +89,8 @@ type Derivation struct {
 	NoDeadline bool
 	TGPUnset   bool
 	TGP        time.Duration // effective (fallback when unset)
-	TRot       time.Duration // readyTimeout + tGP + buffer
-	TRotEst    time.Duration // provisioningEstimate + drainEstimate
+	TRot       time.Duration // readyTimeout + prePull.timeout + tGP + buffer
+	TRotEst    time.Duration // provisioningEstimate + prePull.timeout + drainEstimate
 	// StartHold: no start in the last StartHold of an occurrence, at the
 	// configured t_rot_est (the gate itself uses the learned forecast).
 	StartHold time.Duration
@@ -110,8 +114,8 @@ func Derive(in Inputs, cy Cycle) Derivation {
 	d.FailurePause = orDefault(in.FailurePause, max(10*time.Minute, in.CooldownAfter))
 	d.ProvisioningEstimate = orDefault(in.ProvisioningEstimate, min(in.ReadyTimeout, 5*time.Minute))
 	d.DrainEstimate = orDefault(in.DrainEstimate, min(d.TGP, 10*time.Minute))
-	d.TRot = in.ReadyTimeout + d.TGP + Buffer
-	d.TRotEst = d.ProvisioningEstimate + d.DrainEstimate
+	d.TRot = in.ReadyTimeout + in.PrePullTimeout + d.TGP + Buffer
+	d.TRotEst = d.ProvisioningEstimate + in.PrePullTimeout + d.DrainEstimate
 	if !cy.AlwaysOpen {
 		d.StartHold = in.StartHold(d.TRotEst)
 	}

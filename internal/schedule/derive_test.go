@@ -96,6 +96,9 @@ func TestDeriveDefaultsAndFigures(t *testing.T) {
 			Cycle{HasOccurrence: true, P: 4 * day, D: 4*time.Hour + time.Nanosecond}, Derivation{
 				TGP: time.Hour, TRot: dur("1h17m"), TRotEst: 20 * time.Minute, Lead: 8*day + dur("1h17m"), A: 5*day + dur("22h43m"),
 				Derived: true, G: 2, C: 9, FailurePause: 10 * time.Minute, DrainEstimate: 10 * time.Minute, ProvisioningEstimate: 10 * time.Minute}},
+		{"the pre-pull timeout lengthens t_rot and t_rot_est", func(in *Inputs) { in.PrePullTimeout = 10 * time.Minute }, baseCycle(), Derivation{
+			TGP: time.Hour, TRot: dur("1h27m"), TRotEst: 25 * time.Minute, Lead: 8*day + dur("1h27m"), A: 5*day + dur("22h33m"),
+			Derived: true, G: 2, C: 7, FailurePause: 10 * time.Minute, DrainEstimate: 10 * time.Minute, ProvisioningEstimate: 5 * time.Minute}},
 		{"maxUnavailable multiplies C", func(in *Inputs) { in.MaxUnavailable = 3 }, baseCycle(), Derivation{
 			TGP: time.Hour, TRot: dur("1h17m"), TRotEst: 15 * time.Minute, Lead: 8*day + dur("1h17m"), A: 5*day + dur("22h43m"),
 			Derived: true, G: 2, C: 30, FailurePause: 10 * time.Minute, DrainEstimate: 10 * time.Minute, ProvisioningEstimate: 5 * time.Minute}},

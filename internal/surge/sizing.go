@@ -39,15 +39,15 @@ func Size(pods []corev1.Pod, node *corev1.Node, allocatable corev1.ResourceList,
 	for i := range pods {
 		p := &pods[i]
 		req := resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{})
-		switch {
-		case isDaemonSetPod(p):
+		switch StaysBehind(p, node) {
+		case StaysDaemonSet:
 			s.Excluded.DaemonSet++
 			add(overhead, req)
-		case isMirrorPod(p):
+		case StaysMirror:
 			s.Excluded.Mirror++
-		case p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed:
+		case StaysTerminal:
 			s.Excluded.Terminal++
-		case pinnedTo(p, node):
+		case StaysPinned:
 			s.Excluded.Pinned++
 		default:
 			add(s.Sum, req)

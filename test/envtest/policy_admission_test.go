@@ -96,6 +96,9 @@ var _ = Describe("RotationPolicy admission", func() {
 		Expect(s.Surge.MaxUnavailableCap).To(Equal(ptr.To(intstr.FromString("10%"))))
 		Expect(s.Surge.FailurePause).To(BeEmpty(), "unset means max(10m, cooldownAfter)")
 		Expect(s.Surge.MatchNodeRequirements.Required).To(Equal(policy.DefaultRequired))
+		Expect(s.PrePull.Enabled).To(BeFalse())
+		Expect(s.PrePull.Timeout).To(Equal("10m"), "prePull's defaults apply where the object has the key, as a Go client writes it")
+		Expect(s.PrePull.MaxImages).To(BeNumerically("==", policy.DefaultPrePullMaxImages))
 	})
 
 	It("accepts \"0\" where zero means none: cooldownAfter, failurePause", func() {
@@ -260,7 +263,13 @@ var _ = Describe("RotationPolicy admission", func() {
 		Entry("selector Exists with values", `nodePoolSelector: {matchExpressions: [{key: team, operator: Exists, values: [a]}]}`, `matchExpressions with Exists or DoesNotExist take no values`),
 		Entry("required key not a label key", `surge: {matchNodeRequirements: {required: ["topology.kubernetes.io/zone", "not a key"]}}`, `spec.surge.matchNodeRequirements.required: Invalid value: required entries must be label keys such as topology.kubernetes.io/zone`),
 		Entry("preferred key not a label key", `surge: {matchNodeRequirements: {preferred: ["-leading-dash"]}}`, `spec.surge.matchNodeRequirements.preferred: Invalid value: preferred entries must be label keys such as topology.kubernetes.io/zone`),
-		Entry("prePull enabled", `prePull: {enabled: true}`, `spec.prePull.enabled: Invalid value: true: prePull is not available in v1alpha1`),
+		Entry("prePull enabled", `prePull: {enabled: true}`, `spec.prePull.enabled: Invalid value: true: prePull is not available yet`),
+		Entry("prePull timeout zero", `prePull: {timeout: 0s}`, `spec.prePull.timeout: Invalid value: "0s": timeout must be greater than 0`),
+		Entry("prePull timeout not a duration", `prePull: {timeout: 1d}`, `spec.prePull.timeout: Invalid value: "1d": timeout must be a Go duration such as 10m`),
+		Entry("prePull maxImages 0", `prePull: {maxImages: 0}`, `spec.prePull.maxImages: Invalid value: 0: spec.prePull.maxImages in body should be greater than or equal to 1`),
+		Entry("prePull maxImages past 100", `prePull: {maxImages: 101}`, `spec.prePull.maxImages: Invalid value: 101: spec.prePull.maxImages in body should be less than or equal to 100`),
+		Entry("prePull empty glob", `prePull: {excludeImages: [""]}`, `spec.prePull.excludeImages[0]: Invalid value: "": spec.prePull.excludeImages[0] in body should be at least 1 chars long`),
+		Entry("prePull glob twice", `prePull: {excludeImages: ["a/*", "a/*"]}`, `spec.prePull.excludeImages[1]: Duplicate value: "a/*"`),
 		Entry("window without a start", `maintenanceWindows: [{timezone: UTC, days: [Mon], end: "02:00"}]`, `spec.maintenanceWindows[0].start: Required value`),
 		Entry("startCutoff not a duration", `surge: {startCutoff: 5 minutes}`, `spec.surge.startCutoff: Invalid value: "5 minutes": startCutoff must be a Go duration such as 90m`),
 		Entry("blackout end before its start", `blackouts: [{start: "2026-12-24T00:00:00Z", end: "2026-12-23T00:00:00Z"}]`, `spec.blackouts[0]: Invalid value: a blackout's end must be after its start`),

@@ -26,6 +26,7 @@ var allowed = map[string][]string{
 	"internal/schedule":            {},
 	"internal/scheme":              {"api/v1alpha1"},
 	"internal/surge":               {"api/v1alpha1"},
+	"internal/prepull":             {"internal/surge"},
 	"internal/markers":             {"api/v1alpha1"},
 	"internal/policy":              {"api/v1alpha1", "internal/schedule"},
 	"internal/plan":                {"api/v1alpha1", "internal/admission", "internal/policy", "internal/schedule"},
