@@ -90,7 +90,9 @@ type Proxy struct {
 	writes    []Write
 	plan      *killPlan
 	killed    *Write
-	fired     bool // the armed kill chose its write; Killed may not say so yet
+	// firing is made when the armed kill chooses its write and closed
+	// when the kill function has returned; nil while none was chosen.
+	firing chan struct{}
 	faults    Faults
 	rng       *rand.Rand
 	schedules []*schedule
@@ -188,7 +190,7 @@ func (p *Proxy) KillAfter(match func(Write) bool, n int, kill func()) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.plan = &killPlan{match: match, n: n, kill: kill}
-	p.killed, p.fired = nil, false
+	p.killed, p.firing = nil, nil
 }
 
 // Disarm drops an armed kill that has not fired, and forgets one that
@@ -196,18 +198,34 @@ func (p *Proxy) KillAfter(match func(Write) bool, n int, kill func()) {
 func (p *Proxy) Disarm() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.plan, p.killed, p.fired = nil, nil, false
+	p.plan, p.killed, p.firing = nil, nil, nil
 }
 
-// Fired reports that the armed kill has chosen its write: from the moment
-// that write is applied upstream — before the kill function runs, so
+// Settle drops the armed kill, so none fires from now on, waits for one
+// that already chose its write to finish, and reports it as Killed does.
+// A caller that ends a kill's scope with Settle cannot miss a kill that
+// lands just as it decides the scope is over.
+func (p *Proxy) Settle() (Write, bool) {
+	p.mu.Lock()
+	p.plan = nil
+	firing := p.firing
+	p.mu.Unlock()
+	if firing != nil {
+		<-firing
+	}
+	return p.Killed()
+}
+
+// Fired reports that the armed kill has chosen its write: once the
+// write's answer has reached the proxy — before the kill function runs, so
 // before Killed reports it. A caller that watches the cluster sees the
-// write's effect while the kill is still under way; Fired is how it knows
-// a kill is coming and waits for Killed.
+// write's effect while the kill is still under way (and, for the moment
+// the answer takes to come back, before Fired says so: Settle closes that
+// gap); Fired is how it knows a kill is coming and waits for Killed.
 func (p *Proxy) Fired() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.fired
+	return p.firing != nil
 }
 
 // Killed returns the write the armed kill fired after, once the kill
@@ -396,11 +414,12 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 	w := &p.writes[c.index]
 	w.Upstream, w.Status = resp.StatusCode, resp.StatusCode
 	var kill func()
+	var firing chan struct{}
 	if applied && !w.Background && p.plan != nil && p.plan.match(*w) {
 		p.plan.n--
 		if p.plan.n <= 0 {
-			kill, p.plan = p.plan.kill, nil
-			w.Killed, p.fired = true, true
+			kill, p.plan, firing = p.plan.kill, nil, make(chan struct{})
+			w.Killed, p.firing = true, firing
 		}
 	}
 	if kill == nil && c.fault == FaultApplyThen500 {
@@ -421,6 +440,7 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 		p.mu.Lock()
 		k := p.writes[c.index]
 		p.killed = &k
+		close(firing) // this kill's, whatever was armed since
 		p.mu.Unlock()
 		return errKilled
 	}

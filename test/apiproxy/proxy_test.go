@@ -189,6 +189,11 @@ func TestKillAfterTheNthAppliedWrite(t *testing.T) {
 	if err == nil {
 		t.Fatalf("the killed client read an answer: %d %q", resp.StatusCode, body)
 	}
+	// Settle waits for the kill function to return, which also orders its
+	// writes to the variables above before the reads below.
+	if w, ok := p.Settle(); !ok || w.Seq != 4 {
+		t.Errorf("Settle() after the kill = %+v, %v; want the killed write", w, ok)
+	}
 	if kills.Load() != 1 || upstreamAtKill != 4 {
 		t.Errorf("kills %d; upstream had %d requests at the kill, want 4 (the write applied first)", kills.Load(), upstreamAtKill)
 	}
@@ -209,6 +214,41 @@ func TestKillAfterTheNthAppliedWrite(t *testing.T) {
 	p.Disarm()
 	if w, ok := p.Killed(); ok || p.Fired() {
 		t.Errorf("Killed() after Disarm: %+v (fired %v)", w, p.Fired())
+	}
+	// re-armed: a new plan has not fired
+	p.KillAfter(Any, 1, func() {})
+	if p.Fired() {
+		t.Error("Fired() right after KillAfter")
+	}
+}
+
+// Settle waits for a kill that has chosen its write, and a kill not yet
+// chosen never fires after it.
+func TestSettleWaitsForAKillUnderWay(t *testing.T) {
+	s := newAPIServer(t)
+	p := start(t, s)
+	entered, release := make(chan struct{}), make(chan struct{})
+	p.KillAfter(Any, 1, func() { close(entered); <-release })
+	go func() { _, _, _ = do(t, "POST", p.URL()+"/api/v1/namespaces/ns/pods", "{}") }()
+	<-entered
+	settled := make(chan bool)
+	go func() { _, ok := p.Settle(); settled <- ok }()
+	select {
+	case <-settled:
+		t.Fatal("Settle returned while the kill was still under way")
+	case <-time.After(100 * time.Millisecond):
+	}
+	close(release)
+	if !<-settled {
+		t.Fatal("Settle did not report the kill it waited for")
+	}
+
+	p.KillAfter(Any, 1, func() { t.Error("a kill fired after Settle") })
+	if _, ok := p.Settle(); ok {
+		t.Error("Settle reported a kill that never fired")
+	}
+	if resp, _, err := do(t, "POST", p.URL()+"/api/v1/namespaces/ns/pods", "{}"); err != nil || resp.StatusCode != 201 {
+		t.Fatalf("a write after Settle: %v %v", err, resp)
 	}
 }
 

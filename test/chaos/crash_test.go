@@ -170,11 +170,19 @@ func (w *world) iterate(ctx context.Context, c *campaign, it iteration) outcome 
 		// A kill after the iteration's last write (the last slot's
 		// release) leaves no anchor while the kill is still under way:
 		// wait for it and the restart, or the iteration would end with no
-		// controller running.
+		// controller running. The anchors are read before Fired: the
+		// other order would widen the moment the two disagree.
 		return pausedYet && len(w.anchors(ctx)) == 0 && (restarted || !proxy.Fired())
 	}).WithContext(ctx).WithTimeout(5*time.Minute).WithPolling(200*time.Millisecond).Should(BeTrue(),
 		"%s: %d rotation(s) started and were killed or ended", it.label, at)
-	killedAt, killed := proxy.Killed()
+	// Settle ends the kill's scope: one that chose its write before this
+	// (its answer still on the way when the loop last looked) is waited
+	// for, and its controller restarted here.
+	killedAt, killed := proxy.Settle()
+	if killed && !restarted {
+		w.ctl.start()
+		c.kills++
+	}
 	proxy.Disarm()
 	w.quiesce(ctx, 5*time.Minute)
 	o := outcome{since: since, writes: proxy.Writes(seq), anchored: invariants.Anchored(w.rec, []string{w.pool}, since), killed: killed}
