@@ -282,10 +282,10 @@ type PrePullSpec struct {
 	// +optional
 	MaxImages int32 `json:"maxImages,omitempty"`
 
-	// excludeImages are globs (path.Match syntax, e.g. "*/busybox:*" or
-	// "registry.internal/*") an image is skipped by, matched against the
-	// reference as the Pod spells it and against its normalized form
-	// (docker.io/library/busybox:latest).
+	// excludeImages are globs (path.Match syntax: "*" stops at "/", e.g.
+	// "docker.io/library/busybox:*" or "registry.internal/*/*") an image
+	// is skipped by, matched against the reference as the Pods spell it
+	// and against its normalized form (docker.io/library/busybox:latest).
 	// +listType=set
 	// +kubebuilder:validation:MaxItems=64
 	// +kubebuilder:validation:items:MinLength=1

@@ -16,7 +16,8 @@ const LearnedAfter = 3
 type WindowEnd struct {
 	// Forecast is the rotation time a start is judged by: the longest of
 	// the pool's recent rotations once LearnedAfter are recorded, else
-	// t_rot_est (provisioningEstimate + drainEstimate).
+	// t_rot_est (provisioningEstimate + drainEstimate, + prePull.timeout
+	// when prePull is on).
 	Forecast time.Duration
 	Learned  bool
 	// Hold is how long before the close no start is made: the forecast

@@ -46,7 +46,7 @@ func renderTable(w io.Writer, r Report) error {
 		period += " (open 24/7: the reconcile tick)"
 	}
 	prePull := ""
-	if r.PrePull != "" {
+	if r.PrePullTimeout != "" {
 		prePull = " + prePull.timeout"
 	}
 	rows := [][2]string{

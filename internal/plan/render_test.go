@@ -245,10 +245,10 @@ func TestRenderPrePullBound(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.PrePull != "" {
-		t.Fatalf("prePull off, the report says %q", r.PrePull)
+	if r.PrePullTimeout != "" {
+		t.Fatalf("prePull off, the report says %q", r.PrePullTimeout)
 	}
-	r.PrePull, r.TRot, r.TRotEst = "10m", "1h27m", "25m"
+	r.PrePullTimeout, r.TRot, r.TRotEst = "10m", "1h27m", "25m"
 	tableHas(t, render(t, r, "table"),
 		"  t_rot      readyTimeout + prePull.timeout + tGP + buffer           1h27m\n",
 		"  t_rot_est  provisioningEstimate + prePull.timeout + drainEstimate  25m\n",

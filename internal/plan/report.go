@@ -21,9 +21,9 @@ type Report struct {
 	Gap                    string `json:"gap"`
 	TRot                   string `json:"tRot"`
 	TRotEst                string `json:"tRotEst"`
-	// PrePull is spec.prePull.timeout when the phase is on: t_rot and
+	// PrePullTimeout is spec.prePull.timeout when the phase is on: t_rot and
 	// t_rot_est include it (docs/design.md#pre-pull); empty when off.
-	PrePull string `json:"prePull,omitempty"`
+	PrePullTimeout string `json:"prePullTimeout,omitempty"`
 	// StartHold is the end of each occurrence no rotation starts in
 	// (t_rot_est − startCutoff); empty when surge.startCutoff is unset.
 	StartHold    string `json:"startHold,omitempty"`
@@ -100,7 +100,7 @@ func Build(in Input) (Report, error) {
 		}
 	}
 	if inputs.PrePullTimeout > 0 {
-		r.PrePull = fd(inputs.PrePullTimeout)
+		r.PrePullTimeout = fd(inputs.PrePullTimeout)
 	}
 	if s.StartCutoff != nil && !cycle.AlwaysOpen {
 		r.StartHold = fd(d.StartHold)

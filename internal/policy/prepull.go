@@ -25,9 +25,10 @@ type PrePull struct {
 	UsePullSecrets bool
 }
 
-// prePull parses spec.prePull. Admission checks the same except the
-// globs' syntax, which only path.Match knows: a bad glob is reported here,
-// naming its index, and turns the policy Invalid.
+// prePull parses spec.prePull. Admission checks more (the globs' count,
+// length and uniqueness) but not the globs' syntax, which only path.Match
+// knows: a bad glob is reported here, naming its index, and turns the
+// policy Invalid.
 func prePull(in v1alpha1.PrePullSpec) (PrePull, error) {
 	var errs []error
 	p := PrePull{Enabled: in.Enabled, MaxImages: int(in.MaxImages), Exclude: in.ExcludeImages, UsePullSecrets: in.UsePullSecrets}
@@ -45,7 +46,7 @@ func prePull(in v1alpha1.PrePullSpec) (PrePull, error) {
 	}
 	for i, g := range p.Exclude {
 		if _, err := path.Match(g, ""); err != nil || g == "" {
-			errs = append(errs, fmt.Errorf("spec.prePull.excludeImages[%d]: %q is not a glob (path.Match syntax, e.g. registry.internal/*)", i, g))
+			errs = append(errs, fmt.Errorf("spec.prePull.excludeImages[%d]: %q is not a glob (path.Match syntax, e.g. registry.internal/*/*)", i, g))
 		}
 	}
 	return p, errors.Join(errs...)

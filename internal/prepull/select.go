@@ -2,6 +2,7 @@ package prepull
 
 import (
 	"path"
+	"slices"
 
 	"github.com/distribution/reference"
 	corev1 "k8s.io/api/core/v1"
@@ -23,6 +24,7 @@ const (
 	Pull         Fate = "pull"
 	Present      Fate = "present"          // the surge node reports it in status.images
 	Excluded     Fate = "excluded"         // an excludeImages glob matches it
+	NeverPulled  Fate = "pullPolicyNever"  // its Pod never pulls it: side-loaded, or nowhere to pull from
 	NeedsSecrets Fate = "needsPullSecrets" // its Pod uses imagePullSecrets; usePullSecrets is off
 	OverLimit    Fate = "overLimit"        // past maxImages
 	Invalid      Fate = "invalidReference" // not an image reference the phase can pull
@@ -33,8 +35,10 @@ type Image struct {
 	// Ref is the normalized reference (docker.io/library/nginx:1.25), or
 	// the spelling itself when it does not parse.
 	Ref string
-	// As is the reference as the Pod (Pod, namespace/name) spells it.
-	As, Pod string
+	// As is the reference as the Pod (Pod, namespace/name) spells it;
+	// Spellings every way the moving Pods spell it, As first.
+	As, Pod   string
+	Spellings []string
 	// Secrets are the Pod's imagePullSecrets, in Namespace. An image that
 	// several Pods run is credited to the first that needs no secrets.
 	Namespace string
@@ -46,30 +50,7 @@ type Image struct {
 // order) its fate. old is the old node (nil: nothing counts as pinned);
 // surgeNode the surge node, whose status.images are already there.
 func Select(pods []corev1.Pod, old, surgeNode *corev1.Node, o Options) []Image {
-	var images []Image
-	at := map[string]int{}
-	for i := range pods {
-		p := &pods[i]
-		if surge.StaysBehind(p, old) != surge.Moves {
-			continue
-		}
-		secrets := secretNames(p)
-		for _, spelled := range podImages(p) {
-			ref, ok := normalize(spelled)
-			img := Image{Ref: ref, As: spelled, Pod: p.Namespace + "/" + p.Name, Namespace: p.Namespace, Secrets: secrets}
-			if !ok {
-				img.Fate = Invalid
-			}
-			j, seen := at[img.Ref]
-			switch {
-			case !seen:
-				at[img.Ref] = len(images)
-				images = append(images, img)
-			case len(images[j].Secrets) > 0 && len(secrets) == 0:
-				images[j] = img // pullable without secrets after all
-			}
-		}
-	}
+	images := collect(pods, old)
 	present := nodeImages(surgeNode)
 	pulled := 0
 	for i := range images {
@@ -78,11 +59,53 @@ func Select(pods []corev1.Pod, old, surgeNode *corev1.Node, o Options) []Image {
 	return images
 }
 
+// collect lists the distinct images of the Pods the drain moves, by
+// normalized reference in first-use order, with what only their uses can
+// say: unparsable, or never pulled by any of its Pods.
+func collect(pods []corev1.Pod, old *corev1.Node) []Image {
+	var images []Image
+	at := map[string]int{}
+	for i := range pods {
+		p := &pods[i]
+		if surge.StaysBehind(p, old) != surge.Moves {
+			continue
+		}
+		secrets := secretNames(p)
+		for _, u := range podImages(p) {
+			ref, ok := normalize(u.spelled)
+			img := Image{Ref: ref, As: u.spelled, Spellings: []string{u.spelled}, Pod: p.Namespace + "/" + p.Name, Namespace: p.Namespace, Secrets: secrets}
+			switch {
+			case !ok:
+				img.Fate = Invalid
+			case u.never:
+				img.Fate = NeverPulled
+			}
+			j, seen := at[img.Ref]
+			if !seen {
+				at[img.Ref] = len(images)
+				images = append(images, img)
+				continue
+			}
+			if len(images[j].Secrets) > 0 && len(secrets) == 0 {
+				img.Spellings = images[j].Spellings
+				images[j] = img // pullable without secrets after all
+			}
+			if images[j].Fate == NeverPulled && img.Fate == "" {
+				images[j].Fate = "" // another Pod pulls it
+			}
+			if !slices.Contains(images[j].Spellings, u.spelled) {
+				images[j].Spellings = append(images[j].Spellings, u.spelled)
+			}
+		}
+	}
+	return images
+}
+
 // fate decides one image; pulled counts the images given Pull so far.
 func fate(img Image, present map[string]bool, o Options, pulled *int) Fate {
 	switch {
-	case img.Fate == Invalid:
-		return Invalid
+	case img.Fate == Invalid || img.Fate == NeverPulled:
+		return img.Fate
 	case present[img.Ref]:
 		return Present
 	case excluded(img, o.Exclude):
@@ -107,16 +130,29 @@ func Count(images []Image, f Fate) int {
 	return n
 }
 
-// podImages are p's init-container and container images, in spec order.
+// imageUse is one image a Pod needs to start: a container's (never: its
+// imagePullPolicy is Never) or an image volume's.
+type imageUse struct {
+	spelled string
+	never   bool
+}
+
+// podImages are the images p needs to start, in spec order: its
+// init-container and container images, then its image volumes'.
 // Ephemeral containers are debugging sessions, not what the Pod needs to
 // start again.
-func podImages(p *corev1.Pod) []string {
-	var out []string
+func podImages(p *corev1.Pod) []imageUse {
+	var out []imageUse
 	for _, cs := range [][]corev1.Container{p.Spec.InitContainers, p.Spec.Containers} {
 		for _, c := range cs {
 			if c.Image != "" {
-				out = append(out, c.Image)
+				out = append(out, imageUse{spelled: c.Image, never: c.ImagePullPolicy == corev1.PullNever})
 			}
+		}
+	}
+	for _, v := range p.Spec.Volumes {
+		if v.Image != nil && v.Image.Reference != "" {
+			out = append(out, imageUse{spelled: v.Image.Reference, never: v.Image.PullPolicy == corev1.PullNever})
 		}
 	}
 	return out
@@ -160,14 +196,14 @@ func normalize(spelled string) (string, bool) {
 	return named.String(), true
 }
 
-// excluded: a glob matches the image as spelled or normalized.
+// excluded: a glob matches the image normalized or as any moving Pod
+// spells it — so the fate does not depend on which Pod came first.
 func excluded(img Image, globs []string) bool {
 	for _, g := range globs {
-		if ok, _ := path.Match(g, img.As); ok {
-			return true
-		}
-		if ok, _ := path.Match(g, img.Ref); ok {
-			return true
+		for _, name := range append([]string{img.Ref}, img.Spellings...) {
+			if ok, _ := path.Match(g, name); ok {
+				return true
+			}
 		}
 	}
 	return false

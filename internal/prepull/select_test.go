@@ -65,14 +65,16 @@ func TestSelectTakesTheImagesOfThePodsTheDrainMoves(t *testing.T) {
 func TestSelectSkipsWhatTheSurgeNodeHasAndWhatIsExcluded(t *testing.T) {
 	surgeNode := &corev1.Node{Status: corev1.NodeStatus{Images: []corev1.ContainerImage{
 		{Names: []string{"docker.io/library/nginx@sha256:" + strings.Repeat("b", 64), "docker.io/library/nginx:1.27"}},
+		{Names: []string{"envoy:1.30"}}, // a runtime that records the short form
 	}}}
-	pods := []corev1.Pod{pod("a", "nginx:1.27", "registry.internal/team/app:7", "busybox:1.36", "redis:7")}
-	got := Select(pods, old, surgeNode, Options{MaxImages: 1, Exclude: []string{"registry.internal/*/*", "docker.io/library/busybox:*"}})
-	want := "docker.io/library/nginx:1.27=present registry.internal/team/app:7=excluded docker.io/library/busybox:1.36=excluded docker.io/library/redis:7=pull"
+	// envoy is both present and excluded: present comes first
+	pods := []corev1.Pod{pod("a", "nginx:1.27", "registry.internal/team/app:7", "busybox:1.36", "redis:7", "envoy:1.30")}
+	got := Select(pods, old, surgeNode, Options{MaxImages: 1, Exclude: []string{"registry.internal/*/*", "busybox:*", "envoy:*"}})
+	want := "docker.io/library/nginx:1.27=present registry.internal/team/app:7=excluded docker.io/library/busybox:1.36=excluded docker.io/library/redis:7=pull docker.io/library/envoy:1.30=present"
 	if fates(got) != want {
 		t.Fatalf("Select:\n got %s\nwant %s", fates(got), want)
 	}
-	if Count(got, Excluded) != 2 || Count(got, Pull) != 1 || Count(got, Present) != 1 {
+	if Count(got, Excluded) != 2 || Count(got, Pull) != 1 || Count(got, Present) != 2 {
 		t.Fatalf("Count: excluded %d pull %d present %d", Count(got, Excluded), Count(got, Pull), Count(got, Present))
 	}
 }
@@ -91,7 +93,8 @@ func TestSelectLeavesPullSecretImagesToTheOptIn(t *testing.T) {
 	public := pod("public", "shared:1")
 	pods := []corev1.Pod{private, public}
 
-	without := Select(pods, old, nil, Options{MaxImages: 20})
+	// maxImages 1: an image left to its secrets does not use up the limit
+	without := Select(pods, old, nil, Options{MaxImages: 1})
 	if want := "registry.acme.io/app:1=needsPullSecrets docker.io/library/shared:1=pull"; fates(without) != want {
 		t.Fatalf("without usePullSecrets:\n got %s\nwant %s", fates(without), want)
 	}
@@ -112,5 +115,35 @@ func TestSelectNamesAnImageItCannotParse(t *testing.T) {
 	got := Select([]corev1.Pod{pod("a", "Not A Reference", "ok:1")}, old, nil, Options{MaxImages: 1})
 	if want := "Not A Reference=invalidReference docker.io/library/ok:1=pull"; fates(got) != want {
 		t.Fatalf("Select:\n got %s\nwant %s", fates(got), want)
+	}
+}
+
+// A glob matches any spelling the moving Pods use, whichever Pod comes
+// first.
+func TestSelectExcludesWhateverPodComesFirst(t *testing.T) {
+	long, short := pod("long", "docker.io/library/nginx:1.25"), pod("short", "nginx:1.25")
+	for _, pods := range [][]corev1.Pod{{long, short}, {short, long}} {
+		got := Select(pods, old, nil, Options{MaxImages: 20, Exclude: []string{"nginx:*"}})
+		if want := "docker.io/library/nginx:1.25=excluded"; fates(got) != want {
+			t.Errorf("pods %s, %s: got %s, want %s", pods[0].Name, pods[1].Name, fates(got), want)
+		}
+	}
+}
+
+// An image volume is an image the Pod needs; an image no Pod would pull
+// (imagePullPolicy Never) is named, not pulled, unless another Pod pulls it.
+func TestSelectImageVolumesAndPullPolicyNever(t *testing.T) {
+	side := pod("side", "loaded:1", "both:1")
+	side.Spec.Containers[0].ImagePullPolicy = corev1.PullNever
+	side.Spec.Containers[1].ImagePullPolicy = corev1.PullNever
+	side.Spec.Volumes = []corev1.Volume{
+		{Name: "model", VolumeSource: corev1.VolumeSource{Image: &corev1.ImageVolumeSource{Reference: "models/llm:7"}}},
+		{Name: "cache", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+	}
+	other := pod("other", "both:1")
+	got := fates(Select([]corev1.Pod{side, other}, old, nil, Options{MaxImages: 20}))
+	want := "docker.io/library/loaded:1=pullPolicyNever docker.io/library/both:1=pull docker.io/models/llm:7=pull"
+	if got != want {
+		t.Fatalf("Select:\n got %s\nwant %s", got, want)
 	}
 }
