@@ -86,13 +86,13 @@ type Proxy struct {
 	srv      *http.Server
 	addr     string
 
-	mu        sync.Mutex
-	writes    []Write
-	plan      *killPlan
-	killed    *Write
+	mu     sync.Mutex
+	writes []Write
+	plan   *killPlan
+	killed *Write
 	// firing is made when the armed kill chooses its write and closed
 	// when the kill function has returned; nil while none was chosen.
-	firing chan struct{}
+	firing    chan struct{}
 	faults    Faults
 	rng       *rand.Rand
 	schedules []*schedule
