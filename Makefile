@@ -50,7 +50,7 @@ image: ## build the controller's image as an OCI archive in dist/ (no Docker, no
 	cd build/image && $(GO) run . -binary $(CURDIR)/$(IMAGE_DIR)/node-rotation-controller \
 	  -out $(CURDIR)/$(IMAGE_ARCHIVE) -repository $(IMAGE_REPOSITORY) -tag $(IMAGE_TAG) -version $(VERSION) \
 	  -arch $(IMAGE_ARCH) -extract $(CURDIR)/$(IMAGE_DIR)/extracted/node-rotation-controller | tee $(CURDIR)/$(IMAGE_DIR)/build.txt
-	@echo "==> [$$(date +%T)] the binary read back from the archive: node-rotation-controller -h, --version"
+	@echo "==> [$$(date +%T)] the binary read back from the archive: node-rotation-controller -h, --version, and the pre-pull no-op it installs"
 	@if [ "linux/$(IMAGE_ARCH)" != "$$($(GO) env GOHOSTOS)/$$($(GO) env GOHOSTARCH)" ]; then \
 	  echo "skipped: a linux/$(IMAGE_ARCH) binary does not run on this host"; \
 	else \
@@ -60,6 +60,10 @@ image: ## build the controller's image as an OCI archive in dist/ (no Docker, no
 	  v=$$($(IMAGE_DIR)/extracted/node-rotation-controller --version 2>&1) || { echo "node-rotation-controller --version failed: $$v"; exit 1; }; \
 	  case "$$v" in "node-rotation-controller $(VERSION) ("*) echo "ok: $$v";; \
 	    *) echo "node-rotation-controller --version printed \"$$v\", want node-rotation-controller $(VERSION) (…): the VERSION stamp did not reach the binary"; exit 1;; esac; \
+	  noop=$(CURDIR)/$(IMAGE_DIR)/extracted/prepull/noop; rm -rf $$(dirname $$noop); mkdir -p $$(dirname $$noop); \
+	  $(IMAGE_DIR)/extracted/node-rotation-controller prepull-install $$noop || { echo "node-rotation-controller prepull-install failed"; exit 1; }; \
+	  out=$$(env -i $$noop prepull-noop 2>&1) && [ -z "$$out" ] || { echo "the installed no-op failed or spoke: $$out"; exit 1; }; \
+	  echo "ok: prepull-install copied the binary ($$(stat -c '%a %s' $$noop)), and the copy ran prepull-noop with an empty environment: exit 0, no output"; \
 	fi
 	@echo "==> [$$(date +%T)] make image done"
 	@grep -E '^(image digest|archive):' $(IMAGE_DIR)/build.txt

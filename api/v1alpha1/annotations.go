@@ -48,8 +48,11 @@ const (
 
 	// Node markers. SurgeFor is a label (on nodes and the placeholder Pod) so
 	// the rotation's objects can be listed by selector.
-	LabelSurgeFor               = Prefix + "surge-for"
-	LabelNodePool               = Prefix + "nodepool" // on the placeholder, for the watch mapping
+	LabelSurgeFor = Prefix + "surge-for"
+	LabelNodePool = Prefix + "nodepool" // on the placeholder, for the watch mapping
+	// LabelPrePullFor names the claim whose rotation a pre-pull Pod serves
+	// (docs/design.md#pre-pull).
+	LabelPrePullFor             = Prefix + "prepull-for"
 	AnnotationDoNotDisruptOwned = Prefix + "do-not-disrupt-owned"
 	AnnotationCordoned          = Prefix + "cordoned"
 	KarpenterDoNotDisrupt       = "karpenter.sh/do-not-disrupt"

@@ -26,7 +26,7 @@ var allowed = map[string][]string{
 	"internal/schedule":            {},
 	"internal/scheme":              {"api/v1alpha1"},
 	"internal/surge":               {"api/v1alpha1"},
-	"internal/prepull":             {"internal/surge"},
+	"internal/prepull":             {"api/v1alpha1", "internal/surge"},
 	"internal/markers":             {"api/v1alpha1"},
 	"internal/policy":              {"api/v1alpha1", "internal/schedule"},
 	"internal/plan":                {"api/v1alpha1", "internal/admission", "internal/policy", "internal/schedule"},
@@ -40,7 +40,7 @@ var allowed = map[string][]string{
 	"internal/observe":             {"api/v1alpha1", "engine", "internal/census", "internal/markers", "internal/policy", "internal/schedule", "internal/surge"},
 	"internal/announce":            {"actions", "api/v1alpha1", "engine", "internal/census", "internal/metrics", "internal/policy", "internal/schedule", "internal/surge"},
 	"internal/controller":          {"actions", "api/v1alpha1", "engine", "internal/announce", "internal/metrics", "internal/observe", "internal/policy", "internal/schedule", "internal/surge", "internal/sweep", "internal/table"},
-	"cmd/node-rotation-controller": {"internal/cache", "internal/controller", "internal/preflight", "internal/scheme", "internal/surge", "internal/version"},
+	"cmd/node-rotation-controller": {"internal/cache", "internal/controller", "internal/preflight", "internal/prepull", "internal/scheme", "internal/surge", "internal/version"},
 	"internal/inspect":             {"api/v1alpha1", "engine", "internal/census", "internal/observe", "internal/schedule"},
 	"internal/inspect/inspecttest": {"api/v1alpha1"},
 	"internal/simulate":            {"api/v1alpha1", "engine", "internal/controller", "internal/observe", "internal/plan", "internal/policy", "internal/schedule", "internal/scheme", "internal/table"},
@@ -69,6 +69,7 @@ var testOnly = []string{
 	"github.com/onsi/ginkgo", "github.com/onsi/gomega",
 	"sigs.k8s.io/controller-runtime/pkg/envtest", "sigs.k8s.io/controller-runtime/pkg/client/fake",
 	"helm.sh/helm", "github.com/prometheus/prometheus", // the chart tests' Helm SDK, the PromQL tests' parser
+	"k8s.io/pod-security-admission", // the pre-pull Pod's restricted-profile test
 	module + "/test/", module + "/internal/golden", module + "/internal/inspect/inspecttest",
 }
 
