@@ -112,7 +112,8 @@ func anchorRelease(ctx context.Context, p *Pass, _ map[string]any) (Result, erro
 			return false, nil
 		}
 		rel = &Released{Outcome: ReleasedExpired, DrainingAt: a[p.Targets.Slot.Key(v1alpha1.AnnotationDrainingAt)], SurgeWait: a[p.Targets.Slot.Key(v1alpha1.AnnotationSurgeWait)],
-			SurgeNode: a[p.Targets.Slot.Key(v1alpha1.AnnotationSurgeNode)], Mode: a[p.Targets.Slot.Key(v1alpha1.AnnotationRotationMode)]}
+			SurgeNode: a[p.Targets.Slot.Key(v1alpha1.AnnotationSurgeNode)], Mode: a[p.Targets.Slot.Key(v1alpha1.AnnotationRotationMode)],
+			PrePull: a[p.Targets.Slot.Key(v1alpha1.AnnotationPrePull)]}
 		switch a[p.Targets.Slot.Key(v1alpha1.AnnotationActiveRotationState)] {
 		case v1alpha1.StateExpired:
 			// the pass that recorded the expiry announced it; a pass on a

@@ -42,6 +42,8 @@ const (
 	RotationRequested    Announcement = "RotationRequested"
 	SkipHeld             Announcement = "SkipHeld"
 	ExpiredUnrotated     Announcement = "ExpiredUnrotated"
+	PrePullStarted       Announcement = "PrePullStarted"
+	PrePullEnded         Announcement = "PrePullEnded"
 )
 
 // Announcements is every announcement, in the catalog's order.
@@ -51,7 +53,7 @@ var Announcements = []Announcement{
 	SurgeReady, DrainStarted, RotationFailed, RotationExpired, RotationCompleted,
 	GovernanceLost, WindowMissed, DrainStuck, AnchorRestored, StrandedRepaired, OrphanedAnchor,
 	DrainBlocked, SurgeUnservable, WindowEnding, ClusterCap, RotationRequested, SkipHeld,
-	ExpiredUnrotated,
+	ExpiredUnrotated, PrePullStarted, PrePullEnded,
 }
 
 var announceAction = action{

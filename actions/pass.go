@@ -8,6 +8,7 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
 	"github.com/noderotation/node-rotation-controller/engine"
 	"github.com/noderotation/node-rotation-controller/internal/conditional"
 )
@@ -98,6 +99,18 @@ type Result struct {
 	// Unfrozen: the nodes unfreeze released, in list order (the surge host
 	// of a completion whose pool recorded none).
 	Unfrozen []string
+	// PrePullImages: the images of the pre-pull Pod a create made
+	// (PrePullStarted); PrePull: the record a claimed prepull-record wrote
+	// (PrePullEnded).
+	PrePullImages int
+	PrePull       *PrePullEnd
+}
+
+// PrePullEnd is how a pre-pull phase ended, as its record was written, and
+// the images the Pod could not pull.
+type PrePullEnd struct {
+	Record       v1alpha1.PrePullRecord
+	FailedImages []string
 }
 
 // Failure is the failure record a claim-state write left on the claim, as
@@ -113,6 +126,8 @@ type Failure struct {
 type Released struct {
 	Outcome                                string
 	DrainingAt, SurgeWait, SurgeNode, Mode string
+	// PrePull is the pre-pull phase's record, empty when it had none.
+	PrePull string
 }
 
 // The outcomes anchor-release reads.
@@ -174,7 +189,7 @@ var all = []action{
 	anchorWriteAction, anchorReleaseAction, anchorClearAction, poolMirrorAction,
 	claimStateAction, claimDeleteAction, surgeClaimPersistAction, surgeClaimReapAction,
 	freezeAction, unfreezeAction, cordonAction, uncordonAction,
-	placeholderEnsureAction, placeholderDeleteAction,
+	placeholderEnsureAction, placeholderDeleteAction, prePullEnsureAction, prePullDeleteAction, prePullRecordAction,
 	windowStampAction, windowClearAction, repairStrandedAction, lossRecordAction, announceAction,
 }
 

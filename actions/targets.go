@@ -53,6 +53,14 @@ type Targets struct {
 	// Lost is a claim Karpenter deleted for expiry with no rotation of it
 	// in flight that the pool does not record yet; nil when none.
 	Lost *Lost
+	// PrePull is the rotation's pre-pull Pod as observed, nil when absent;
+	// NewPrePull the Pod prepull-ensure creates, nil when the pass built
+	// none (docs/design.md#pre-pull).
+	PrePull, NewPrePull *corev1.Pod
+	// PrePullRecord is how the phase ended, as the pass observed it, for
+	// prepull-record; PrePullFailed the images the Pod could not pull.
+	PrePullRecord *v1alpha1.PrePullRecord
+	PrePullFailed []string
 }
 
 // Lost is a claim lost to Karpenter's expiry, as the pass observed it

@@ -67,6 +67,10 @@ type PoolObservation struct {
 	LastRotationAt     string `json:"lastRotationAt,omitempty"` // noderotation.io/last-rotation-at
 	LastFailureAt      string `json:"lastFailureAt,omitempty"`  // noderotation.io/last-failure-at
 	WindowOpenedAt     string `json:"windowOpenedAt,omitempty"` // noderotation.io/window-opened-at
+	DrainingAt         string `json:"drainingAt,omitempty"`     // noderotation.io/draining-at
+	// PrePull is the pre-pull phase's record, written once at its end
+	// (noderotation.io/prepull; docs/design.md#pre-pull).
+	PrePull string `json:"prePull,omitempty"`
 }
 
 // PolicyObservation carries the resolved policy's durations.
@@ -76,6 +80,10 @@ type PolicyObservation struct {
 	FailurePause  Duration `json:"failurePause"`
 	// DrainBound is tGP + buffer: a drain longer than this is stuck.
 	DrainBound Duration `json:"drainBound"`
+	// PrePull: the policy's pre-pull phase is on, for at most
+	// PrePullTimeout from the end of the surge wait (docs/design.md#pre-pull).
+	PrePull        bool     `json:"prePull,omitempty"`
+	PrePullTimeout Duration `json:"prePullTimeout,omitempty"`
 }
 
 // ClaimObservation is the old NodeClaim's side of the snapshot.
@@ -105,6 +113,12 @@ type SurgeObservation struct {
 	// Unschedulable or LaunchFailed, empty when it has said nothing
 	// (docs/design.md#fail-fast).
 	Unservable string `json:"unservable,omitempty"`
+	// PrePull is the rotation's pre-pull Pod as observed: absent (one is
+	// needed, none exists), running, ended (Succeeded, Failed or
+	// terminating), or empty when no Pod exists and none is needed — the
+	// phase is off, nothing is left to pull, or the surge node runs no
+	// Linux (docs/design.md#pre-pull).
+	PrePull string `json:"prePull,omitempty"`
 }
 
 // input is one CEL variable the facts may read, with its accessor and, for
@@ -135,10 +149,14 @@ var inputs = []input{
 	{"pool.lastRotationAt", cel.StringType, func(s *Snapshot) any { return s.Pool.LastRotationAt }, "noderotation.io/last-rotation-at"},
 	{"pool.lastFailureAt", cel.StringType, func(s *Snapshot) any { return s.Pool.LastFailureAt }, "noderotation.io/last-failure-at"},
 	{"pool.windowOpenedAt", cel.StringType, func(s *Snapshot) any { return s.Pool.WindowOpenedAt }, "noderotation.io/window-opened-at"},
+	{"pool.drainingAt", cel.StringType, func(s *Snapshot) any { return s.Pool.DrainingAt }, "noderotation.io/draining-at"},
+	{"pool.prePull", cel.StringType, func(s *Snapshot) any { return s.Pool.PrePull }, "noderotation.io/prepull"},
 	{"policy.readyTimeout", cel.DurationType, func(s *Snapshot) any { return time.Duration(s.Policy.ReadyTimeout) }, ""},
 	{"policy.cooldownAfter", cel.DurationType, func(s *Snapshot) any { return time.Duration(s.Policy.CooldownAfter) }, ""},
 	{"policy.failurePause", cel.DurationType, func(s *Snapshot) any { return time.Duration(s.Policy.FailurePause) }, ""},
 	{"policy.drainBound", cel.DurationType, func(s *Snapshot) any { return time.Duration(s.Policy.DrainBound) }, ""},
+	{"policy.prePull", cel.BoolType, func(s *Snapshot) any { return s.Policy.PrePull }, ""},
+	{"policy.prePullTimeout", cel.DurationType, func(s *Snapshot) any { return time.Duration(s.Policy.PrePullTimeout) }, ""},
 	{"claim.exists", cel.BoolType, func(s *Snapshot) any { return s.Claim.Exists }, ""},
 	{"claim.state", cel.StringType, func(s *Snapshot) any { return s.Claim.State }, "noderotation.io/state"},
 	{"claim.startedAt", cel.StringType, func(s *Snapshot) any { return s.Claim.StartedAt }, "noderotation.io/started-at"},
@@ -158,6 +176,7 @@ var inputs = []input{
 	{"surge.ready", cel.BoolType, func(s *Snapshot) any { return s.Surge.Ready }, ""},
 	{"surge.headroom", cel.BoolType, func(s *Snapshot) any { return s.Surge.Headroom }, ""},
 	{"surge.unservable", cel.StringType, func(s *Snapshot) any { return s.Surge.Unservable }, ""},
+	{"surge.prePull", cel.StringType, func(s *Snapshot) any { return s.Surge.PrePull }, ""},
 	{"outstanding", cel.IntType, func(s *Snapshot) any { return int64(s.Outstanding) }, ""},
 	{"lost", cel.StringType, func(s *Snapshot) any { return s.Lost }, ""},
 }

@@ -15,10 +15,13 @@ const (
 	AnnotationSurgeWait           = Prefix + "surge-wait"            // Go duration, write-once
 	AnnotationRotationMode        = Prefix + "rotation-mode"         // "forceful-fallback"
 	AnnotationSurgeNode           = Prefix + "surge-node"            // the surge host, write-once at surge-ready
-	AnnotationLastFailureAt       = Prefix + "last-failure-at"       // RFC3339, gate B anchor
-	AnnotationFreeze              = Prefix + "freeze"                // RFC3339, operator-set
-	AnnotationLastRotationAt      = Prefix + "last-rotation-at"      // RFC3339, gate A anchor
-	AnnotationWindowOpenedAt      = Prefix + "window-opened-at"      // RFC3339, window-missed evaluation
+	// AnnotationPrePull is the pre-pull phase's record (prepull.Record as
+	// JSON), written once at its end (docs/design.md#pre-pull).
+	AnnotationPrePull        = Prefix + "prepull"
+	AnnotationLastFailureAt  = Prefix + "last-failure-at"  // RFC3339, gate B anchor
+	AnnotationFreeze         = Prefix + "freeze"           // RFC3339, operator-set
+	AnnotationLastRotationAt = Prefix + "last-rotation-at" // RFC3339, gate A anchor
+	AnnotationWindowOpenedAt = Prefix + "window-opened-at" // RFC3339, window-missed evaluation
 	// AnnotationRecentRotations is the surge wait + drain of the pool's
 	// last successful surge rotations, oldest first, comma-separated Go
 	// durations (at most RecentRotationsKept): the learned forecast of
@@ -50,6 +53,11 @@ const (
 	// the rotation's objects can be listed by selector.
 	LabelSurgeFor = Prefix + "surge-for"
 	LabelNodePool = Prefix + "nodepool" // on the placeholder, for the watch mapping
+	// LabelManagedBy=ManagedBy marks the Pods a rotation makes (the
+	// placeholder and the pre-pull Pod): the controller's cache holds
+	// those Pods only.
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	ManagedBy      = "node-rotation-controller"
 	// LabelPrePullFor names the claim whose rotation a pre-pull Pod serves
 	// (docs/design.md#pre-pull).
 	LabelPrePullFor             = Prefix + "prepull-for"
@@ -78,7 +86,7 @@ const (
 // companion field outlives the rotation (docs/design.md#state-model).
 var RotationScoped = []string{
 	AnnotationActiveRotation, AnnotationActiveRotationState, AnnotationDrainingAt,
-	AnnotationSurgeWait, AnnotationRotationMode, AnnotationSurgeNode,
+	AnnotationSurgeWait, AnnotationRotationMode, AnnotationSurgeNode, AnnotationPrePull,
 }
 
 // NextRetryCount is the retry-count a failure write records after raw: one

@@ -257,11 +257,9 @@ type ForcefulFallback struct {
 // PrePullSpec configures the pre-pull phase: between a ready surge node
 // and the old claim's delete, the old node's images are pulled onto the
 // surge node so the drained Pods start without waiting on a pull (see
-// docs/design.md#pre-pull). The phase is being built: until it lands,
-// enabled must stay false; the other fields are validated already.
+// docs/design.md#pre-pull).
 type PrePullSpec struct {
-	// enabled turns the phase on. It must be false until the phase lands.
-	// +kubebuilder:validation:XValidation:rule="self == false",message="prePull is not available yet; enabled must be false"
+	// enabled turns the phase on.
 	// +optional
 	Enabled bool `json:"enabled,omitempty"`
 
@@ -295,7 +293,9 @@ type PrePullSpec struct {
 
 	// usePullSecrets opts into pulling the images of Pods that use
 	// imagePullSecrets, in the source Pod's namespace with that Pod's
-	// secrets. Without it those images are skipped and named.
+	// secrets. Without it those images are skipped and named. Not
+	// available yet: it must be false.
+	// +kubebuilder:validation:XValidation:rule="self == false",message="usePullSecrets is not available yet; it must be false"
 	// +optional
 	UsePullSecrets bool `json:"usePullSecrets,omitempty"`
 }

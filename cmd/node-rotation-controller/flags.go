@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"github.com/noderotation/node-rotation-controller/internal/surge"
+	"github.com/noderotation/node-rotation-controller/internal/version"
 )
 
 // options are the manager's flags.
@@ -15,6 +16,7 @@ type options struct {
 	namespace        string
 	priorityClass    string
 	placeholderImage string
+	prePullImage     string
 	hostnamePref     bool
 	metricsAddr      string
 	metricsSecure    bool
@@ -33,6 +35,21 @@ type options struct {
 	version          bool
 }
 
+// imageRepository is where the project publishes the controller's image
+// (the chart's image.repository).
+const imageRepository = "ghcr.io/noderotation/node-rotation-controller"
+
+// prePullImageOr is the image the pre-pull Pod installs its no-op from:
+// the flag's, else the published image of this binary's release (a binary
+// run outside the chart; the chart passes the image it runs, a mirror's
+// included).
+func prePullImageOr(flagged string) string {
+	if flagged != "" {
+		return flagged
+	}
+	return imageRepository + ":" + version.Version()
+}
+
 // errVersion is parseFlags' answer to -version: print the version, exit 0.
 var errVersion = errors.New("version requested")
 
@@ -43,6 +60,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.namespace, "namespace", "node-rotation-system", "namespace of the controller and its placeholder Pods")
 	fs.StringVar(&o.priorityClass, "placeholder-priority-class", "node-rotation-placeholder", "negative, never-preempting PriorityClass of the placeholder")
 	fs.StringVar(&o.placeholderImage, "placeholder-image", surge.DefaultImage, "image of the placeholder's single container")
+	fs.StringVar(&o.prePullImage, "prepull-image", "", "the controller's own image, whose binary the pre-pull Pod's init container installs as the no-op its containers run (spec.prePull); empty: "+imageRepository+":<this binary's version>")
 	fs.BoolVar(&o.hostnamePref, "placeholder-hostname-preference", true, "the placeholder prefers to avoid the old node and near-deadline nodes by kubernetes.io/hostname; false on Karpenter v1.0 and v1.1, which ignore such a Pod")
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8443", `metrics endpoint address; "0" disables it`)
 	fs.BoolVar(&o.metricsSecure, "metrics-secure", true, "serve metrics over HTTPS (a self-signed certificate unless one is mounted)")

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	_ "github.com/noderotation/node-rotation-controller/internal/golden"
+	"github.com/noderotation/node-rotation-controller/internal/version"
 )
 
 func TestFlags(t *testing.T) {
@@ -17,6 +18,14 @@ func TestFlags(t *testing.T) {
 	}
 	if o.reconcilerConfig().SkipHostnamePreference {
 		t.Error("the default configuration skips the hostname preference")
+	}
+	// the pre-pull no-op comes from this release's published image, or the
+	// image the chart runs
+	if got, want := o.reconcilerConfig().PrePullImage, "ghcr.io/noderotation/node-rotation-controller:"+version.Version(); got != want {
+		t.Errorf("default pre-pull image %q, want %q", got, want)
+	}
+	if o, err := parseFlags([]string{"-prepull-image=mirror.example/nrc:1@sha256:abc"}); err != nil || o.reconcilerConfig().PrePullImage != "mirror.example/nrc:1@sha256:abc" {
+		t.Errorf("-prepull-image: %q, %v", o.reconcilerConfig().PrePullImage, err)
 	}
 	if o, err := parseFlags([]string{"-placeholder-hostname-preference=false", "-placeholder-image=m/p:1", "-max-concurrent-rotations=2"}); err != nil ||
 		!o.reconcilerConfig().SkipHostnamePreference || o.reconcilerConfig().PlaceholderImage != "m/p:1" || o.reconcilerConfig().MaxConcurrentRotations != 2 {

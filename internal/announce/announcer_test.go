@@ -193,6 +193,18 @@ func TestLogLinesHaveTheExactTexts(t *testing.T) {
 			fields: map[string]any{"outcome": "success", "mode": "surge", "drain": "10m0s", "surgeNode": "node-b", "surgeWait": "5m0s", "surgePath": "provisioned", "total": "15m0s"},
 			results: []actions.Result{{Action: actions.ActionUnfreeze, Unfrozen: []string{"node-b"}},
 				{Action: actions.ActionAnchorRelease, Outcome: actions.Claimed, Released: &actions.Released{Outcome: "success", DrainingAt: "2026-11-30T11:50:00Z", SurgeWait: "5m0s"}}}},
+		{what: actions.RotationCompleted, msg: "rotation complete",
+			fields: map[string]any{"outcome": "success", "drain": "8m25s", "total": "15m0s",
+				"prePull": map[string]any{"ended": "failed", "wait": "1m35s", "pulled": 2.0, "failed": 1.0, "unfinished": 0.0, "skipped": 3.0}},
+			results: []actions.Result{{Action: actions.ActionAnchorRelease, Outcome: actions.Claimed, Released: &actions.Released{Outcome: "success",
+				DrainingAt: "2026-11-30T11:50:00Z", SurgeWait: "5m0s", SurgeNode: "node-b", PrePull: prePullRecord.String()}}}},
+		{what: actions.PrePullStarted, msg: "pre-pull started",
+			fields:  map[string]any{"nodeclaim": "general-a", "prepullPod": "nrc-prepull-general-a", "surgeNode": "node-b", "images": 3.0, "timeout": "7m0s"},
+			results: []actions.Result{{Action: actions.ActionPrePullEnsure, Outcome: actions.Done, Changed: true, PrePullImages: 3}},
+			mutate:  func(o *View) { o.Settings.PrePull.Timeout = 7 * time.Minute }},
+		{what: actions.PrePullEnded, msg: "pre-pull ended",
+			fields:  map[string]any{"nodeclaim": "general-a", "ended": "failed", "wait": "1m35s", "pulled": 2.0, "failed": 1.0, "unfinished": 0.0, "skipped": 3.0},
+			results: []actions.Result{{Action: actions.ActionPrePullRecord, Outcome: actions.Claimed, PrePull: &actions.PrePullEnd{Record: prePullRecord, FailedImages: []string{"quay.io/org/private:1"}}}}},
 		{what: actions.RotationExpired, msg: "rotation complete", fields: map[string]any{"outcome": "expired", "mode": "forceful-fallback"},
 			mutate: func(o *View) {
 				o.Pool.Annotations[v1alpha1.AnnotationRotationMode] = v1alpha1.RotationModeFallback
@@ -257,6 +269,10 @@ var (
 		Released: &actions.Released{Outcome: actions.ReleasedUngoverned, DrainingAt: "2026-11-30T11:50:00Z", SurgeWait: "5m0s"}}}
 	superseded = []actions.Result{{Action: actions.ActionAnchorWrite, Outcome: actions.Claimed, Readopted: "draining", Anchored: "general-b", Superseded: "general-gone"}}
 )
+
+// prePullRecord is a pre-pull phase that ended with an image it could not
+// pull.
+var prePullRecord = v1alpha1.PrePullRecord{Ended: v1alpha1.PrePullFailed, Wait: 95 * time.Second, Pulled: 2, Failed: 1, Skipped: 3}
 
 // claimGone: the anchored claim no longer exists.
 func claimGone(o *View) { o.Subject = nil }
@@ -830,5 +846,39 @@ func TestSurgeUnschedulableCarriesKarpenterWordOnFailFast(t *testing.T) {
 	h.announce(t, actions.SurgeUnservable, obs)
 	if len(h.rec.events) != 2 || !strings.Contains(h.rec.events[1].message, "Failed to schedule pod") {
 		t.Errorf("events %+v: want the condition's, then Karpenter's", h.rec.events)
+	}
+}
+
+// The pre-pull phase's end: the prepull phase timed, a Warning naming the
+// images the node could not pull, then the Normal summary, on the claim;
+// a pass whose record raced says nothing and observes nothing.
+func TestPrePullEndedTimesThePhaseAndNamesWhatFailed(t *testing.T) {
+	h := newHarness(t)
+	obs := observation(t)
+	pool := obs.Pool.Name
+	before, sumBefore := histogram(t, pool, "prepull")
+	h.announce(t, actions.PrePullEnded, obs, actions.Result{Action: actions.ActionPrePullRecord, Outcome: actions.Claimed,
+		PrePull: &actions.PrePullEnd{Record: prePullRecord, FailedImages: []string{"quay.io/org/private:1", "registry.internal/x:2"}}})
+	if n, sum := histogram(t, pool, "prepull"); n != before+1 || sum-sumBefore != 95 {
+		t.Errorf("prepull observations %d (+%v s), want one more of 95 s", n-before, sum-sumBefore)
+	}
+	ev := h.rec.events
+	if len(ev) != 2 || ev[0].typ != "Warning" || ev[0].reason != "PrePullImagesFailed" || ev[1].typ != "Normal" || ev[1].reason != "PrePullEnded" {
+		t.Fatalf("events %+v", ev)
+	}
+	if want := "the surge node could not pull quay.io/org/private:1, registry.internal/x:2; the drain starts without them"; ev[0].message != want {
+		t.Errorf("warning %q, want %q", ev[0].message, want)
+	}
+	if want := "pre-pull failed after 1m35s: 2 pulled, 1 failed, 0 unfinished, 3 skipped; the drain starts"; ev[1].message != want {
+		t.Errorf("summary %q, want %q", ev[1].message, want)
+	}
+	if ev[0].obj != obs.Subject || ev[1].obj != obs.Subject {
+		t.Error("the pre-pull Events are not on the rotating claim")
+	}
+
+	raced := newHarness(t)
+	raced.announce(t, actions.PrePullEnded, obs, actions.Result{Action: actions.ActionPrePullRecord, Outcome: actions.Raced})
+	if n, _ := histogram(t, pool, "prepull"); n != before+1 || len(raced.rec.events) != 0 || len(*raced.lines) != 0 {
+		t.Errorf("a raced record announced: %d observations, events %+v, lines %+v", n-before, raced.rec.events, *raced.lines)
 	}
 }

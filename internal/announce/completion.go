@@ -39,9 +39,12 @@ func (an *Announcer) rotationCompleted(s step) {
 	metrics.Completed.WithLabelValues(pool, "success").Inc()
 	kv := []any{"outcome", "success", "mode", mode(v.Mode)}
 	drainingAt, err := time.Parse(time.RFC3339, v.DrainingAt)
+	prePull := an.prePullAtCompletion(s, v)
 	if err == nil {
-		kv = append(kv, "drain", now.Sub(drainingAt).Round(time.Second).String())
-		metrics.Duration.WithLabelValues(pool, "drain").Observe(now.Sub(drainingAt).Seconds())
+		// the drain begins when the pre-pull phase ends, if there was one
+		drain := now.Sub(drainingAt) - prePull.Wait
+		kv = append(kv, "drain", drain.Round(time.Second).String())
+		metrics.Duration.WithLabelValues(pool, "drain").Observe(drain.Seconds())
 	} else if v.DrainingAt != "" {
 		an.garbled(s, v1alpha1.AnnotationDrainingAt, v.DrainingAt, "not an RFC3339 time")
 	}
@@ -61,12 +64,31 @@ func (an *Announcer) rotationCompleted(s step) {
 			kv = append(kv, "total", now.Sub(drainingAt.Add(-wait)).Round(time.Second).String())
 		}
 	}
+	if v.PrePull != "" && prePull.Ended != "" {
+		kv = append(kv, "prePull", map[string]any{"ended": prePull.Ended, "wait": prePull.Wait.String(),
+			"pulled": prePull.Pulled, "failed": prePull.Failed, "unfinished": prePull.Unfinished, "skipped": prePull.Skipped})
+	}
 	s.log.Info("rotation complete", kv...)
 	msg := fmt.Sprintf("old NodeClaim %s finalized", s.claim())
 	if path != "" {
 		msg += "; surgePath " + path
 	}
 	an.event(s.view.Pool, corev1.EventTypeNormal, "RotationCompleted", msg)
+}
+
+// prePullAtCompletion is the rotation's pre-pull record, zero when it had
+// none or the record is malformed (reported, and the drain's figure then
+// includes the phase).
+func (an *Announcer) prePullAtCompletion(s step, v *actions.Released) v1alpha1.PrePullRecord {
+	if v.PrePull == "" {
+		return v1alpha1.PrePullRecord{}
+	}
+	r, err := v1alpha1.ParsePrePullRecord(v.PrePull)
+	if err != nil {
+		an.garbled(s, v1alpha1.AnnotationPrePull, v.PrePull, err.Error())
+		return v1alpha1.PrePullRecord{}
+	}
+	return r
 }
 
 // garbled reports a malformed figure of the rotation the completion line

@@ -22,7 +22,7 @@ import (
 
 // Options keeps the informer cache small, because it holds every Node and
 // NodeClaim of the cluster (docs/performance.md#memory): Pods only in the
-// controller's namespace and only our placeholders (no cluster-wide Pod
+// controller's namespace and only ours, the placeholders and pre-pull Pods (no cluster-wide Pod
 // cache), only the Nodes of a NodePool (every Node a fact reads is a
 // claim's, a placeholder's host or a surge node, and Karpenter's nodes
 // carry karpenter.sh/nodepool from registration; a managed node group's
@@ -38,11 +38,14 @@ import (
 // names — and never removes — what the cache dropped; nothing cached is
 // written back whole with Update.
 func Options(namespace string) crcache.Options {
-	surgeFor, _ := labels.NewRequirement(v1alpha1.LabelSurgeFor, selection.Exists, nil)
+	// both Pods a rotation makes, the placeholder and the pre-pull Pod
+	// (docs/design.md#pre-pull), carry this label; nothing else the
+	// namespace runs does (the chart's own Pods are Helm's)
+	ours, _ := labels.NewRequirement(v1alpha1.LabelManagedBy, selection.Equals, []string{v1alpha1.ManagedBy})
 	inPool, _ := labels.NewRequirement(karpv1.NodePoolLabelKey, selection.Exists, nil)
 	strip := crcache.TransformStripManagedFields()
 	return crcache.Options{ByObject: map[client.Object]crcache.ByObject{
-		&corev1.Pod{}:       {Namespaces: map[string]crcache.Config{namespace: {}}, Label: labels.NewSelector().Add(*surgeFor), Transform: strip},
+		&corev1.Pod{}:       {Namespaces: map[string]crcache.Config{namespace: {}}, Label: labels.NewSelector().Add(*ours), Transform: strip},
 		&karpv1.NodePool{}:  {Transform: strip},
 		&karpv1.NodeClaim{}: {Transform: LeanClaim},
 		&corev1.Node{}:      {Label: labels.NewSelector().Add(*inPool), Transform: LeanNode},

@@ -99,8 +99,8 @@ func TestLeanClaim(t *testing.T) {
 
 const ns = "node-rotation-system"
 
-// The cache holds Pods only in the controller's namespace and only those
-// labelled surge-for, Nodes only of a NodePool; Nodes, NodeClaims and
+// The cache holds Pods only in the controller's namespace and only ours
+// (the placeholders and pre-pull Pods, managed-by node-rotation-controller), Nodes only of a NodePool; Nodes, NodeClaims and
 // NodePools through their transforms (options_test.go).
 func TestCacheOptions(t *testing.T) {
 	opts := Options(ns)
@@ -136,7 +136,11 @@ func TestCacheOptions(t *testing.T) {
 		if _, ok := by.Namespaces[ns]; !ok {
 			t.Errorf("namespaces %v lack %s", by.Namespaces, ns)
 		}
-		for set, want := range map[string]bool{v1alpha1.LabelSurgeFor + "=general-a": true, v1alpha1.LabelSurgeFor + "=": true, "app=web": false, "": false} {
+		ours := v1alpha1.LabelManagedBy + "=" + v1alpha1.ManagedBy
+		for set, want := range map[string]bool{
+			ours + "," + v1alpha1.LabelSurgeFor + "=general-a": true, ours + "," + v1alpha1.LabelPrePullFor + "=general-a": true,
+			v1alpha1.LabelSurgeFor + "=general-a": false, v1alpha1.LabelManagedBy + "=Helm": false, "app=web": false, "": false,
+		} {
 			l, err := labels.ConvertSelectorToLabelsMap(set)
 			if err != nil {
 				t.Fatal(err)

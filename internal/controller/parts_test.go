@@ -26,6 +26,7 @@ import (
 	"github.com/noderotation/node-rotation-controller/internal/metrics"
 	"github.com/noderotation/node-rotation-controller/internal/observe"
 	"github.com/noderotation/node-rotation-controller/internal/policy"
+	"github.com/noderotation/node-rotation-controller/internal/prepull"
 	"github.com/noderotation/node-rotation-controller/internal/schedule"
 	"github.com/noderotation/node-rotation-controller/internal/surge"
 )
@@ -306,6 +307,48 @@ func TestNewNodePoolReconcilerPlaceholderConfig(t *testing.T) {
 			logr.Discard(), nil)
 		if want := (PlaceholderConfig{Namespace: ns, PriorityClass: "pc", Image: "m/p:1", SkipHostnamePreference: skip}); r.Placeholder != want {
 			t.Errorf("placeholder config %+v, want %+v", r.Placeholder, want)
+		}
+	}
+}
+
+// targets builds the pre-pull Pod only with the controller's own image, a
+// selection with an image to pull, a placeholder to depend on and a surge
+// node to bind to; it hands the steps the observed Pod and record as seen.
+func TestTargetsBuildThePrePullPod(t *testing.T) {
+	r := &NodePoolReconciler{Placeholder: PlaceholderConfig{Namespace: ns, PriorityClass: "nrc-placeholder", PrePullImage: "example.com/nrc:1"}}
+	obs := governedObservation(t)
+	claim := nodeClaim("general-a", 20*time.Minute, "node-a")
+	obs.Subject, obs.SubjectName = claim, claim.Name
+	obs.SurgeHost = node("node-b")
+	obs.Placeholder = &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "nrc-surge-general-a", UID: "ph-uid"},
+		Spec: corev1.PodSpec{Tolerations: []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpExists}}}}
+	obs.Settings.PrePull.Timeout = 5 * time.Minute
+	obs.PrePull.Images = []prepull.Image{{Ref: "docker.io/library/nginx:1.25", Fate: prepull.Pull}, {Ref: "docker.io/library/redis:7", Fate: prepull.Present}}
+	obs.PrePull.Record = &v1alpha1.PrePullRecord{Ended: v1alpha1.PrePullTimeout}
+	obs.PrePull.Failed = []string{"x"}
+	tg := r.targets(obs)
+	p := tg.NewPrePull
+	if p == nil {
+		t.Fatal("no pre-pull Pod to create")
+	}
+	if p.Namespace != ns || p.Name != "nrc-prepull-general-a" || p.Spec.NodeName != "node-b" || p.Spec.PriorityClassName != "nrc-placeholder" ||
+		p.Spec.InitContainers[0].Image != "example.com/nrc:1" || *p.Spec.ActiveDeadlineSeconds != 300 ||
+		len(p.Spec.Containers) != 1 || p.OwnerReferences[0].UID != "ph-uid" || !reflect.DeepEqual(p.Spec.Tolerations, obs.Placeholder.Spec.Tolerations) {
+		t.Errorf("pre-pull Pod %+v", p)
+	}
+	if tg.PrePullRecord != obs.PrePull.Record || !reflect.DeepEqual(tg.PrePullFailed, []string{"x"}) {
+		t.Errorf("record %+v failed %v", tg.PrePullRecord, tg.PrePullFailed)
+	}
+	for name, change := range map[string]func(*PlaceholderConfig, *observe.Observation){
+		"no image configured": func(c *PlaceholderConfig, _ *observe.Observation) { c.PrePullImage = "" },
+		"no placeholder":      func(_ *PlaceholderConfig, o *observe.Observation) { o.Placeholder = nil },
+		"no surge node":       func(_ *PlaceholderConfig, o *observe.Observation) { o.SurgeHost = nil },
+		"nothing to pull":     func(_ *PlaceholderConfig, o *observe.Observation) { o.PrePull.Images = o.PrePull.Images[1:] },
+	} {
+		r2, o2 := &NodePoolReconciler{Placeholder: r.Placeholder}, *obs
+		change(&r2.Placeholder, &o2)
+		if tg := r2.targets(&o2); tg.NewPrePull != nil {
+			t.Errorf("%s: a pre-pull Pod was built", name)
 		}
 	}
 }

@@ -118,12 +118,12 @@ func TestPolicyStatusMoreSpecificWins(t *testing.T) {
 func TestPolicyStatusInvalid(t *testing.T) {
 	bad := selecting("api", nil, func(s *v1alpha1.RotationPolicySpec) {
 		s.Surge.ReadyTimeout = "0s"
-		s.PrePull.Enabled = true
+		s.PrePull.UsePullSecrets = true
 	})
 	c := newAPI(t, nil, bad, selecting("other", nil), labelled("api-1", "api"))
 	st := reconcileStatus(t, c, "api")
 	checkCondition(t, st, "Ready", cond{metav1.ConditionFalse, "Invalid",
-		`spec.prePull.enabled: prePull is not available yet; spec.surge.readyTimeout: "0s" must be greater than 0`})
+		`spec.prePull.usePullSecrets: pulling with the Pods' secrets is not available yet; spec.surge.readyTimeout: "0s" must be greater than 0`})
 	checkCondition(t, st, "Feasible", cond{metav1.ConditionUnknown, "Invalid", "the policy does not resolve"})
 }
 

@@ -1,10 +1,12 @@
 package controller
 
 import (
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/noderotation/node-rotation-controller/actions"
 	"github.com/noderotation/node-rotation-controller/internal/observe"
+	"github.com/noderotation/node-rotation-controller/internal/prepull"
 	"github.com/noderotation/node-rotation-controller/internal/surge"
 )
 
@@ -16,6 +18,10 @@ type PlaceholderConfig struct {
 	// Karpenter v1.0 and v1.1 ignore a Pod whose preferred node affinity
 	// names that label (docs/design.md#karpenter-versions).
 	SkipHostnamePreference bool
+	// PrePullImage is the controller's own image, whose binary the
+	// pre-pull Pod's init container installs as its no-op
+	// (docs/design.md#pre-pull); no Pod is built without it.
+	PrePullImage string
 }
 
 // targets are what this pass's steps may write, from what it observed: the
@@ -36,6 +42,8 @@ func (r *NodePoolReconciler) targets(obs *observe.Observation) actions.Targets {
 		t.Lost = &actions.Lost{Claim: l.Claim, Deadline: l.Deadline, DeletedAt: l.DeletedAt, Why: l.Why}
 	}
 	t.Stranded = actions.Stranded{Claims: obs.Stranded.Claims, Placeholders: obs.Stranded.Placeholders, Nodes: obs.Stranded.Nodes}
+	t.PrePull, t.NewPrePull = obs.PrePull.Pod, r.prePullPod(obs)
+	t.PrePullRecord, t.PrePullFailed = obs.PrePull.Record, obs.PrePull.Failed
 	if obs.Subject != nil && obs.Sizing != nil {
 		avoid := obs.AvoidHostnames
 		if r.Placeholder.SkipHostnamePreference {
@@ -49,4 +57,18 @@ func (r *NodePoolReconciler) targets(obs *observe.Observation) actions.Targets {
 		}.Build()
 	}
 	return t
+}
+
+// prePullPod is the pre-pull Pod to create: only with a selection that
+// pulls something, a placeholder to depend on and a surge node to bind to.
+func (r *NodePoolReconciler) prePullPod(obs *observe.Observation) *corev1.Pod {
+	if r.Placeholder.PrePullImage == "" || obs.Placeholder == nil || obs.SurgeHost == nil || !prepull.Needed(obs.PrePull.Images) {
+		return nil
+	}
+	return prepull.Pod{
+		Namespace: r.Placeholder.Namespace, PriorityClass: r.Placeholder.PriorityClass,
+		Tolerations: obs.Placeholder.Spec.Tolerations, Installer: r.Placeholder.PrePullImage,
+		Claim: obs.SubjectName, Pool: obs.Pool.Name, Node: obs.SurgeHost.Name, Owner: obs.Placeholder,
+		Timeout: obs.Settings.PrePull.Timeout, Images: obs.PrePull.Images,
+	}.Build()
 }

@@ -87,6 +87,8 @@ type Observation struct {
 	Shortfall *surge.Shortfall
 	// AvoidHostnames: the subject's and near-deadline nodes' hostnames.
 	AvoidHostnames []string
+	// PrePull is the rotation's pre-pull phase (docs/design.md#pre-pull).
+	PrePull PrePull
 
 	// Stranded are the pool's rotation artefacts no slot's anchor names;
 	// a per-slot copy carries them only when it is the slot that handles

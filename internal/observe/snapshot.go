@@ -34,12 +34,14 @@ func snapshot(obs *Observation) engine.Snapshot {
 			Anchor: a[k(v1alpha1.AnnotationActiveRotation)], RotationState: a[k(v1alpha1.AnnotationActiveRotationState)], RotationMode: a[k(v1alpha1.AnnotationRotationMode)],
 			Freeze: a[v1alpha1.AnnotationFreeze], LastRotationAt: a[k(v1alpha1.AnnotationLastRotationAt)],
 			LastFailureAt: a[v1alpha1.AnnotationLastFailureAt], WindowOpenedAt: a[v1alpha1.AnnotationWindowOpenedAt],
+			DrainingAt: a[k(v1alpha1.AnnotationDrainingAt)], PrePull: a[k(v1alpha1.AnnotationPrePull)],
 		},
 		Policy: engine.PolicyObservation{
 			ReadyTimeout:  engine.Duration(obs.Settings.ReadyTimeout),
 			CooldownAfter: engine.Duration(obs.Settings.CooldownAfter),
 			FailurePause:  engine.Duration(obs.Derivation.FailurePause),
 			DrainBound:    engine.Duration(obs.Derivation.TGP + schedule.Buffer),
+			PrePull:       obs.Settings.PrePull.Enabled, PrePullTimeout: engine.Duration(obs.Settings.PrePull.InWindow()),
 		},
 		Candidate:   candidateNone,
 		Stranded:    obs.Stranded.Kind(),
@@ -72,6 +74,7 @@ func snapshot(obs *Observation) engine.Snapshot {
 		PairedNodes:       obs.AnchorPaired,
 		Ready:             surge.Ready(obs.Placeholder, obs.SurgeHost, candNode, obs.Pool.Name),
 		Headroom:          obs.Shortfall == nil,
+		PrePull:           obs.PrePull.State(),
 	}
 	if obs.Unservable != nil {
 		s.Surge.Unservable = obs.Unservable.Reason

@@ -102,6 +102,9 @@ func (o *Observer) around(ctx context.Context, obs *Observation) error {
 	}
 	obs.InducedClaim = inducedClaim(obs)
 	obs.AvoidHostnames = o.avoid(ctx, obs)
+	if err := o.prePull(ctx, obs); err != nil {
+		return err
+	}
 	return o.unservable(ctx, obs)
 }
 

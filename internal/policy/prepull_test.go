@@ -26,12 +26,12 @@ func TestPrePullDefaultsAndBound(t *testing.T) {
 }
 
 func TestPrePullErrorsNameTheField(t *testing.T) {
-	_, err := prePull(v1alpha1.PrePullSpec{Enabled: true, Timeout: "0s", MaxImages: 101, ExcludeImages: []string{"ok/*", "[unclosed", ""}})
+	_, err := prePull(v1alpha1.PrePullSpec{Enabled: true, Timeout: "0s", MaxImages: 101, ExcludeImages: []string{"ok/*", "[unclosed", ""}, UsePullSecrets: true})
 	if err == nil {
 		t.Fatal("want errors")
 	}
 	for _, want := range []string{
-		"spec.prePull.enabled: prePull is not available yet",
+		"spec.prePull.usePullSecrets: pulling with the Pods' secrets is not available yet",
 		`spec.prePull.timeout: "0s" must be greater than 0`,
 		"spec.prePull.maxImages: 101 is outside 1 to 100",
 		`spec.prePull.excludeImages[1]: "[unclosed" is not a glob`,
@@ -52,23 +52,26 @@ func TestPrePullErrorsNameTheField(t *testing.T) {
 func TestResolveCarriesThePrePullBoundIntoTheTiming(t *testing.T) {
 	spec := v1alpha1.RotationPolicySpec{
 		MaintenanceWindows: []v1alpha1.MaintenanceWindow{{Timezone: "UTC", Days: []v1alpha1.Weekday{"Mon"}, Start: "02:00", End: "03:00"}},
-		PrePull:            v1alpha1.PrePullSpec{Timeout: "4m", MaxImages: 5, ExcludeImages: []string{"a/*"}, UsePullSecrets: true},
+		PrePull:            v1alpha1.PrePullSpec{Timeout: "4m", MaxImages: 5, ExcludeImages: []string{"a/*"}},
 	}
 	s, err := Resolve(spec)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.PrePull.Timeout != 4*time.Minute || s.PrePull.MaxImages != 5 || !s.PrePull.UsePullSecrets || len(s.PrePull.Exclude) != 1 {
+	if s.PrePull.Timeout != 4*time.Minute || s.PrePull.MaxImages != 5 || s.PrePull.Enabled || len(s.PrePull.Exclude) != 1 {
 		t.Fatalf("PrePull = %+v", s.PrePull)
 	}
 	if s.PrePullTimeout != 0 {
 		t.Fatalf("a disabled phase lengthens t_rot by %s", s.PrePullTimeout)
 	}
-	// Enabled is refused until the phase lands, but the settings Resolve
-	// returns beside the error already carry the bound.
 	spec.PrePull.Enabled = true
-	s, _ = Resolve(spec)
-	if s.PrePullTimeout != 4*time.Minute {
-		t.Fatalf("an enabled phase lengthens t_rot by %s, want its timeout 4m", s.PrePullTimeout)
+	if s, err = Resolve(spec); err != nil || !s.PrePull.Enabled || s.PrePullTimeout != 4*time.Minute {
+		t.Fatalf("an enabled phase: %v, lengthens t_rot by %s, want its timeout 4m", err, s.PrePullTimeout)
+	}
+	// usePullSecrets is refused until its Pods exist; the settings Resolve
+	// returns beside the error still carry it
+	spec.PrePull.UsePullSecrets = true
+	if s, err = Resolve(spec); err == nil || !s.PrePull.UsePullSecrets {
+		t.Fatalf("usePullSecrets: %v, %+v", err, s.PrePull)
 	}
 }

@@ -52,7 +52,7 @@ func TestResolveValues(t *testing.T) {
 
 func TestResolveErrorsNameTheField(t *testing.T) {
 	spec := v1alpha1.RotationPolicySpec{
-		AgeThreshold: "soon", PrePull: v1alpha1.PrePullSpec{Enabled: true},
+		AgeThreshold: "soon", PrePull: v1alpha1.PrePullSpec{Enabled: true, UsePullSecrets: true},
 		MaintenanceWindows: []v1alpha1.MaintenanceWindow{
 			{Timezone: "UTC", Days: []v1alpha1.Weekday{"Mon"}, Start: "02:00", End: "03:00"},
 			{Timezone: "Mars/Olympus_Mons", Days: []v1alpha1.Weekday{"Mon"}, Start: "02:00", End: "03:00"},
@@ -71,7 +71,7 @@ func TestResolveErrorsNameTheField(t *testing.T) {
 	for _, want := range []string{
 		`spec.ageThreshold: "soon" is not a Go duration`,
 		`spec.surge.maxUnavailable: "0%" must be`,
-		"spec.prePull.enabled",
+		"spec.prePull.usePullSecrets",
 		`spec.maintenanceWindows[1].timezone "Mars/Olympus_Mons": not a loadable IANA time zone`,
 		`spec.surge.readyTimeout: "0s" must be greater than 0`,
 		`spec.surge.retryBackoff: "-5m" must be greater than 0`,

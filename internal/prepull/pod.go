@@ -3,6 +3,7 @@ package prepull
 import (
 	"fmt"
 	"math"
+	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -30,6 +31,9 @@ const (
 	mountPath = "/.nrc-prepull"
 	noopPath  = mountPath + "/noop"
 	volume    = "noop"
+	// skippedAnnotation counts the selection's images the Pod does not
+	// pull, for the phase's record.
+	skippedAnnotation = "noderotation.io/prepull-skipped"
 )
 
 // Pod describes one rotation's pre-pull Pod.
@@ -82,11 +86,12 @@ func (p Pod) Build() *corev1.Pod {
 			Name:      PodName(p.Claim),
 			Namespace: p.Namespace,
 			Labels: map[string]string{
-				v1alpha1.LabelPrePullFor:       p.Claim,
-				v1alpha1.LabelNodePool:         p.Pool,
-				"app.kubernetes.io/managed-by": "node-rotation-controller",
-				"app.kubernetes.io/component":  component,
+				v1alpha1.LabelPrePullFor:      p.Claim,
+				v1alpha1.LabelNodePool:        p.Pool,
+				v1alpha1.LabelManagedBy:       v1alpha1.ManagedBy,
+				"app.kubernetes.io/component": component,
 			},
+			Annotations:     map[string]string{skippedAnnotation: strconv.Itoa(Skipped(p.Images))},
 			OwnerReferences: owner(p.Owner),
 		},
 		Spec: corev1.PodSpec{

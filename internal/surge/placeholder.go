@@ -92,10 +92,10 @@ func (p Placeholder) Build() *corev1.Pod {
 			Name:      PlaceholderName(p.Claim.Name),
 			Namespace: p.Namespace,
 			Labels: map[string]string{
-				v1alpha1.LabelSurgeFor:         p.Claim.Name,
-				v1alpha1.LabelNodePool:         p.Pool.Name,
-				"app.kubernetes.io/managed-by": "node-rotation-controller",
-				"app.kubernetes.io/component":  placeholderComponent,
+				v1alpha1.LabelSurgeFor:        p.Claim.Name,
+				v1alpha1.LabelNodePool:        p.Pool.Name,
+				v1alpha1.LabelManagedBy:       v1alpha1.ManagedBy,
+				"app.kubernetes.io/component": placeholderComponent,
 			},
 		},
 		Spec: corev1.PodSpec{

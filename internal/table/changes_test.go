@@ -167,15 +167,17 @@ func generate(rng *rand.Rand) engine.Snapshot {
 			ClusterCapReached: rng.IntN(5) == 0, Anchor: pick("", "general-a"), RotationState: pick("", "pending", "draining", "expired"),
 			RotationMode: pick("", "forceful-fallback"),
 			Freeze:       stamp(), LastRotationAt: stamp(), LastFailureAt: stamp(), WindowOpenedAt: stamp(),
+			DrainingAt: stamp(), PrePull: pick("", "", "", `{"ended":"timeout"}`),
 		},
-		Policy:    engine.PolicyObservation{ReadyTimeout: dur(), CooldownAfter: dur(), FailurePause: dur(), DrainBound: dur()},
+		Policy:    engine.PolicyObservation{ReadyTimeout: dur(), CooldownAfter: dur(), FailurePause: dur(), DrainBound: dur(), PrePull: rng.IntN(4) > 0, PrePullTimeout: dur()},
 		Candidate: pick("none", "surge", "forcefulFallback"), CandidateDrainBlocked: flip(), CandidateRequested: flip(), SkipHeld: flip(),
 		Stranded: pick("", "claim", "artefacts"), Outstanding: rng.IntN(2),
 		Claim: engine.ClaimObservation{
 			Exists: rng.IntN(5) > 0, State: pick("", "pending", "draining", "failed", "expired", "half-done"), StartedAt: stamp(), FailedAt: stamp(),
 			RetryCount: "1", Deleting: flip(), DeletedAt: at(), RetryAt: at(),
 		},
-		Surge: engine.SurgeObservation{PlaceholderExists: flip(), PairedNodes: flip(), Ready: flip(), Headroom: flip(), Unservable: pick("", "", "Unschedulable")},
+		Surge: engine.SurgeObservation{PlaceholderExists: flip(), PairedNodes: flip(), Ready: flip(), Headroom: flip(), Unservable: pick("", "", "Unschedulable"),
+			PrePull: pick("", "absent", "running", "running", "ended")},
 	}
 	if s.Claim.FailedAt == "" {
 		s.Claim.RetryAt = time.Time{}

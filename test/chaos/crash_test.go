@@ -327,6 +327,33 @@ var _ = Describe("crash campaign", Label("crash"), Ordered, func() {
 		}, NodeTimeout(20*time.Minute))
 	})
 
+	Context("with the pre-pull phase on (docs/design.md#pre-pull)", func() {
+		var prePulled []step
+		// kwok never ends the pre-pull Pod: the phase ends at its timeout
+		on := func(ctx context.Context) func() {
+			return func() {
+				w.editPolicy(ctx, func(p *v1alpha1.RotationPolicy) {
+					p.Spec.PrePull = v1alpha1.PrePullSpec{Enabled: true, Timeout: "10s"}
+				})
+			}
+		}
+
+		It("learns the writes a pre-pulled rotation adds", func(ctx SpecContext) {
+			o := w.iterate(ctx, &c, iteration{label: "recording: pre-pulled rotation", setup: on(ctx), rotate: true})
+			prePulled = objectSteps(steps(o.writes), success)
+			GinkgoWriter.Printf("a pre-pulled rotation adds %d steps:\n  %s\n", len(prePulled), strings.Join(stepStrings(prePulled), "\n  "))
+			Expect(o.report.Violations).To(BeEmpty())
+			// the pre-pull Pod's create (the placeholder's is #1), the
+			// phase's record, and a second Pod delete
+			Expect(prePulled).To(ContainElements(step{"POST pods", 2}, step{"PATCH nodepools +" + v1alpha1.AnnotationPrePull, 1}, step{"DELETE pods", 2}))
+		}, NodeTimeout(8*time.Minute))
+
+		It("holds every invariant after a kill right after each write the phase adds", func(ctx SpecContext) {
+			w.killEach(ctx, &c, &notKilled, "prepull", prePulled, iteration{setup: on(ctx), rotate: true})
+			w.editPolicy(ctx, func(p *v1alpha1.RotationPolicy) { p.Spec.PrePull = v1alpha1.PrePullSpec{} })
+		}, NodeTimeout(15*time.Minute))
+	})
+
 	It("holds every invariant after a kill during the startup sweep, with a rotation in flight", func(ctx SpecContext) {
 		o := w.startupKill(ctx, &c)
 		Expect(o.report.Violations).To(BeEmpty())
@@ -450,6 +477,18 @@ func stepStrings(s []step) []string {
 	out := make([]string, len(s))
 	for i := range s {
 		out[i] = s[i].String()
+	}
+	return out
+}
+
+// objectSteps are the steps of all that known lacks, by type and object
+// number: a second Pod create is a step of its own.
+func objectSteps(all, known []step) []step {
+	var out []step
+	for _, s := range all {
+		if !slices.Contains(known, s) {
+			out = append(out, s)
+		}
 	}
 	return out
 }

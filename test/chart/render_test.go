@@ -69,7 +69,7 @@ func TestDefaults(t *testing.T) {
 	d := find[*appsv1.Deployment](t, r)
 	ctr := controller(t, d)
 	wantArgs := []string{
-		"-namespace=" + namespace, "-placeholder-priority-class=node-rotation-placeholder",
+		"-namespace=" + namespace, "-placeholder-priority-class=node-rotation-placeholder", "-prepull-image=" + ctr.Image,
 		"-metrics-bind-address=:8443", "-metrics-secure=true", "-metrics-auth=true",
 		"-health-probe-bind-address=:8081", "-leader-elect=true", "-log-format=json", "-v=0",
 		"-workers=10", "-kube-api-qps=50", "-kube-api-burst=100",
@@ -255,6 +255,7 @@ func TestPodKnobs(t *testing.T) {
 		{"securityContext merged", !*ctr.SecurityContext.ReadOnlyRootFilesystem && !*ctr.SecurityContext.AllowPrivilegeEscalation},
 		{"resources merged", ctr.Resources.Limits.Cpu().String() == "1" && ctr.Resources.Limits.Memory().String() == "256Mi"},
 		{"placeholderImage", hasArg(ctr, "-placeholder-image=mirror.example/pause:3.10")},
+		{"the pre-pull no-op comes from the image the chart runs", hasArg(ctr, "-prepull-image="+ctr.Image)},
 		{"logFormat, logVerbosity", hasArg(ctr, "-log-format=text") && hasArg(ctr, "-v=1")},
 		{"maxConcurrentRotations", hasArg(ctr, "-max-concurrent-rotations=3")},
 		{"placeholderHostnamePreference", hasArg(ctr, "-placeholder-hostname-preference=false")},

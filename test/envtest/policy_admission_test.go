@@ -263,7 +263,7 @@ var _ = Describe("RotationPolicy admission", func() {
 		Entry("selector Exists with values", `nodePoolSelector: {matchExpressions: [{key: team, operator: Exists, values: [a]}]}`, `matchExpressions with Exists or DoesNotExist take no values`),
 		Entry("required key not a label key", `surge: {matchNodeRequirements: {required: ["topology.kubernetes.io/zone", "not a key"]}}`, `spec.surge.matchNodeRequirements.required: Invalid value: required entries must be label keys such as topology.kubernetes.io/zone`),
 		Entry("preferred key not a label key", `surge: {matchNodeRequirements: {preferred: ["-leading-dash"]}}`, `spec.surge.matchNodeRequirements.preferred: Invalid value: preferred entries must be label keys such as topology.kubernetes.io/zone`),
-		Entry("prePull enabled", `prePull: {enabled: true}`, `spec.prePull.enabled: Invalid value: true: prePull is not available yet`),
+		Entry("prePull usePullSecrets", `prePull: {enabled: true, usePullSecrets: true}`, `spec.prePull.usePullSecrets: Invalid value: true: usePullSecrets is not available yet`),
 		Entry("prePull timeout zero", `prePull: {timeout: 0s}`, `spec.prePull.timeout: Invalid value: "0s": timeout must be greater than 0`),
 		Entry("prePull timeout not a duration", `prePull: {timeout: 1d}`, `spec.prePull.timeout: Invalid value: "1d": timeout must be a Go duration such as 10m`),
 		Entry("prePull maxImages 0", `prePull: {maxImages: 0}`, `spec.prePull.maxImages: Invalid value: 0: spec.prePull.maxImages in body should be greater than or equal to 1`),

@@ -68,7 +68,7 @@ out=${NRC_SUITES_DIR:-${TMPDIR:-/tmp}/node-rotation-controller/suites}
 # here. The first two take about equal time; the third is the pool
 # rotated several nodes at a time, the fourth the upgrade from the
 # single-anchor build with rotations in flight.
-E2E_PARTS=('rotation || rollback || drainblock || smoke' 'expiry || fallback || stuckdrain || leader' 'throughput || coverage' 'upgrade')
+E2E_PARTS=('rotation || rollback || drainblock || smoke' 'expiry || fallback || stuckdrain || leader' 'throughput || coverage || prepull' 'upgrade')
 
 # the jobs on the default Karpenter, longest first; with a matrix job per
 # KUBERNETES_MATRIX and KARPENTER_MATRIX version they are the default run

@@ -196,7 +196,7 @@ func startInstances(e *testenv.Env, prefix string, n int, leaderElection bool, m
 		mgr, err := ctrl.NewManager(cfg, opts)
 		Expect(err).NotTo(HaveOccurred())
 		r, err := controller.Setup(mgr, controller.Config{
-			Namespace: controllerNS, PlaceholderPriorityClass: priorityClass, Name: name, Clock: clock,
+			Namespace: controllerNS, PlaceholderPriorityClass: priorityClass, Name: name, Clock: clock, PrePullImage: prePullImage,
 			Workers: 4, // pools side by side, as the binary runs them (-workers)
 		}, log.WithName(name))
 		Expect(err).NotTo(HaveOccurred())

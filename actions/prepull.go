@@ -1,0 +1,106 @@
+package actions
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
+	"github.com/noderotation/node-rotation-controller/engine"
+	"github.com/noderotation/node-rotation-controller/internal/conditional"
+)
+
+// The pre-pull phase's artefact and record (docs/design.md#pre-pull).
+var (
+	prePullEnsureAction = action{
+		spec: engine.ActionSpec{Name: ActionPrePullEnsure, Description: "create the rotation's pre-pull Pod on the surge node if it does not exist"},
+		run:  prePullEnsure,
+	}
+	prePullDeleteAction = action{
+		spec: engine.ActionSpec{Name: ActionPrePullDelete, Description: "delete the rotation's pre-pull Pod if it exists"},
+		run:  prePullDelete,
+	}
+	prePullRecordAction = action{
+		spec: engine.ActionSpec{Name: ActionPrePullRecord, Reports: true, Description: "record how the pre-pull phase ended on the NodePool, once, while the anchor names the rotation"},
+		run:  prePullRecord,
+	}
+)
+
+// prePullEnsure creates the Pod the pass built, unless one was observed or
+// none was built (nothing to pull, or no placeholder to depend on); a
+// create that finds it already there is done too.
+func prePullEnsure(ctx context.Context, p *Pass, _ map[string]any) (Result, error) {
+	if p.Targets.PrePull != nil {
+		return Result{Outcome: Done, Did: "pre-pull Pod exists"}, nil
+	}
+	pod := p.Targets.NewPrePull
+	if pod == nil {
+		return Result{Outcome: Done, Did: "no pre-pull Pod to create"}, nil
+	}
+	if ok, err := p.confirmElection(ctx); !ok || err != nil {
+		return unconfirmedResult("create pre-pull Pod"), err
+	}
+	pod = pod.DeepCopy()
+	err := p.Client.Create(ctx, pod)
+	switch {
+	case apierrors.IsAlreadyExists(err):
+		// the cache lagged a create this or another pass made: not ours to announce
+		return Result{Outcome: Done, Did: "pre-pull Pod " + pod.Name + " already exists"}, nil
+	case err != nil:
+		return Result{}, fmt.Errorf("creating pre-pull Pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	return Result{Outcome: Done, Changed: true, Did: fmt.Sprintf("created pre-pull Pod %s (%d images)", pod.Name, len(pod.Spec.Containers)), PrePullImages: len(pod.Spec.Containers)}, nil
+}
+
+// prePullDelete deletes the observed Pod, at once (it holds nothing), and
+// only that one (UID precondition): a Pod a later attempt created under
+// the same name is not this pass's to delete.
+func prePullDelete(ctx context.Context, p *Pass, _ map[string]any) (Result, error) {
+	pod := p.Targets.PrePull
+	if pod == nil {
+		return Result{Outcome: Done, Did: "pre-pull Pod already gone"}, nil
+	}
+	if ok, err := p.confirmElection(ctx); !ok || err != nil {
+		return unconfirmedResult("delete pre-pull Pod"), err
+	}
+	target := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name}}
+	err := p.Client.Delete(ctx, target, client.GracePeriodSeconds(0), client.Preconditions{UID: &pod.UID},
+		client.PropagationPolicy(metav1.DeletePropagationBackground))
+	switch {
+	case apierrors.IsNotFound(err), apierrors.IsConflict(err):
+		return Result{Outcome: Done, Did: "pre-pull Pod " + pod.Name + " already gone"}, nil
+	case err != nil:
+		return Result{}, fmt.Errorf("deleting pre-pull Pod %s: %w", pod.Name, err)
+	}
+	return Result{Outcome: Done, Did: "deleted pre-pull Pod " + pod.Name}, nil
+}
+
+// prePullRecord writes the phase's record on the pool once, only while the
+// anchor names this rotation: the pass whose write lands is the one that
+// says PrePullEnded; another finds the record and races.
+func prePullRecord(ctx context.Context, p *Pass, _ map[string]any) (Result, error) {
+	rec := p.Targets.PrePullRecord
+	if rec == nil {
+		return Result{}, fmt.Errorf("pre-pull record for %s: the pass observed no phase", p.Targets.Claim)
+	}
+	np := p.pool()
+	key := p.Targets.Slot.Key(v1alpha1.AnnotationPrePull)
+	out, err := p.write(ctx, np, func() (bool, error) {
+		a := np.Annotations
+		if a[p.Targets.Slot.Key(v1alpha1.AnnotationActiveRotation)] != p.Targets.Claim || a[key] != "" {
+			return false, nil
+		}
+		conditional.SetAnnotation(np, key, rec.String())
+		return true, nil
+	})
+	res := Result{Outcome: out, Did: "pre-pull record: " + string(out)}
+	if out == Claimed {
+		r := *rec
+		res.PrePull = &PrePullEnd{Record: r, FailedImages: p.Targets.PrePullFailed}
+	}
+	return res, err
+}

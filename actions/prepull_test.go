@@ -1,0 +1,187 @@
+package actions
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
+)
+
+const prePullName = "pp-" + claimA
+
+func newPrePull() *corev1.Pod {
+	p := mkPod(phNS, prePullName, hostNode, map[string]string{v1alpha1.LabelPrePullFor: claimA})
+	p.UID = ""
+	p.Status = corev1.PodStatus{}
+	p.Spec.Containers = []corev1.Container{{Name: "image-1", Image: "docker.io/library/nginx:1.25"}, {Name: "image-2", Image: "docker.io/library/redis:7"}}
+	return p
+}
+
+func TestPrePullEnsureCreatesThePodOnceAndSaysSo(t *testing.T) {
+	e := newEnv(t)
+	targets := e.targets()
+	targets.NewPrePull = newPrePull()
+	res, err := step(e.pass(targets), ActionPrePullEnsure, nil)
+	if err != nil || res.Outcome != Done || !res.Changed || res.PrePullImages != 2 {
+		t.Fatalf("%s changed=%v images=%d %v: want a create of 2 images that took effect", res.Outcome, res.Changed, res.PrePullImages, err)
+	}
+	got := &corev1.Pod{}
+	if err := e.base.Get(ctxb, client.ObjectKey{Namespace: phNS, Name: prePullName}, got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Spec.NodeName != hostNode || len(got.Spec.Containers) != 2 {
+		t.Fatalf("created %+v, not the Pod the pass built", got.Spec)
+	}
+	if targets.NewPrePull.ResourceVersion != "" {
+		t.Fatal("the create wrote into Targets.NewPrePull")
+	}
+	// the cache has not seen it yet: a second pass's create finds it, and
+	// is not the one that announces
+	after := e.state()
+	res, err = step(e.pass(targets), ActionPrePullEnsure, nil)
+	if err != nil || res.Outcome != Done || res.Changed {
+		t.Fatalf("second run: %s changed=%v %v: AlreadyExists is done, unchanged", res.Outcome, res.Changed, err)
+	}
+	if e.state() != after {
+		t.Fatal("second run changed the store")
+	}
+}
+
+func TestPrePullEnsureWritesNothingWhenThePodIsObservedOrNoneWasBuilt(t *testing.T) {
+	e := newEnv(t)
+	observed := e.targets()
+	observed.PrePull, observed.NewPrePull = newPrePull(), newPrePull()
+	if res, err := step(e.pass(observed), ActionPrePullEnsure, nil); err != nil || res.Changed || res.Did != "pre-pull Pod exists" {
+		t.Fatalf("observed: %q changed=%v %v", res.Did, res.Changed, err)
+	}
+	if res, err := step(e.pass(e.targets()), ActionPrePullEnsure, nil); err != nil || res.Changed || res.Did != "no pre-pull Pod to create" {
+		t.Fatalf("none built: %q changed=%v %v", res.Did, res.Changed, err)
+	}
+	if len(e.writes) != 0 {
+		t.Fatalf("writes %v", e.writes)
+	}
+}
+
+func TestPrePullEnsureCreateErrorIsWrapped(t *testing.T) {
+	e := newEnv(t)
+	e.onCreate = func(client.Object) error {
+		return apierrors.NewForbidden(corev1.Resource("pods"), prePullName, errors.New("quota"))
+	}
+	targets := e.targets()
+	targets.NewPrePull = newPrePull()
+	if _, err := step(e.pass(targets), ActionPrePullEnsure, nil); err == nil || !strings.Contains(err.Error(), "creating pre-pull Pod "+phNS+"/"+prePullName) {
+		t.Fatalf("error %v", err)
+	}
+}
+
+func TestPrePullDeleteDeletesTheObservedPodAtOnce(t *testing.T) {
+	e := newEnv(t, mkPod(phNS, prePullName, hostNode, nil))
+	targets := e.targets()
+	targets.PrePull = mkPod(phNS, prePullName, hostNode, nil)
+	if res, err := step(e.pass(targets), ActionPrePullDelete, nil); err != nil || res.Outcome != Done {
+		t.Fatalf("%s %v", res.Outcome, err)
+	}
+	if e.exists(mkPod(phNS, prePullName, "", nil)) {
+		t.Fatal("pre-pull Pod not deleted")
+	}
+	d := e.deletes[0]
+	if d.GracePeriodSeconds == nil || *d.GracePeriodSeconds != 0 || d.Preconditions == nil || d.Preconditions.UID == nil || *d.Preconditions.UID != targets.PrePull.UID {
+		t.Fatalf("delete options %+v: want grace 0 and the observed UID as precondition", d)
+	}
+	if res, err := step(e.pass(targets), ActionPrePullDelete, nil); err != nil || res.Outcome != Done {
+		t.Fatalf("second run: %s %v", res.Outcome, err)
+	}
+}
+
+// A Pod recreated under the same name by a later attempt is not the one the
+// pass observed: the UID precondition keeps it.
+func TestPrePullDeleteLeavesAPodItDidNotObserve(t *testing.T) {
+	e := newEnv(t, mkPod(phNS, prePullName, hostNode, nil))
+	targets := e.targets()
+	targets.PrePull = mkPod(phNS, prePullName, hostNode, nil)
+	targets.PrePull.UID = types.UID("an-earlier-pod")
+	if res, err := step(e.pass(targets), ActionPrePullDelete, nil); err != nil || res.Outcome != Done {
+		t.Fatalf("%s %v: a Pod that is not the observed one is as good as gone", res.Outcome, err)
+	}
+	if !e.exists(mkPod(phNS, prePullName, "", nil)) {
+		t.Fatal("deleted a Pod the pass never observed")
+	}
+	if res, err := step(e.pass(e.targets()), ActionPrePullDelete, nil); err != nil || res.Did != "pre-pull Pod already gone" {
+		t.Fatalf("not observed: %q %v", res.Did, err)
+	}
+}
+
+func TestPrePullRecordIsWrittenOnceWhileTheAnchorNamesTheRotation(t *testing.T) {
+	rec := &v1alpha1.PrePullRecord{Ended: v1alpha1.PrePullFailed, Wait: 95 * time.Second, Pulled: 2, Failed: 1, Skipped: 3}
+	for _, tc := range []struct {
+		name string
+		pool map[string]string
+		out  Outcome
+		want string
+	}{
+		{"recorded", ann(keyAnchor, claimA), Claimed, rec.String()},
+		{"already recorded by another pass", ann(keyAnchor, claimA, v1alpha1.AnnotationPrePull, `{"ended":"timeout"}`), Raced, `{"ended":"timeout"}`},
+		{"the anchor names another rotation", ann(keyAnchor, "claim-b"), Raced, ""},
+		{"no anchor", nil, Raced, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, mkPool(poolName, tc.pool))
+			targets := e.targets()
+			targets.PrePullRecord, targets.PrePullFailed = rec, []string{"quay.io/org/private:1"}
+			res, err := step(e.pass(targets), ActionPrePullRecord, nil)
+			if err != nil || res.Outcome != tc.out {
+				t.Fatalf("%s %v, want %s", res.Outcome, err, tc.out)
+			}
+			if (res.PrePull != nil) != (tc.out == Claimed) {
+				t.Errorf("PrePull reported %+v for outcome %s", res.PrePull, res.Outcome)
+			}
+			if res.PrePull != nil && (res.PrePull.Record != *rec || len(res.PrePull.FailedImages) != 1) {
+				t.Errorf("reported %+v", res.PrePull)
+			}
+			if got := e.pool(poolName).Annotations[v1alpha1.AnnotationPrePull]; got != tc.want {
+				t.Errorf("prepull %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestPrePullRecordOnSlotTwoUsesItsKeys(t *testing.T) {
+	rec := &v1alpha1.PrePullRecord{Ended: v1alpha1.PrePullSucceeded, Wait: time.Minute, Pulled: 1}
+	e := newEnv(t, mkPool(poolName, ann(v1alpha1.Slot(2).Key(keyAnchor), claimA, keyAnchor, "claim-b")))
+	targets := e.targets()
+	targets.Slot, targets.PrePullRecord = 2, rec
+	if res, err := step(e.pass(targets), ActionPrePullRecord, nil); err != nil || res.Outcome != Claimed {
+		t.Fatalf("%s %v", res.Outcome, err)
+	}
+	a := e.pool(poolName).Annotations
+	if a[v1alpha1.Slot(2).Key(v1alpha1.AnnotationPrePull)] != rec.String() || a[v1alpha1.AnnotationPrePull] != "" {
+		t.Fatalf("annotations %v: want the record under slot 2's key only", a)
+	}
+}
+
+func TestPrePullRecordWithoutAnObservedPhaseErrors(t *testing.T) {
+	e := newEnv(t, mkPool(poolName, ann(keyAnchor, claimA)))
+	if _, err := step(e.pass(e.targets()), ActionPrePullRecord, nil); err == nil {
+		t.Fatal("recorded a phase the pass never observed")
+	}
+	if len(e.writes) != 0 {
+		t.Fatalf("writes %v", e.writes)
+	}
+}
+
+// The record is cleared with the rest of the rotation's keys.
+func TestThePrePullRecordIsRotationScoped(t *testing.T) {
+	for _, k := range v1alpha1.Slot(3).RotationScoped() {
+		if k == v1alpha1.Slot(3).Key(v1alpha1.AnnotationPrePull) {
+			return
+		}
+	}
+	t.Fatal("noderotation.io/prepull is not cleared with the anchor")
+}

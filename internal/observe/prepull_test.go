@@ -1,0 +1,193 @@
+package observe
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
+	"github.com/noderotation/node-rotation-controller/internal/policy"
+	"github.com/noderotation/node-rotation-controller/internal/prepull"
+)
+
+// images gives a Pod's one container an image.
+func images(ref string) func(*corev1.Pod) {
+	return func(p *corev1.Pod) { p.Spec.Containers[0].Image = ref }
+}
+
+// onSurgeNode is the placeholder of general-a, Running on node-b.
+func onSurgeNode() *corev1.Pod {
+	p := placeholderPod("general-a", "node-b")
+	p.UID = types.UID("placeholder-uid")
+	p.Status.Phase = corev1.PodRunning
+	return p
+}
+
+func prePullPod(mods ...func(*corev1.Pod)) *corev1.Pod {
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: prepull.PodName("general-a"),
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: "nrc-surge-general-a", UID: "placeholder-uid"}}}}
+	p.Spec.NodeName = "node-b"
+	p.Spec.Containers = []corev1.Container{{Name: "image-1", Image: "docker.io/library/nginx:1.25"}, {Name: "image-2", Image: "docker.io/library/redis:7"}}
+	p.Status.Phase = corev1.PodRunning
+	for _, m := range mods {
+		m(p)
+	}
+	return p
+}
+
+// observePrePull observes pool general among objs with the phase turned
+// on, as a policy that asks for it will once admission accepts it: the
+// observation's pre-pull part is made again with those settings.
+func observePrePull(t *testing.T, objs ...client.Object) *Observation {
+	t.Helper()
+	c := newClient(t, nil, objs...)
+	o := observerOn(c, now)
+	obs, err := o.Observe(context.Background(), "general", NoCap)
+	if err != nil || obs == nil {
+		t.Fatalf("observe: %v", err)
+	}
+	obs.PolicyErr = nil
+	obs.Settings.PrePull = policy.PrePull{Enabled: true, Timeout: 10 * time.Minute, MaxImages: 20}
+	obs.PrePull = PrePull{}
+	if err := o.prePull(context.Background(), obs); err != nil {
+		t.Fatal(err)
+	}
+	return obs
+}
+
+func movingWorkloads() []client.Object {
+	return []client.Object{
+		pod("app-1", "node-a", "500m", images("nginx:1.25")),
+		pod("app-2", "node-a", "1", images("redis:7")),
+		pod("ds-1", "node-a", "200m", daemonSetOwned, images("fluent-bit:3")),
+	}
+}
+
+func surgeClaim(state string, mods ...func(*karpv1.NodeClaim)) *karpv1.NodeClaim {
+	return nodeClaim("general-a", 40*time.Minute, "node-a", append([]func(*karpv1.NodeClaim){inState(state), startedAt(now.Add(-5 * time.Minute))}, mods...)...)
+}
+
+func drainingPool(extra ...string) *karpv1.NodePool {
+	return nodePool(anchored("general-a"), poolAnnotations(append([]string{v1alpha1.AnnotationActiveRotationState, v1alpha1.StateDraining,
+		v1alpha1.AnnotationDrainingAt, stamp(now.Add(-90 * time.Second))}, extra...)...))
+}
+
+func TestAtSurgeReadyThePhaseAsksForAPodWhenAnImageIsMissing(t *testing.T) {
+	obs := observePrePull(t, append(movingWorkloads(), nodePool(anchored("general-a")), governing(),
+		surgeClaim(v1alpha1.StatePending), node("node-a"), node("node-b"), onSurgeNode())...)
+	if got := obs.PrePull.State(); got != prePullAbsent {
+		t.Fatalf("surge.prePull %q, want %q", got, prePullAbsent)
+	}
+	var pulled []string
+	for _, img := range obs.PrePull.Images {
+		if img.Fate == prepull.Pull {
+			pulled = append(pulled, img.Ref)
+		}
+	}
+	if len(pulled) != 2 || pulled[0] != "docker.io/library/nginx:1.25" || pulled[1] != "docker.io/library/redis:7" {
+		t.Errorf("pulls %q: want the two moving Pods' images, not the DaemonSet's", pulled)
+	}
+	if obs.PrePull.Record != nil {
+		t.Errorf("a record before the draining state: %+v", obs.PrePull.Record)
+	}
+}
+
+func TestASurgeNodeThatHasEveryImageNeedsNoPhase(t *testing.T) {
+	has := node("node-b", func(n *corev1.Node) {
+		n.Status.Images = []corev1.ContainerImage{{Names: []string{"docker.io/library/nginx:1.25", "docker.io/library/redis:7"}}}
+	})
+	obs := observePrePull(t, append(movingWorkloads(), nodePool(anchored("general-a")), governing(),
+		surgeClaim(v1alpha1.StatePending), node("node-a"), has, onSurgeNode())...)
+	if got := obs.PrePull.State(); got != "" {
+		t.Fatalf("surge.prePull %q: nothing to pull is no phase", got)
+	}
+}
+
+func TestAWindowsSurgeNodeGetsNoPhase(t *testing.T) {
+	windows := node("node-b", func(n *corev1.Node) { n.Labels[corev1.LabelOSStable] = "windows" })
+	obs := observePrePull(t, append(movingWorkloads(), nodePool(anchored("general-a")), governing(),
+		surgeClaim(v1alpha1.StatePending), node("node-a"), windows, onSurgeNode())...)
+	if got := obs.PrePull.State(); got != "" {
+		t.Fatalf("surge.prePull %q on a Windows node", got)
+	}
+}
+
+func TestWhileDrainingThePhaseFollowsItsPod(t *testing.T) {
+	base := func(extra ...client.Object) []client.Object {
+		return append(append(movingWorkloads(), governing(), node("node-a"), node("node-b"), onSurgeNode()), extra...)
+	}
+	for _, tc := range []struct {
+		name  string
+		objs  []client.Object
+		state string
+		ended string
+	}{
+		{"no Pod yet", base(drainingPool(), surgeClaim(v1alpha1.StateDraining)), prePullAbsent, v1alpha1.PrePullTimeout},
+		{"its Pod pulling", base(drainingPool(), surgeClaim(v1alpha1.StateDraining), prePullPod()), prePullRunning, v1alpha1.PrePullTimeout},
+		{"its Pod succeeded", base(drainingPool(), surgeClaim(v1alpha1.StateDraining), prePullPod(func(p *corev1.Pod) { p.Status.Phase = corev1.PodSucceeded })), prePullEnded, v1alpha1.PrePullSucceeded},
+		{"its Pod failed", base(drainingPool(), surgeClaim(v1alpha1.StateDraining), prePullPod(func(p *corev1.Pod) { p.Status.Phase = corev1.PodFailed })), prePullEnded, v1alpha1.PrePullFailed},
+		{"an earlier attempt's Pod", base(drainingPool(), surgeClaim(v1alpha1.StateDraining), prePullPod(func(p *corev1.Pod) { p.OwnerReferences[0].UID = "earlier" })), prePullEnded, v1alpha1.PrePullFailed},
+		{"Karpenter deleted the claim", base(drainingPool(), surgeClaim(v1alpha1.StateDraining, func(c *karpv1.NodeClaim) {
+			c.DeletionTimestamp = &metav1.Time{Time: now.Add(-time.Second)}
+			c.Finalizers = []string{karpv1.TerminationFinalizer}
+		}), prePullPod()), prePullRunning, v1alpha1.PrePullCut},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			obs := observePrePull(t, tc.objs...)
+			if got := obs.PrePull.State(); got != tc.state {
+				t.Errorf("surge.prePull %q, want %q", got, tc.state)
+			}
+			r := obs.PrePull.Record
+			if r == nil || r.Ended != tc.ended || r.Wait != 90*time.Second {
+				t.Fatalf("record %+v, want ended %s after 1m30s", r, tc.ended)
+			}
+		})
+	}
+}
+
+func TestAKeptPlaceholderWithNothingLeftToPullEndsThePhase(t *testing.T) {
+	has := node("node-b", func(n *corev1.Node) {
+		n.Status.Images = []corev1.ContainerImage{{Names: []string{"docker.io/library/nginx:1.25", "docker.io/library/redis:7"}}}
+	})
+	obs := observePrePull(t, append(movingWorkloads(), drainingPool(), governing(), surgeClaim(v1alpha1.StateDraining),
+		node("node-a"), has, onSurgeNode())...)
+	if got := obs.PrePull.State(); got != prePullEnded {
+		t.Fatalf("surge.prePull %q, want %q: the placeholder was kept for a phase that has nothing to do", got, prePullEnded)
+	}
+	if r := obs.PrePull.Record; r == nil || r.Ended != v1alpha1.PrePullNothing || r.Skipped != 2 {
+		t.Errorf("record %+v, want nothing, 2 skipped", r)
+	}
+}
+
+// A terminating placeholder was not kept for a phase: surge-ready deleted
+// it with the phase off or nothing to pull.
+func TestATerminatingPlaceholderBeginsNoPhase(t *testing.T) {
+	going := onSurgeNode()
+	going.DeletionTimestamp = &metav1.Time{Time: now.Add(-time.Second)}
+	going.Finalizers = []string{"test/keep"}
+	obs := observePrePull(t, append(movingWorkloads(), drainingPool(), governing(), surgeClaim(v1alpha1.StateDraining),
+		node("node-a"), node("node-b"), going)...)
+	if got := obs.PrePull.State(); got != "" {
+		t.Fatalf("surge.prePull %q, want none", got)
+	}
+}
+
+func TestOnceRecordedOrTurnedOffThePhaseIsNotObserved(t *testing.T) {
+	rec := v1alpha1.PrePullRecord{Ended: v1alpha1.PrePullSucceeded, Wait: time.Minute}.String()
+	obs := observePrePull(t, append(movingWorkloads(), drainingPool(v1alpha1.AnnotationPrePull, rec), governing(),
+		surgeClaim(v1alpha1.StateDraining), node("node-a"), node("node-b"), onSurgeNode(), prePullPod())...)
+	if obs.PrePull.Pod != nil || obs.PrePull.Record != nil || obs.PrePull.State() != "" {
+		t.Errorf("recorded phase observed: %+v", obs.PrePull)
+	}
+	off := observeNow(t, append(movingWorkloads(), drainingPool(), governing(), surgeClaim(v1alpha1.StateDraining),
+		node("node-a"), node("node-b"), onSurgeNode(), prePullPod())...)
+	if off.PrePull.Pod != nil || off.Snapshot.Surge.PrePull != "" || off.Snapshot.Policy.PrePull || off.Snapshot.Policy.PrePullTimeout != 0 {
+		t.Errorf("phase off: observed %+v, snapshot policy %+v", off.PrePull, off.Snapshot.Policy)
+	}
+}

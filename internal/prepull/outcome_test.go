@@ -1,0 +1,61 @@
+package prepull
+
+import (
+	"slices"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func TestReadCountsWhatEachImageCameTo(t *testing.T) {
+	p := examplePod()
+	pod := p.Build()
+	waiting := func(name, reason string) corev1.ContainerStatus {
+		return corev1.ContainerStatus{Name: name, State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason}}}
+	}
+	pod.Status.ContainerStatuses = []corev1.ContainerStatus{
+		{Name: "image-1", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0}}},
+		waiting("image-2", "ImagePullBackOff"),
+		waiting("image-3", "ContainerCreating"),
+	}
+	o := Read(pod)
+	if o.Pulled != 1 || o.Failed != 1 || o.Unfinished != 1 || o.Skipped != 4 {
+		t.Errorf("outcome %+v, want 1 pulled, 1 failed, 1 unfinished, 4 skipped (the example's four images not pulled)", o)
+	}
+	if !slices.Equal(o.FailedImages, []string{"ghcr.io/org/sidecar@sha256:" + sixtyFour}) {
+		t.Errorf("failed images %q", o.FailedImages)
+	}
+	// a container that ran and exited with an error still had its image
+	pod.Status.ContainerStatuses[1] = corev1.ContainerStatus{Name: "image-2", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 128, Reason: "StartError"}}}
+	pod.Status.ContainerStatuses[2] = waiting("image-3", "ErrImagePull")
+	if o := Read(pod); o.Pulled != 2 || o.Failed != 1 || o.Unfinished != 0 || o.FailedImages[0] != "docker.io/library/redis:7" {
+		t.Errorf("outcome %+v", o)
+	}
+	// no status at all: nothing reached
+	pod.Status.ContainerStatuses = nil
+	if o := Read(pod); o.Unfinished != 3 || o.Pulled+o.Failed != 0 {
+		t.Errorf("no statuses: %+v", o)
+	}
+}
+
+func TestEndedIsSucceededFailedOrDeleted(t *testing.T) {
+	for phase, want := range map[corev1.PodPhase]bool{corev1.PodPending: false, corev1.PodRunning: false, corev1.PodSucceeded: true, corev1.PodFailed: true} {
+		if got := Ended(&corev1.Pod{Status: corev1.PodStatus{Phase: phase}}); got != want {
+			t.Errorf("%s: ended %v", phase, got)
+		}
+	}
+	if !Ended(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{DeletionTimestamp: &metav1.Time{}}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}) {
+		t.Error("a deleted Pod is not over")
+	}
+}
+
+func TestNeededAndSkippedCountTheFates(t *testing.T) {
+	images := examplePod().Images
+	if !Needed(images) || Skipped(images) != 4 {
+		t.Errorf("needed %v skipped %d", Needed(images), Skipped(images))
+	}
+	if Needed(images[1:2]) || Needed(nil) {
+		t.Error("an excluded image alone, or none, needs a Pod")
+	}
+}

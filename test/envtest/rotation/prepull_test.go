@@ -1,0 +1,147 @@
+package rotation_test
+
+import (
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
+	"github.com/noderotation/node-rotation-controller/internal/prepull"
+	fk "github.com/noderotation/node-rotation-controller/test/fakekarpenter"
+)
+
+// prePullImage is the controller's own image as the envtest controllers
+// are told it (-prepull-image).
+const prePullImage = "registry.example/node-rotation-controller:envtest"
+
+func prePullPod(claim string) *corev1.Pod {
+	p := &corev1.Pod{}
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: controllerNS, Name: prepull.PodName(claim)}, p); err != nil {
+		return nil
+	}
+	return p
+}
+
+func prePullPodExists(claim string) func() bool {
+	return func() bool { return prePullPod(claim) != nil }
+}
+
+// prePullRecord is the pool's record of the phase, zero while there is none.
+func prePullRecord(pool string) func() v1alpha1.PrePullRecord {
+	return func() v1alpha1.PrePullRecord {
+		r, _ := v1alpha1.ParsePrePullRecord(getPool(pool).Annotations[v1alpha1.AnnotationPrePull])
+		return r
+	}
+}
+
+// prePullWorld is one pool mid-rotation with the phase on: its old claim
+// runs two workloads (their images the phase pulls) and a DaemonSet Pod
+// (which the surge node runs anyway), and Karpenter has just put the
+// placeholder on a surge node.
+func prePullWorld(pool, phaseTimeout string) (old, surgeNode string) {
+	GinkgoHelper()
+	old, surgeClaim := pool+"-old", pool+"-surge"
+	createClaim(fk.Claim{Pool: pool, Name: old, Zone: "zone-a", CPU: "4"})
+	for name, image := range map[string]string{"app": "example.com/team/app:1", "sidecar": "example.com/team/sidecar:2"} {
+		_, err := karpenter.RunPod(ctx, workloadNS, pool+"-"+name, fk.NodeName(old), "500m", func(p *corev1.Pod) { p.Spec.Containers[0].Image = image })
+		Expect(err).NotTo(HaveOccurred())
+	}
+	_, err := karpenter.RunPod(ctx, workloadNS, pool+"-ds", fk.NodeName(old), "100m", func(p *corev1.Pod) {
+		p.Spec.Containers[0].Image = "example.com/agent:3"
+		p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "DaemonSet", Name: "ds", UID: "ds-uid", Controller: ptr.To(true)}}
+	})
+	Expect(err).NotTo(HaveOccurred())
+	createPoolWith(pool, poolOptions{surge: v1alpha1.SurgeSpec{ReadyTimeout: "5m", CooldownAfter: "1h"},
+		policy: func(p *v1alpha1.RotationPolicy) {
+			p.Spec.PrePull = v1alpha1.PrePullSpec{Enabled: true, Timeout: phaseTimeout}
+		}})
+	Eventually(placeholderExists(old), timeout).Should(BeTrue())
+	createClaim(fk.Claim{Pool: pool, Name: surgeClaim, Zone: "zone-a", CPU: "4"})
+	Expect(karpenter.BindAndRun(ctx, placeholder(old), fk.NodeName(surgeClaim))).To(Succeed())
+	return old, fk.NodeName(surgeClaim)
+}
+
+var _ = Describe("the pre-pull phase (docs/design.md#pre-pull)", func() {
+	It("pulls the moving Pods' images onto the surge node before the drain, keeps the placeholder meanwhile, and starts the drain when the Pod ends", func() {
+		const pool = "prepull"
+		old, surgeNode := prePullWorld(pool, "10m")
+
+		By("keeping the placeholder at surge-ready and creating the pre-pull Pod on the surge node")
+		Eventually(claimAnnotations(old), timeout).Should(HaveKeyWithValue(v1alpha1.AnnotationState, v1alpha1.StateDraining))
+		Eventually(prePullPodExists(old), timeout).Should(BeTrue())
+		pod, ph := prePullPod(old), placeholder(old)
+		Expect(ph).NotTo(BeNil(), "the placeholder holds the room during the phase")
+		Expect(pod.Spec.NodeName).To(Equal(surgeNode))
+		var images []string
+		for _, c := range pod.Spec.Containers {
+			images = append(images, c.Image)
+		}
+		Expect(images).To(ConsistOf("example.com/team/app:1", "example.com/team/sidecar:2"), "the moving Pods' images, not the DaemonSet's")
+		Expect(pod.Spec.InitContainers).To(HaveLen(1))
+		Expect(pod.Spec.InitContainers[0].Image).To(Equal(prePullImage))
+		Expect(pod.OwnerReferences).To(ConsistOf(HaveField("UID", ph.UID)), "the placeholder's dependent")
+		Expect(pod.Spec.RestartPolicy).To(Equal(corev1.RestartPolicyNever))
+		Expect(*pod.Spec.ActiveDeadlineSeconds).To(BeNumerically("==", 600))
+		Expect(*pod.Spec.Priority).To(BeNumerically("==", -10), "the placeholder's PriorityClass")
+		assertsTransition(pool, "pending.surge-ready-prepull", "draining.prepull")
+
+		By("not deleting the old claim while the Pod pulls")
+		Consistently(func() []any { return []any{claimDeleting(old)(), placeholderExists(old)()} }, 3*time.Second).
+			Should(Equal([]any{false, true}), "claim deleting, placeholder present")
+		Expect(eventCount(old, "PrePullStarted")()).To(BeNumerically("==", 1), "said once, by the pass whose create took effect")
+
+		By("the kubelet running every container: the end recorded, the Pod and the placeholder deleted, then the old claim")
+		pod = prePullPod(old)
+		pod.Status.Phase = corev1.PodSucceeded
+		pod.Status.ContainerStatuses = nil
+		for _, c := range pod.Spec.Containers {
+			pod.Status.ContainerStatuses = append(pod.Status.ContainerStatuses, corev1.ContainerStatus{Name: c.Name, Image: c.Image, ImageID: "sha256:x",
+				State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0}}})
+		}
+		Expect(env.Client.Status().Update(ctx, pod)).To(Succeed())
+		Eventually(prePullRecord(pool), timeout).Should(And(HaveField("Ended", v1alpha1.PrePullSucceeded), HaveField("Pulled", 2),
+			HaveField("Failed", 0), HaveField("Unfinished", 0), HaveField("Skipped", 0)))
+		Eventually(prePullPodExists(old), timeout).Should(BeFalse())
+		Eventually(placeholderExists(old), timeout).Should(BeFalse())
+		Eventually(claimDeleting(old), timeout).Should(BeTrue())
+		assertsTransition(pool, "draining.prepull-end")
+		Eventually(eventCount(old, "PrePullEnded"), timeout).Should(BeNumerically("==", 1))
+		Expect(eventCount(old, "PrePullImagesFailed")()).To(BeZero())
+
+		Expect(karpenter.Finalize(ctx, old)).To(Succeed())
+		Eventually(noRotationKeys(pool), timeout).Should(BeEmpty(), "the record goes with the rotation's keys")
+		Eventually(poolAnnotations(pool), timeout).Should(HaveKey(v1alpha1.AnnotationLastRotationAt), "a success")
+	})
+
+	It("starts the drain at prePull.timeout when the Pod is still pulling, naming nothing it did not try", func() {
+		const pool = "prepull-timeout"
+		old, _ := prePullWorld(pool, "4s")
+		Eventually(prePullPodExists(old), timeout).Should(BeTrue())
+		// no kubelet: the Pod never starts a container
+		Eventually(prePullRecord(pool), timeout).Should(And(HaveField("Ended", v1alpha1.PrePullTimeout), HaveField("Unfinished", 2), HaveField("Pulled", 0)))
+		Expect(prePullRecord(pool)().Wait).To(BeNumerically(">=", 4*time.Second))
+		Eventually(prePullPodExists(old), timeout).Should(BeFalse())
+		Eventually(claimDeleting(old), timeout).Should(BeTrue())
+		assertsTransition(pool, "draining.prepull-end")
+		Expect(karpenter.Finalize(ctx, old)).To(Succeed())
+		Eventually(noRotationKeys(pool), timeout).Should(BeEmpty())
+	})
+
+	It("ends the phase at once when Karpenter deletes the old claim during it, so the drain finds the room", func() {
+		const pool = "prepull-cut"
+		old, _ := prePullWorld(pool, "10m")
+		Eventually(prePullPodExists(old), timeout).Should(BeTrue())
+		Expect(env.Client.Delete(ctx, getClaim(old))).To(Succeed()) // Karpenter's expiry: its finalizer holds the claim
+		Eventually(prePullRecord(pool), timeout).Should(HaveField("Ended", v1alpha1.PrePullCut))
+		Eventually(prePullPodExists(old), timeout).Should(BeFalse())
+		Eventually(placeholderExists(old), timeout).Should(BeFalse(), "the placeholder's room is the drained Pods'")
+		assertsTransition(pool, "draining.prepull-end")
+		Expect(karpenter.Finalize(ctx, old)).To(Succeed())
+		Eventually(noRotationKeys(pool), timeout).Should(BeEmpty())
+	})
+})
