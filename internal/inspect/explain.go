@@ -94,8 +94,8 @@ type ClaimExplanation struct {
 	Blockers   []census.Blocker `json:"blockers,omitempty"`
 	UrgentFrom time.Time        `json:"urgentFrom,omitzero"`
 	// PhaseBound, for the rotation in flight, is the instant its phase
-	// ends by the table (PhaseBounded: readyTimeout, or the drain bound
-	// once its delete is issued).
+	// ends by the table (PhaseBounded: readyTimeout, prePull.timeout while
+	// it pre-pulls, or the drain bound once its delete is issued).
 	PhaseBound   time.Time   `json:"phaseBound,omitzero"`
 	PhaseBounded string      `json:"phaseBounded,omitempty"`
 	Pool         *PoolStatus `json:"pool,omitempty"`
@@ -300,6 +300,10 @@ func phaseBound(ex *ClaimExplanation, c *InFlight, now time.Time) string {
 		return "; its surge must be ready by " + stamp(ex.PhaseBound) + " (readyTimeout), or it is rolled back"
 	case ex.PhaseBounded == "readyTimeout":
 		return "; its readyTimeout ran out at " + stamp(ex.PhaseBound) + ": the next pass rolls it back"
+	case ex.PhaseBounded == "prePull.timeout" && ex.PhaseBound.After(now):
+		return "; its Pods' images are being pulled onto the surge node: the drain starts when the pre-pull Pod ends, at the latest at " + stamp(ex.PhaseBound) + " (prePull.timeout)"
+	case ex.PhaseBounded == "prePull.timeout":
+		return "; its prePull.timeout ran out at " + stamp(ex.PhaseBound) + ": the next pass starts the drain"
 	case ex.PhaseBound.After(now):
 		return "; its delete is issued: Karpenter drains it, counted stuck after " + stamp(ex.PhaseBound) + " (terminationGracePeriod + buffer)"
 	}

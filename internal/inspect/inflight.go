@@ -19,9 +19,10 @@ type InFlight struct {
 	StartedAt time.Time `json:"startedAt,omitzero"`
 	SurgeNode string    `json:"surgeNode,omitempty"`
 	// Bound is the instant that ends the phase as the table counts it:
-	// readyTimeout for a surge not yet ready (then it is rolled back), the
-	// drain bound once the old claim's delete is issued (then the drain is
-	// stuck); Bounded names it. Zero when the phase has none.
+	// readyTimeout for a surge not yet ready (then it is rolled back),
+	// prePull.timeout while the pre-pull phase runs (then the drain
+	// starts), the drain bound once the old claim's delete is issued (then
+	// the drain is stuck); Bounded names it. Zero when the phase has none.
 	Bound   time.Time `json:"bound,omitzero"`
 	Bounded string    `json:"bounded,omitempty"`
 }
@@ -69,7 +70,8 @@ func inFlight(obs *observe.Observation, rot *engine.Decision) *InFlight {
 // bound reads the phase's bound off the table: the instant the fact that
 // ends the phase changes (its changesAt), so the figure is the one the
 // controller acts on. A claim whose delete is issued is bounded by the
-// drain; one not yet draining by its readyTimeout.
+// drain; one pre-pulling by prePull.timeout; one not yet draining by its
+// readyTimeout.
 func (f *InFlight) bound(eng *engine.Engine, obs *observe.Observation) {
 	if f == nil {
 		return
@@ -78,6 +80,8 @@ func (f *InFlight) bound(eng *engine.Engine, obs *observe.Observation) {
 	switch {
 	case obs.Snapshot.Claim.Deleting:
 		fact, what = drainStuckFact, "drain bound"
+	case f.State == v1alpha1.StateDraining && prePulling(eng, obs):
+		fact, what = prePullFact, "prePull.timeout"
 	case f.State == v1alpha1.StateDraining || f.State == goneState:
 		return // draining until its delete is issued, or over
 	}
@@ -87,4 +91,10 @@ func (f *InFlight) bound(eng *engine.Engine, obs *observe.Observation) {
 	}
 	// changesAt names the first instant past the bound; shown to the second
 	f.Bound, f.Bounded = ts[0].Truncate(time.Second).UTC(), what
+}
+
+// prePulling: the table reads the rotation's pre-pull phase as running.
+func prePulling(eng *engine.Engine, obs *observe.Observation) bool {
+	v, err := eng.Evaluate(&obs.Snapshot, prePullFact)
+	return err == nil && v == prePullRunning
 }

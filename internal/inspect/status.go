@@ -279,6 +279,8 @@ var (
 	gateWindowEnding = engine.UsesFactValue("startGate", "windowEnding")
 	readyTimeoutFact = engine.UsesFact("readyTimeoutElapsed")
 	drainStuckFact   = engine.UsesFact("drainStuck")
+	prePullFact      = engine.UsesFact("prePull")
+	prePullRunning   = engine.UsesFactValue("prePull", "running")
 	repairStranded   = engine.UsesTransition("idle.repair-stranded")
 	governed         = engine.UsesFactValue("governance", "governed")
 	ungoverned       = engine.UsesFactValue("governance", "ungoverned")

@@ -20,7 +20,9 @@ type Write struct {
 	Resource    string    // plural resource name, e.g. nodepools
 	Subresource string    // e.g. eviction, status; empty for the object itself
 	Namespace   string
-	Name        string // empty for a POST (the name is in the body)
+	// Name is the object's: for a POST, read from a JSON body's
+	// metadata.name (empty when the body says none, or is not JSON).
+	Name string
 	// Keys are the rotation keys a PATCH of a node, NodeClaim or NodePool
 	// sets ("+key") or removes ("-key"), sorted: see Classify.
 	Keys []string
@@ -147,6 +149,11 @@ func ours(key string) bool {
 func Classify(method string, u *url.URL, contentType string, body []byte) Write {
 	w := Write{Verb: method}
 	w.Namespace, w.Resource, w.Name, w.Subresource = parsePath(u.Path)
+	if method == http.MethodPost && w.Name == "" {
+		// two creates in one rotation (the placeholder, the pre-pull Pod)
+		// are two objects, as two deletes are
+		w.Name = createdName(contentType, body)
+	}
 	w.DryRun = u.Query().Has("dryRun")
 	w.Background = backgroundResources[w.Resource] || w.DryRun
 	if method == http.MethodPatch && keyed[w.Resource] && w.Subresource == "" {
@@ -163,6 +170,22 @@ func Classify(method string, u *url.URL, contentType string, body []byte) Write 
 		w.Type += " (dry run)"
 	}
 	return w
+}
+
+// createdName is the metadata.name of a JSON create body, "" otherwise.
+func createdName(contentType string, body []byte) string {
+	if !strings.Contains(contentType, "json") {
+		return ""
+	}
+	var obj struct {
+		Metadata struct {
+			Name string `json:"name"`
+		} `json:"metadata"`
+	}
+	if json.Unmarshal(body, &obj) != nil {
+		return ""
+	}
+	return obj.Metadata.Name
 }
 
 // parsePath reads a Kubernetes API path: /api/v1/... or
