@@ -44,6 +44,7 @@ const (
 	ExpiredUnrotated     Announcement = "ExpiredUnrotated"
 	PrePullStarted       Announcement = "PrePullStarted"
 	PrePullEnded         Announcement = "PrePullEnded"
+	PrePullRefused       Announcement = "PrePullRefused"
 )
 
 // Announcements is every announcement, in the catalog's order.
@@ -53,7 +54,7 @@ var Announcements = []Announcement{
 	SurgeReady, DrainStarted, RotationFailed, RotationExpired, RotationCompleted,
 	GovernanceLost, WindowMissed, DrainStuck, AnchorRestored, StrandedRepaired, OrphanedAnchor,
 	DrainBlocked, SurgeUnservable, WindowEnding, ClusterCap, RotationRequested, SkipHeld,
-	ExpiredUnrotated, PrePullStarted, PrePullEnded,
+	ExpiredUnrotated, PrePullStarted, PrePullEnded, PrePullRefused,
 }
 
 var announceAction = action{

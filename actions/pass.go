@@ -104,6 +104,9 @@ type Result struct {
 	// (PrePullEnded).
 	PrePullImages int
 	PrePull       *PrePullEnd
+	// PrePullRefused: why the API server refused the pre-pull Pod
+	// (PrePullRefused).
+	PrePullRefused string
 }
 
 // PrePullEnd is how a pre-pull phase ended, as its record was written, and

@@ -50,6 +50,12 @@ func prePullEnsure(ctx context.Context, p *Pass, _ map[string]any) (Result, erro
 	case apierrors.IsAlreadyExists(err):
 		// the cache lagged a create this or another pass made: not ours to announce
 		return Result{Outcome: Done, Did: "pre-pull Pod " + pod.Name + " already exists"}, nil
+	case apierrors.IsForbidden(err) || apierrors.IsInvalid(err) || apierrors.IsBadRequest(err):
+		// an admission policy, a quota or a Pod Security level refuses it:
+		// asking again changes nothing, and an error would back the pass
+		// off past the phase's timeout, so the timeout ends the phase and
+		// PrePullRefused says why
+		return Result{Outcome: Done, Did: "pre-pull Pod " + pod.Name + " refused", PrePullRefused: err.Error()}, nil
 	case err != nil:
 		return Result{}, fmt.Errorf("creating pre-pull Pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}

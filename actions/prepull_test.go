@@ -71,13 +71,31 @@ func TestPrePullEnsureWritesNothingWhenThePodIsObservedOrNoneWasBuilt(t *testing
 
 func TestPrePullEnsureCreateErrorIsWrapped(t *testing.T) {
 	e := newEnv(t)
-	e.onCreate = func(client.Object) error {
-		return apierrors.NewForbidden(corev1.Resource("pods"), prePullName, errors.New("quota"))
-	}
+	e.onCreate = func(client.Object) error { return apierrors.NewServiceUnavailable("etcd is away") }
 	targets := e.targets()
 	targets.NewPrePull = newPrePull()
 	if _, err := step(e.pass(targets), ActionPrePullEnsure, nil); err == nil || !strings.Contains(err.Error(), "creating pre-pull Pod "+phNS+"/"+prePullName) {
 		t.Fatalf("error %v", err)
+	}
+}
+
+// A refusal (admission, quota, Pod Security) is no error that would back
+// the pass off past the phase's timeout: the step reports it for
+// PrePullRefused and changes nothing.
+func TestPrePullEnsureReportsARefusal(t *testing.T) {
+	for _, refusal := range []error{
+		apierrors.NewForbidden(corev1.Resource("pods"), prePullName, errors.New("exceeded quota: requests.cpu must be specified")),
+		apierrors.NewInvalid(corev1.SchemeGroupVersion.WithKind("Pod").GroupKind(), prePullName, nil),
+		apierrors.NewBadRequest("admission webhook denied the request"),
+	} {
+		e := newEnv(t)
+		e.onCreate = func(client.Object) error { return refusal }
+		targets := e.targets()
+		targets.NewPrePull = newPrePull()
+		res, err := step(e.pass(targets), ActionPrePullEnsure, nil)
+		if err != nil || res.Outcome != Done || res.Changed || res.PrePullRefused != refusal.Error() {
+			t.Errorf("%v: %s changed=%v refused=%q %v", refusal, res.Outcome, res.Changed, res.PrePullRefused, err)
+		}
 	}
 }
 

@@ -8,9 +8,9 @@ import (
 
 // How a pre-pull phase ended (PrePullRecord.Ended).
 const (
-	PrePullSucceeded = "succeeded" // every container ran: every image was pulled
-	PrePullFailed    = "failed"    // the Pod failed: an image could not be pulled, or the kubelet's deadline passed
-	PrePullTimeout   = "timeout"   // prePull.timeout passed with the Pod running or never created
+	PrePullSucceeded = "succeeded" // every image container runs or ran: every image is on the node
+	PrePullFailed    = "failed"    // an image could not be pulled (the rest could), or the Pod failed: the kubelet's deadline, an earlier attempt's Pod
+	PrePullTimeout   = "timeout"   // prePull.timeout passed with an image still pulling or not reached, or no Pod created
 	PrePullCut       = "cut"       // Karpenter deleted the old claim first, or the placeholder went
 	PrePullNothing   = "nothing"   // no image was left to pull when the Pod was to be created
 )

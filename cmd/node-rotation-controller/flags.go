@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/noderotation/node-rotation-controller/internal/surge"
 	"github.com/noderotation/node-rotation-controller/internal/version"
@@ -17,6 +18,7 @@ type options struct {
 	priorityClass    string
 	placeholderImage string
 	prePullImage     string
+	prePullSecrets   string
 	hostnamePref     bool
 	metricsAddr      string
 	metricsSecure    bool
@@ -50,6 +52,17 @@ func prePullImageOr(flagged string) string {
 	return imageRepository + ":" + version.Version()
 }
 
+// names splits a comma-separated list, dropping blanks.
+func names(list string) []string {
+	var out []string
+	for _, n := range strings.Split(list, ",") {
+		if n = strings.TrimSpace(n); n != "" {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
 // errVersion is parseFlags' answer to -version: print the version, exit 0.
 var errVersion = errors.New("version requested")
 
@@ -61,6 +74,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.priorityClass, "placeholder-priority-class", "node-rotation-placeholder", "negative, never-preempting PriorityClass of the placeholder")
 	fs.StringVar(&o.placeholderImage, "placeholder-image", surge.DefaultImage, "image of the placeholder's single container")
 	fs.StringVar(&o.prePullImage, "prepull-image", "", "the controller's own image, whose binary the pre-pull Pod's init container installs as the no-op its containers run (spec.prePull); empty: "+imageRepository+":<this binary's version>")
+	fs.StringVar(&o.prePullSecrets, "prepull-image-pull-secrets", "", "comma-separated Secrets of the controller's namespace the pre-pull Pod pulls -prepull-image with (a private registry or mirror)")
 	fs.BoolVar(&o.hostnamePref, "placeholder-hostname-preference", true, "the placeholder prefers to avoid the old node and near-deadline nodes by kubernetes.io/hostname; false on Karpenter v1.0 and v1.1, which ignore such a Pod")
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8443", `metrics endpoint address; "0" disables it`)
 	fs.BoolVar(&o.metricsSecure, "metrics-secure", true, "serve metrics over HTTPS (a self-signed certificate unless one is mounted)")

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"flag"
+	"slices"
 	"strings"
 	"testing"
 
@@ -24,8 +25,12 @@ func TestFlags(t *testing.T) {
 	if got, want := o.reconcilerConfig().PrePullImage, "ghcr.io/noderotation/node-rotation-controller:"+version.Version(); got != want {
 		t.Errorf("default pre-pull image %q, want %q", got, want)
 	}
-	if o, err := parseFlags([]string{"-prepull-image=mirror.example/nrc:1@sha256:abc"}); err != nil || o.reconcilerConfig().PrePullImage != "mirror.example/nrc:1@sha256:abc" {
-		t.Errorf("-prepull-image: %q, %v", o.reconcilerConfig().PrePullImage, err)
+	if o, err := parseFlags([]string{"-prepull-image=mirror.example/nrc:1@sha256:abc", "-prepull-image-pull-secrets= regcred,,mirror "}); err != nil ||
+		o.reconcilerConfig().PrePullImage != "mirror.example/nrc:1@sha256:abc" || !slices.Equal(o.reconcilerConfig().PrePullImagePullSecrets, []string{"regcred", "mirror"}) {
+		t.Errorf("-prepull-image, -prepull-image-pull-secrets: %q %q, %v", o.reconcilerConfig().PrePullImage, o.reconcilerConfig().PrePullImagePullSecrets, err)
+	}
+	if s := o.reconcilerConfig().PrePullImagePullSecrets; s != nil {
+		t.Errorf("default pre-pull pull secrets %q", s)
 	}
 	if o, err := parseFlags([]string{"-placeholder-hostname-preference=false", "-placeholder-image=m/p:1", "-max-concurrent-rotations=2"}); err != nil ||
 		!o.reconcilerConfig().SkipHostnamePreference || o.reconcilerConfig().PlaceholderImage != "m/p:1" || o.reconcilerConfig().MaxConcurrentRotations != 2 {

@@ -137,5 +137,5 @@ func addProbes(mgr ctrl.Manager) error {
 // reconcilerConfig is what the flags set of the reconciler.
 func (o options) reconcilerConfig() controller.Config {
 	return controller.Config{Namespace: o.namespace, PlaceholderPriorityClass: o.priorityClass, PlaceholderImage: o.placeholderImage,
-		PrePullImage: prePullImageOr(o.prePullImage), SkipHostnamePreference: !o.hostnamePref, Workers: o.workers, MaxConcurrentRotations: o.maxConcurrent}
+		PrePullImage: prePullImageOr(o.prePullImage), PrePullImagePullSecrets: names(o.prePullSecrets), SkipHostnamePreference: !o.hostnamePref, Workers: o.workers, MaxConcurrentRotations: o.maxConcurrent}
 }

@@ -882,3 +882,23 @@ func TestPrePullEndedTimesThePhaseAndNamesWhatFailed(t *testing.T) {
 		t.Errorf("a raced record announced: %d observations, events %+v, lines %+v", n-before, raced.rec.events, *raced.lines)
 	}
 }
+
+// A refused pre-pull Pod is a Warning on the claim, once however many
+// passes of the phase ask again; a pass whose create was not refused says
+// nothing.
+func TestPrePullRefusedIsSaidOnce(t *testing.T) {
+	h := newHarness(t)
+	obs := observation(t)
+	refused := actions.Result{Action: actions.ActionPrePullEnsure, Outcome: actions.Done, PrePullRefused: `pods "nrc-prepull-general-a" is forbidden: exceeded quota`}
+	for i := 0; i < 3; i++ {
+		h.announce(t, actions.PrePullRefused, obs, refused)
+	}
+	h.announce(t, actions.PrePullRefused, obs, actions.Result{Action: actions.ActionPrePullEnsure, Outcome: actions.Done})
+	ev := h.rec.events
+	if len(ev) != 1 || ev[0].typ != "Warning" || ev[0].reason != "PrePullRefused" || ev[0].obj != obs.Subject {
+		t.Fatalf("events %+v, want one PrePullRefused Warning on the claim", ev)
+	}
+	if want := `the API server refused the pre-pull Pod nrc-prepull-general-a: pods "nrc-prepull-general-a" is forbidden: exceeded quota; the drain starts at prePull.timeout without it`; ev[0].message != want {
+		t.Errorf("message %q, want %q", ev[0].message, want)
+	}
+}

@@ -49,6 +49,7 @@ var handlers = map[a.Announcement]func(*Announcer, step){
 	a.ExpiredUnrotated:     (*Announcer).expiredUnrotated,
 	a.PrePullStarted:       (*Announcer).prePullStarted,
 	a.PrePullEnded:         (*Announcer).prePullEnded,
+	a.PrePullRefused:       (*Announcer).prePullRefused,
 }
 
 // rotationStarted announces RotationStarted, or ForcefulFallback when the
@@ -503,4 +504,17 @@ func (an *Announcer) prePullEnded(s step) {
 	}
 	an.event(s.view.Subject, corev1.EventTypeNormal, string(a.PrePullEnded), fmt.Sprintf(
 		"pre-pull %s after %s: %d pulled, %d failed, %d unfinished, %d skipped; the drain starts", r.Ended, r.Wait, r.Pulled, r.Failed, r.Unfinished, r.Skipped))
+}
+
+// prePullRefused: the API server refused the pre-pull Pod (an admission
+// policy, a quota); said once per claim and reason, as every pass of the
+// phase asks again until its timeout starts the drain.
+func (an *Announcer) prePullRefused(s step) {
+	res, _ := s.last(a.ActionPrePullEnsure)
+	if res.PrePullRefused == "" {
+		return
+	}
+	an.warnKeyed(s.pool(), string(a.PrePullRefused)+"/"+s.claim(), s.view.Subject, string(a.PrePullRefused), fmt.Sprintf(
+		"the API server refused the pre-pull Pod %s: %s; the drain starts at prePull.timeout without it", prepull.PodName(s.claim()), res.PrePullRefused),
+		"nodeclaim", s.claim())
 }

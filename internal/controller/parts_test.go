@@ -303,9 +303,10 @@ func TestAllPools(t *testing.T) {
 // The reconciler makes placeholders as its Config says.
 func TestNewNodePoolReconcilerPlaceholderConfig(t *testing.T) {
 	for _, skip := range []bool{false, true} {
-		r := NewNodePoolReconciler(nil, nil, nil, Config{Namespace: ns, PlaceholderPriorityClass: "pc", PlaceholderImage: "m/p:1", SkipHostnamePreference: skip},
-			logr.Discard(), nil)
-		if want := (PlaceholderConfig{Namespace: ns, PriorityClass: "pc", Image: "m/p:1", SkipHostnamePreference: skip}); r.Placeholder != want {
+		r := NewNodePoolReconciler(nil, nil, nil, Config{Namespace: ns, PlaceholderPriorityClass: "pc", PlaceholderImage: "m/p:1", SkipHostnamePreference: skip,
+			PrePullImage: "m/nrc:1", PrePullImagePullSecrets: []string{"regcred"}}, logr.Discard(), nil)
+		if want := (PlaceholderConfig{Namespace: ns, PriorityClass: "pc", Image: "m/p:1", SkipHostnamePreference: skip,
+			PrePullImage: "m/nrc:1", PrePullImagePullSecrets: []string{"regcred"}}); !reflect.DeepEqual(r.Placeholder, want) {
 			t.Errorf("placeholder config %+v, want %+v", r.Placeholder, want)
 		}
 	}
@@ -315,7 +316,8 @@ func TestNewNodePoolReconcilerPlaceholderConfig(t *testing.T) {
 // selection with an image to pull, a placeholder to depend on and a surge
 // node to bind to; it hands the steps the observed Pod and record as seen.
 func TestTargetsBuildThePrePullPod(t *testing.T) {
-	r := &NodePoolReconciler{Placeholder: PlaceholderConfig{Namespace: ns, PriorityClass: "nrc-placeholder", PrePullImage: "example.com/nrc:1"}}
+	r := &NodePoolReconciler{Placeholder: PlaceholderConfig{Namespace: ns, PriorityClass: "nrc-placeholder", PrePullImage: "example.com/nrc:1",
+		PrePullImagePullSecrets: []string{"regcred"}}}
 	obs := governedObservation(t)
 	claim := nodeClaim("general-a", 20*time.Minute, "node-a")
 	obs.Subject, obs.SubjectName = claim, claim.Name
@@ -333,7 +335,8 @@ func TestTargetsBuildThePrePullPod(t *testing.T) {
 	}
 	if p.Namespace != ns || p.Name != "nrc-prepull-general-a" || p.Spec.NodeName != "node-b" || p.Spec.PriorityClassName != "nrc-placeholder" ||
 		p.Spec.InitContainers[0].Image != "example.com/nrc:1" || *p.Spec.ActiveDeadlineSeconds != 300 ||
-		len(p.Spec.Containers) != 1 || p.OwnerReferences[0].UID != "ph-uid" || !reflect.DeepEqual(p.Spec.Tolerations, obs.Placeholder.Spec.Tolerations) {
+		len(p.Spec.Containers) != 1 || p.OwnerReferences[0].UID != "ph-uid" || !reflect.DeepEqual(p.Spec.Tolerations, obs.Placeholder.Spec.Tolerations) ||
+		!reflect.DeepEqual(p.Spec.ImagePullSecrets, []corev1.LocalObjectReference{{Name: "regcred"}}) {
 		t.Errorf("pre-pull Pod %+v", p)
 	}
 	if tg.PrePullRecord != obs.PrePull.Record || !reflect.DeepEqual(tg.PrePullFailed, []string{"x"}) {

@@ -22,8 +22,10 @@ type Config struct {
 	Namespace                string
 	PlaceholderPriorityClass string
 	PlaceholderImage         string
-	// PrePullImage: PlaceholderConfig's, the controller's own image.
-	PrePullImage string
+	// PrePullImage and PrePullImagePullSecrets: PlaceholderConfig's, the
+	// controller's own image and the Secrets it is pulled with.
+	PrePullImage            string
+	PrePullImagePullSecrets []string
 	// SkipHostnamePreference: PlaceholderConfig's (Karpenter v1.0/v1.1).
 	SkipHostnamePreference bool
 	// Name distinguishes controllers when several run in one process (tests).
@@ -80,6 +82,6 @@ func NewNodePoolReconciler(c client.Client, fresh client.Reader, eng *engine.Eng
 		Expectations: NewExpectations(cfg.Clock),
 		Announcer:    announce.New(log, rec),
 		Placeholder: PlaceholderConfig{Namespace: cfg.Namespace, PriorityClass: cfg.PlaceholderPriorityClass, Image: cfg.PlaceholderImage,
-			SkipHostnamePreference: cfg.SkipHostnamePreference, PrePullImage: cfg.PrePullImage},
+			SkipHostnamePreference: cfg.SkipHostnamePreference, PrePullImage: cfg.PrePullImage, PrePullImagePullSecrets: cfg.PrePullImagePullSecrets},
 	}
 }

@@ -21,7 +21,11 @@ type PlaceholderConfig struct {
 	// PrePullImage is the controller's own image, whose binary the
 	// pre-pull Pod's init container installs as its no-op
 	// (docs/design.md#pre-pull); no Pod is built without it.
-	PrePullImage string
+	// PrePullImagePullSecrets are the Secrets of the controller's
+	// namespace it is pulled with (the controller Pod's own, from the
+	// chart).
+	PrePullImage            string
+	PrePullImagePullSecrets []string
 }
 
 // targets are what this pass's steps may write, from what it observed: the
@@ -68,7 +72,8 @@ func (r *NodePoolReconciler) prePullPod(obs *observe.Observation) *corev1.Pod {
 	return prepull.Pod{
 		Namespace: r.Placeholder.Namespace, PriorityClass: r.Placeholder.PriorityClass,
 		Tolerations: obs.Placeholder.Spec.Tolerations, Installer: r.Placeholder.PrePullImage,
-		Claim: obs.SubjectName, Pool: obs.Pool.Name, Node: obs.SurgeHost.Name, Owner: obs.Placeholder,
+		InstallerPullSecrets: r.Placeholder.PrePullImagePullSecrets,
+		Claim:                obs.SubjectName, Pool: obs.Pool.Name, Node: obs.SurgeHost.Name, Owner: obs.Placeholder,
 		Timeout: obs.Settings.PrePull.Timeout, Images: obs.PrePull.Images,
 	}.Build()
 }

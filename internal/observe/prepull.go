@@ -28,6 +28,7 @@ type PrePull struct {
 	// Record is how the phase ends if it ends now, with the images the
 	// Pod could not pull; nil when no phase is under way.
 	Record *v1alpha1.PrePullRecord
+	// Failed are the images the Pod could not pull (the installer's too).
 	Failed []string
 }
 
@@ -150,10 +151,12 @@ func record(obs *Observation) (*v1alpha1.PrePullRecord, []string) {
 	switch {
 	case obs.Subject.DeletionTimestamp != nil || obs.Placeholder == nil:
 		r.Ended = v1alpha1.PrePullCut
-	case pod != nil && pod.Status.Phase == corev1.PodSucceeded:
-		r.Ended = v1alpha1.PrePullSucceeded
-	case pod != nil && pod.Status.Phase == corev1.PodFailed:
+	case pod != nil && pod.Status.Phase == corev1.PodFailed,
+		pod != nil && prepull.Ended(pod) && (r.Failed > 0 || len(failed) > 0):
 		r.Ended = v1alpha1.PrePullFailed
+	case pod != nil && prepull.Ended(pod) && pod.DeletionTimestamp == nil:
+		// Succeeded, or every image is on the node and the no-ops run
+		r.Ended = v1alpha1.PrePullSucceeded
 	case pod == nil && obs.PrePull.Begun && !prepull.Needed(obs.PrePull.Images):
 		r.Ended = v1alpha1.PrePullNothing
 	}

@@ -42,8 +42,8 @@ func prePullPod(mods ...func(*corev1.Pod)) *corev1.Pod {
 }
 
 // observePrePull observes pool general among objs with the phase turned
-// on, as a policy that asks for it will once admission accepts it: the
-// observation's pre-pull part is made again with those settings.
+// on: the observation's pre-pull part is made again with those settings
+// (the fixture's policy leaves it off).
 func observePrePull(t *testing.T, objs ...client.Object) *Observation {
 	t.Helper()
 	c := newClient(t, nil, objs...)
@@ -59,6 +59,23 @@ func observePrePull(t *testing.T, objs ...client.Object) *Observation {
 		t.Fatal(err)
 	}
 	return obs
+}
+
+// statuses gives the pre-pull Pod's two containers their states: "" runs,
+// anything else is the waiting reason.
+func statuses(reasons ...string) func(*corev1.Pod) {
+	return func(p *corev1.Pod) {
+		p.Status.ContainerStatuses = nil
+		for i, r := range reasons {
+			st := corev1.ContainerStatus{Name: p.Spec.Containers[i].Name, Image: p.Spec.Containers[i].Image}
+			if r == "" {
+				st.State.Running = &corev1.ContainerStateRunning{}
+			} else {
+				st.State.Waiting = &corev1.ContainerStateWaiting{Reason: r}
+			}
+			p.Status.ContainerStatuses = append(p.Status.ContainerStatuses, st)
+		}
+	}
 }
 
 func movingWorkloads() []client.Object {
@@ -133,6 +150,10 @@ func TestWhileDrainingThePhaseFollowsItsPod(t *testing.T) {
 		{"its Pod succeeded", base(drainingPool(), surgeClaim(v1alpha1.StateDraining), prePullPod(func(p *corev1.Pod) { p.Status.Phase = corev1.PodSucceeded })), prePullEnded, v1alpha1.PrePullSucceeded},
 		{"its Pod failed", base(drainingPool(), surgeClaim(v1alpha1.StateDraining), prePullPod(func(p *corev1.Pod) { p.Status.Phase = corev1.PodFailed })), prePullEnded, v1alpha1.PrePullFailed},
 		{"an earlier attempt's Pod", base(drainingPool(), surgeClaim(v1alpha1.StateDraining), prePullPod(func(p *corev1.Pod) { p.OwnerReferences[0].UID = "earlier" })), prePullEnded, v1alpha1.PrePullFailed},
+		{"a Pod on another node", base(drainingPool(), surgeClaim(v1alpha1.StateDraining), prePullPod(func(p *corev1.Pod) { p.Spec.NodeName = "node-c" })), prePullEnded, v1alpha1.PrePullFailed},
+		{"every image pulled, the no-ops running", base(drainingPool(), surgeClaim(v1alpha1.StateDraining), prePullPod(statuses("", ""))), prePullEnded, v1alpha1.PrePullSucceeded},
+		{"an image that cannot be pulled, the rest pulled", base(drainingPool(), surgeClaim(v1alpha1.StateDraining), prePullPod(statuses("", "ImagePullBackOff"))), prePullEnded, v1alpha1.PrePullFailed},
+		{"an image still being pulled", base(drainingPool(), surgeClaim(v1alpha1.StateDraining), prePullPod(statuses("", "ContainerCreating"))), prePullRunning, v1alpha1.PrePullTimeout},
 		{"Karpenter deleted the claim", base(drainingPool(), surgeClaim(v1alpha1.StateDraining, func(c *karpv1.NodeClaim) {
 			c.DeletionTimestamp = &metav1.Time{Time: now.Add(-time.Second)}
 			c.Finalizers = []string{karpv1.TerminationFinalizer}
@@ -148,6 +169,16 @@ func TestWhileDrainingThePhaseFollowsItsPod(t *testing.T) {
 				t.Fatalf("record %+v, want ended %s after 1m30s", r, tc.ended)
 			}
 		})
+	}
+}
+
+// The placeholder the Pod depends on is gone (deleted by hand): the phase
+// is cut, and its record says so.
+func TestAPhaseWhosePlaceholderIsGoneIsCut(t *testing.T) {
+	obs := observePrePull(t, append(movingWorkloads(), drainingPool(), governing(), surgeClaim(v1alpha1.StateDraining),
+		node("node-a"), node("node-b"), prePullPod())...)
+	if r := obs.PrePull.Record; r == nil || r.Ended != v1alpha1.PrePullCut {
+		t.Errorf("record %+v, want cut", r)
 	}
 }
 
@@ -189,5 +220,33 @@ func TestOnceRecordedOrTurnedOffThePhaseIsNotObserved(t *testing.T) {
 		node("node-a"), node("node-b"), onSurgeNode(), prePullPod())...)
 	if off.PrePull.Pod != nil || off.Snapshot.Surge.PrePull != "" || off.Snapshot.Policy.PrePull || off.Snapshot.Policy.PrePullTimeout != 0 {
 		t.Errorf("phase off: observed %+v, snapshot policy %+v", off.PrePull, off.Snapshot.Policy)
+	}
+}
+
+// The cache drops a node's image list (cache.LeanNode): the selection reads
+// the surge node from the API server, where the images are.
+func TestTheSurgeNodesImagesAreReadFromTheAPIServer(t *testing.T) {
+	objs := func(surgeNode *corev1.Node) []client.Object {
+		return append(movingWorkloads(), nodePool(anchored("general-a")), governing(), surgeClaim(v1alpha1.StatePending),
+			node("node-a"), surgeNode, onSurgeNode())
+	}
+	trimmed := node("node-b")
+	full := node("node-b", func(n *corev1.Node) {
+		n.Status.Images = []corev1.ContainerImage{{Names: []string{"docker.io/library/nginx:1.25", "docker.io/library/redis:7"}}}
+	})
+	o := &Observer{Cache: newClient(t, nil, objs(trimmed)...), API: newClient(t, nil, objs(full)...), Namespace: ns,
+		Clock: func() time.Time { return now }, Rules: shipped}
+	obs, err := o.Observe(context.Background(), "general", NoCap)
+	if err != nil || obs == nil {
+		t.Fatalf("observe: %v", err)
+	}
+	obs.PolicyErr = nil
+	obs.Settings.PrePull = policy.PrePull{Enabled: true, Timeout: 10 * time.Minute, MaxImages: 20}
+	obs.PrePull = PrePull{}
+	if err := o.prePull(context.Background(), obs); err != nil {
+		t.Fatal(err)
+	}
+	if got := obs.PrePull.State(); got != "" {
+		t.Errorf("surge.prePull %q: the node's images were read from the cache's trimmed copy", got)
 	}
 }

@@ -25,9 +25,16 @@ var pullFailures = map[string]bool{
 }
 
 // Read reads the Pod's container statuses: a container that runs, ran or
-// met an error after its image was there counts as pulled.
+// met an error after its image was there counts as pulled. An init
+// container (the installer) that could not pull its image is named among
+// FailedImages: then no image container ever starts.
 func Read(pod *corev1.Pod) Outcome {
 	var o Outcome
+	for _, s := range pod.Status.InitContainerStatuses {
+		if s.State.Waiting != nil && pullFailures[s.State.Waiting.Reason] {
+			o.FailedImages = append(o.FailedImages, s.Image)
+		}
+	}
 	status := map[string]corev1.ContainerStatus{}
 	for _, s := range pod.Status.ContainerStatuses {
 		status[s.Name] = s
@@ -62,7 +69,13 @@ func Skipped(images []Image) int {
 // Needed reports whether the selection has an image to pull.
 func Needed(images []Image) bool { return len(images) > Skipped(images) }
 
-// Ended reports whether the Pod is over: Succeeded, Failed, or deleted.
+// Ended reports whether the Pod is over: Succeeded, Failed or deleted, or
+// every image container's image is pulled or failed to pull — a container
+// waiting on a pull error never ends a restartPolicy Never Pod, and the
+// drain need not wait for the no-ops to exit.
 func Ended(pod *corev1.Pod) bool {
-	return pod.DeletionTimestamp != nil || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
+	if pod.DeletionTimestamp != nil || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+		return true
+	}
+	return len(pod.Spec.Containers) > 0 && Read(pod).Unfinished == 0
 }

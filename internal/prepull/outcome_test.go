@@ -59,3 +59,33 @@ func TestNeededAndSkippedCountTheFates(t *testing.T) {
 		t.Error("an excluded image alone, or none, needs a Pod")
 	}
 }
+
+// The phase need not wait for the no-ops to exit, nor for an image the
+// node cannot pull (its container waits in back-off, and a restartPolicy
+// Never Pod never ends).
+func TestThePodIsOverOnceEveryImageIsPulledOrFailed(t *testing.T) {
+	pod := examplePod().Build()
+	running := func(name string) corev1.ContainerStatus {
+		return corev1.ContainerStatus{Name: name, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}
+	}
+	pod.Status.Phase = corev1.PodRunning
+	pod.Status.ContainerStatuses = []corev1.ContainerStatus{running("image-1"), running("image-2")}
+	if Ended(pod) {
+		t.Error("over with image-3 not reached")
+	}
+	pod.Status.ContainerStatuses = append(pod.Status.ContainerStatuses, corev1.ContainerStatus{Name: "image-3",
+		State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff"}}})
+	if !Ended(pod) {
+		t.Error("not over with every image pulled or failed")
+	}
+}
+
+func TestAnInstallerThatCannotBePulledIsNamed(t *testing.T) {
+	pod := examplePod().Build()
+	pod.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: "install-noop", Image: "ghcr.io/noderotation/node-rotation-controller:0.4.0",
+		State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ErrImagePull"}}}}
+	o := Read(pod)
+	if !slices.Equal(o.FailedImages, []string{"ghcr.io/noderotation/node-rotation-controller:0.4.0"}) || o.Unfinished != 3 {
+		t.Errorf("outcome %+v: want the installer named, every image unfinished", o)
+	}
+}

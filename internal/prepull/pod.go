@@ -44,7 +44,11 @@ type Pod struct {
 	Namespace, PriorityClass string
 	Tolerations              []corev1.Toleration
 	// Installer is the controller's own image: its binary is the no-op.
-	Installer string
+	// InstallerPullSecrets are the Secrets it is pulled with; the images
+	// of the selection need none (images whose Pods use imagePullSecrets
+	// are not pulled without usePullSecrets).
+	Installer            string
+	InstallerPullSecrets []string
 	// Claim and Pool name the rotation; Node is its surge node.
 	Claim, Pool, Node string
 	// Owner is the rotation's placeholder. The Pod is its dependent, so
@@ -107,7 +111,8 @@ func (p Pod) Build() *corev1.Pod {
 				RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To(int64(65532)), RunAsGroup: ptr.To(int64(65532)),
 				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 			},
-			Volumes: []corev1.Volume{{Name: volume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
+			ImagePullSecrets: secrets(p.InstallerPullSecrets),
+			Volumes:          []corev1.Volume{{Name: volume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
 			InitContainers: []corev1.Container{{
 				Name:            "install-noop",
 				Image:           p.Installer,
@@ -119,6 +124,14 @@ func (p Pod) Build() *corev1.Pod {
 			Containers: containers,
 		},
 	}
+}
+
+func secrets(names []string) []corev1.LocalObjectReference {
+	var out []corev1.LocalObjectReference
+	for _, n := range names {
+		out = append(out, corev1.LocalObjectReference{Name: n})
+	}
+	return out
 }
 
 // owner makes the Pod a dependent of the placeholder, when there is one.

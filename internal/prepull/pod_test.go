@@ -139,6 +139,13 @@ func TestTheInitContainerInstallsTheNoopFromTheControllersImage(t *testing.T) {
 	if c.Image != p.Installer || !slices.Equal(c.Command, []string{installerBinary, InstallArg, noopPath}) {
 		t.Errorf("init container runs %q in %s", c.Command, c.Image)
 	}
+	if pod.Spec.ImagePullSecrets != nil {
+		t.Errorf("pull secrets %v without any configured", pod.Spec.ImagePullSecrets)
+	}
+	p.InstallerPullSecrets = []string{"regcred", "mirror"}
+	if got := p.Build().Spec.ImagePullSecrets; !slices.Equal(got, []corev1.LocalObjectReference{{Name: "regcred"}, {Name: "mirror"}}) {
+		t.Errorf("pull secrets %v, want the installer's", got)
+	}
 	if len(c.VolumeMounts) != 1 || c.VolumeMounts[0].ReadOnly || c.VolumeMounts[0].MountPath != mountPath {
 		t.Errorf("init container mounts %+v, want the volume writable", c.VolumeMounts)
 	}

@@ -9,6 +9,10 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
+	kscheme "k8s.io/client-go/kubernetes/scheme"
+
 	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
 )
 
@@ -172,8 +176,21 @@ func Classify(method string, u *url.URL, contentType string, body []byte) Write 
 	return w
 }
 
-// createdName is the metadata.name of a JSON create body, "" otherwise.
+// createdName is the metadata.name of a create body, JSON or protobuf
+// (client-go sends built-in kinds as protobuf), "" when it has none or
+// does not decode.
 func createdName(contentType string, body []byte) string {
+	if strings.Contains(contentType, "protobuf") {
+		obj, _, err := protobufs.Decode(body, nil, nil)
+		if err != nil {
+			return ""
+		}
+		m, err := meta.Accessor(obj)
+		if err != nil {
+			return ""
+		}
+		return m.GetName()
+	}
 	if !strings.Contains(contentType, "json") {
 		return ""
 	}
@@ -187,6 +204,9 @@ func createdName(contentType string, body []byte) string {
 	}
 	return obj.Metadata.Name
 }
+
+// protobufs decodes the built-in kinds a create may send as protobuf.
+var protobufs = protobuf.NewSerializer(kscheme.Scheme, kscheme.Scheme)
 
 // parsePath reads a Kubernetes API path: /api/v1/... or
 // /apis/<group>/<version>/..., then namespaces/<ns>/ when namespaced, then

@@ -3,7 +3,11 @@ package apiproxy
 import (
 	"net/url"
 	"slices"
+	"strings"
 	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 func TestClassify(t *testing.T) {
@@ -58,8 +62,10 @@ func TestClassify(t *testing.T) {
 			body: `{"metadata":{"annotations":{"noderotation.io/state":"x"}}}`, wantType: "PATCH pods", wantNS: "ns", wantName: "p"},
 		{name: "placeholder create", method: "POST", path: "/api/v1/namespaces/node-rotation-system/pods", ctype: "application/json",
 			body: `{"metadata":{"name":"nrc-surge-a"}}`, wantType: "POST pods", wantNS: "node-rotation-system", wantName: "nrc-surge-a"},
-		{name: "a create whose body is not JSON names no object", method: "POST", path: "/api/v1/namespaces/node-rotation-system/pods",
+		{name: "a create whose body does not decode names no object", method: "POST", path: "/api/v1/namespaces/node-rotation-system/pods",
 			ctype: "application/vnd.kubernetes.protobuf", body: "k8s\x00", wantType: "POST pods", wantNS: "node-rotation-system"},
+		{name: "a protobuf create, as client-go sends a Pod", method: "POST", path: "/api/v1/namespaces/node-rotation-system/pods",
+			ctype: "application/vnd.kubernetes.protobuf", body: protobufPod("nrc-prepull-a"), wantType: "POST pods", wantNS: "node-rotation-system", wantName: "nrc-prepull-a"},
 		{name: "a create with generateName names no object", method: "POST", path: "/api/v1/namespaces/ns/pods", ctype: "application/json",
 			body: `{"metadata":{"generateName":"x-"}}`, wantType: "POST pods", wantNS: "ns"},
 		{name: "claim delete", method: "DELETE", path: "/apis/karpenter.sh/v1/nodeclaims/general-a",
@@ -108,4 +114,14 @@ func TestClassifyIsOrderIndependent(t *testing.T) {
 	if a.Type != b.Type || !slices.Equal(a.Keys, []string{"+noderotation.io/a", "+noderotation.io/b"}) {
 		t.Errorf("%q vs %q (keys %v)", a.Type, b.Type, a.Keys)
 	}
+}
+
+// protobufPod is a Pod named name as client-go's protobuf encoding sends it.
+func protobufPod(name string) string {
+	var b strings.Builder
+	pod := &corev1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}, ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if err := protobufs.Encode(pod, &b); err != nil {
+		panic(err)
+	}
+	return b.String()
 }

@@ -256,6 +256,7 @@ func TestPodKnobs(t *testing.T) {
 		{"resources merged", ctr.Resources.Limits.Cpu().String() == "1" && ctr.Resources.Limits.Memory().String() == "256Mi"},
 		{"placeholderImage", hasArg(ctr, "-placeholder-image=mirror.example/pause:3.10")},
 		{"the pre-pull no-op comes from the image the chart runs", hasArg(ctr, "-prepull-image="+ctr.Image)},
+		{"and is pulled with the controller's own imagePullSecrets", hasArg(ctr, "-prepull-image-pull-secrets=regcred")},
 		{"logFormat, logVerbosity", hasArg(ctr, "-log-format=text") && hasArg(ctr, "-v=1")},
 		{"maxConcurrentRotations", hasArg(ctr, "-max-concurrent-rotations=3")},
 		{"placeholderHostnamePreference", hasArg(ctr, "-placeholder-hostname-preference=false")},
