@@ -427,6 +427,12 @@ func TestMetrics(t *testing.T) {
 		{what: actions.RotationFailed, results: failed, delta: reading{failure: 1}},
 		{what: actions.RotationExpired, delta: reading{expired: 1}},
 		{what: actions.RotationCompleted, results: released, delta: reading{success: 1, drains: 1, drainSum: 600}},
+		{what: actions.RotationCompleted, results: []actions.Result{{Action: actions.ActionAnchorRelease, Outcome: actions.Claimed, Released: &actions.Released{
+			Outcome: "success", DrainingAt: "2026-11-30T11:50:00Z", SurgeWait: "5m0s", PrePull: prePullRecord.String()}}},
+			delta: reading{success: 1, drains: 1, drainSum: 600 - 95}}, // the drain runs from the pre-pull's end
+		{what: actions.RotationCompleted, results: []actions.Result{{Action: actions.ActionAnchorRelease, Outcome: actions.Claimed, Released: &actions.Released{
+			Outcome: "success", DrainingAt: "2026-11-30T11:50:00Z", SurgeWait: "5m0s", PrePull: "garbled"}}},
+			delta: reading{success: 1, drains: 1, drainSum: 600}}, // a record that does not parse: the drain with the phase in it
 		{what: actions.RotationCompleted, results: expired, delta: reading{expired: 1}},
 		{what: actions.RotationCompleted, results: completedUngoverned}, // no success, no drain figure
 		{what: actions.WindowMissed, results: []actions.Result{{Action: actions.ActionWindowClear, WindowOpenedAt: "x"}}, delta: reading{missed: 1}},
@@ -900,5 +906,20 @@ func TestPrePullRefusedIsSaidOnce(t *testing.T) {
 	}
 	if want := `the API server refused the pre-pull Pod nrc-prepull-general-a: pods "nrc-prepull-general-a" is forbidden: exceeded quota; the drain starts at prePull.timeout without it`; ev[0].message != want {
 		t.Errorf("message %q, want %q", ev[0].message, want)
+	}
+}
+
+// A pre-pull record that does not parse is named in a Warning, never
+// dropped in silence.
+func TestAGarbledPrePullRecordIsNamed(t *testing.T) {
+	h := newHarness(t)
+	h.announce(t, actions.RotationCompleted, observation(t), actions.Result{Action: actions.ActionAnchorRelease, Outcome: actions.Claimed,
+		Released: &actions.Released{Outcome: "success", DrainingAt: "2026-11-30T11:50:00Z", SurgeWait: "5m0s", PrePull: "garbled"}})
+	var warned bool
+	for _, e := range h.rec.events {
+		warned = warned || e.reason == "InvalidAnnotation" && strings.Contains(e.message, v1alpha1.AnnotationPrePull+`="garbled"`)
+	}
+	if !warned {
+		t.Errorf("events %+v: no InvalidAnnotation naming %s", h.rec.events, v1alpha1.AnnotationPrePull)
 	}
 }

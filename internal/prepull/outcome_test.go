@@ -89,3 +89,14 @@ func TestAnInstallerThatCannotBePulledIsNamed(t *testing.T) {
 		t.Errorf("outcome %+v: want the installer named, every image unfinished", o)
 	}
 }
+
+// A container that is waiting but whose image the runtime resolved
+// (imageID set: created, not yet started) has its image on the node.
+func TestAResolvedImageCountsAsPulled(t *testing.T) {
+	pod := examplePod().Build()
+	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "image-1", ImageID: "docker.io/library/nginx@sha256:" + sixtyFour,
+		State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CreateContainerError"}}}}
+	if o := Read(pod); o.Pulled != 1 || o.Unfinished != 2 {
+		t.Errorf("outcome %+v: want image-1 pulled", o)
+	}
+}

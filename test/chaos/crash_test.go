@@ -436,7 +436,9 @@ func (w *world) startupKill(ctx context.Context, c *campaign) outcome {
 	ghost := w.pool + "-ghost"
 	Expect(kube.Create(ctx, &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: surge.PlaceholderName(ghost), Namespace: fixtures.ControllerNamespace,
-			Labels: map[string]string{v1alpha1.LabelSurgeFor: ghost, v1alpha1.LabelNodePool: w.pool}},
+			// as the controller labels its placeholders: its cache holds
+			// no other Pod (docs/design.md#pre-pull)
+			Labels: map[string]string{v1alpha1.LabelSurgeFor: ghost, v1alpha1.LabelNodePool: w.pool, v1alpha1.LabelManagedBy: v1alpha1.ManagedBy}},
 		// bound, without requests: Karpenter provisions nothing for it
 		Spec: corev1.PodSpec{NodeName: bystander.Name, Containers: []corev1.Container{{Name: "pause", Image: "registry.k8s.io/pause:3.10"}}},
 	})).To(Succeed())

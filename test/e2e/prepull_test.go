@@ -47,19 +47,23 @@ var _ = Describe("pre-pull on real Karpenter", Label("prepull"), Ordered, func()
 		name := prepull.PodName(claim)
 
 		By("creating the pre-pull Pod on the surge node once it is ready, with the workload's image")
-		pod := &corev1.Pod{}
-		Eventually(func() error {
-			return kube.Get(ctx, client.ObjectKey{Namespace: fixtures.ControllerNamespace, Name: name}, pod)
-		}).
-			WithTimeout(3 * time.Minute).WithPolling(200 * time.Millisecond).Should(Succeed())
-		surgeNode := poolAnnotation(ctx, s.name, v1alpha1.AnnotationSurgeNode)
-		Expect(surgeNode).NotTo(BeEmpty())
-		Expect(pod.Spec.NodeName).To(Equal(surgeNode))
+		// read from the watch record: the phase may be over in a second
+		// (kwok reports the container running at once), too soon to poll
+		var pod, ph *corev1.Pod
+		Eventually(func() bool {
+			r, ok := s.rec.First("Pod", name, recorder.Added)
+			if ok {
+				pod = r.Obj.(*corev1.Pod)
+			}
+			return ok
+		}).WithTimeout(3*time.Minute).WithPolling(200*time.Millisecond).Should(BeTrue(), "the pre-pull Pod is created")
+		r, ok := s.rec.First("Pod", surge.PlaceholderName(claim), func(r recorder.Record) bool { return r.Obj.(*corev1.Pod).Spec.NodeName != "" })
+		Expect(ok).To(BeTrue(), "the placeholder was bound")
+		ph = r.Obj.(*corev1.Pod)
+		Expect(pod.Spec.NodeName).To(Equal(ph.Spec.NodeName), "bound to the surge node, the placeholder's")
 		Expect(pod.Spec.Containers).To(HaveLen(1))
 		Expect(pod.Spec.Containers[0].Image).To(Equal(fixtures.PauseImage), "the Deployment's image (already normalized); the DaemonSets' are not taken")
-		ph := &corev1.Pod{}
-		Expect(kube.Get(ctx, client.ObjectKey{Namespace: fixtures.ControllerNamespace, Name: surge.PlaceholderName(claim)}, ph)).To(Succeed(), "the placeholder is kept during the phase")
-		Expect(pod.OwnerReferences).To(ConsistOf(HaveField("UID", ph.UID)))
+		Expect(pod.OwnerReferences).To(ConsistOf(HaveField("UID", ph.UID)), "the placeholder's dependent")
 
 		By("ending the phase, and deleting the old claim only after it")
 		Eventually(gone(ctx, claim)).WithTimeout(5*time.Minute).WithPolling(time.Second).Should(Satisfy(notFound), "the rotation completes")
@@ -69,7 +73,7 @@ var _ = Describe("pre-pull on real Karpenter", Label("prepull"), Ordered, func()
 		created := s.rec.FirstRV("Pod", name, recorder.Added)
 		deleting := s.rec.FirstRV("NodeClaim", claim, recorder.Deleting)
 		podGone := s.rec.FirstRV("Pod", name, recorder.Deleted)
-		phGone := s.rec.FirstRV("Pod", surge.PlaceholderName(claim), recorder.Deleted)
+		phGone := s.rec.FirstRV("Pod", surge.PlaceholderName(claim), recorder.Deleted) // kept until the phase ends
 		GinkgoWriter.Printf("pre-pull Pod created rv %d, end recorded rv %d, Pod gone rv %d, placeholder gone rv %d, old claim deleting rv %d\n",
 			created, recorded, podGone, phGone, deleting)
 		Expect(created).NotTo(BeZero())
@@ -108,9 +112,3 @@ var _ = Describe("pre-pull on real Karpenter", Label("prepull"), Ordered, func()
 		Expect(withRecord).To(Equal(1), "the rotation's completion line carries the record")
 	})
 })
-
-// poolAnnotation is one annotation of the pool, "" when unset or unread.
-func poolAnnotation(ctx context.Context, pool, key string) string {
-	a, _ := poolAnnotations(ctx, pool)()
-	return a[key]
-}

@@ -132,6 +132,24 @@ var _ = Describe("the pre-pull phase (docs/design.md#pre-pull)", func() {
 		Eventually(noRotationKeys(pool), timeout).Should(BeEmpty())
 	})
 
+	It("rolls back on a governance loss during the phase: the placeholder deleted, and with it, by the garbage collector, the Pod that depends on it", func() {
+		const pool = "prepull-lost"
+		old, surgeNode := prePullWorld(pool, "10m")
+		Eventually(prePullPodExists(old), timeout).Should(BeTrue())
+		ph := placeholder(old)
+		Expect(env.Client.Delete(ctx, &v1alpha1.RotationPolicy{ObjectMeta: metav1.ObjectMeta{Name: pool}})).To(Succeed())
+		Eventually(noRotationKeys(pool), timeout).Should(BeEmpty(), "the anchor and the rotation's keys, the phase's record among them, cleared")
+		Eventually(placeholderExists(old), timeout).Should(BeFalse())
+		Eventually(unfrozen(surgeNode), timeout).Should(BeTrue())
+		Expect(claimDeleting(old)()).To(BeFalse(), "a rollback: the old claim is kept")
+		// envtest runs no garbage collector: the Pod is left as the
+		// collector finds it, the dependent of the placeholder just deleted
+		if pod := prePullPod(old); pod != nil {
+			Expect(pod.OwnerReferences).To(ConsistOf(HaveField("UID", ph.UID)))
+		}
+		assertsTransition(pool, "draining.governance-lost")
+	})
+
 	It("ends the phase at once when Karpenter deletes the old claim during it, so the drain finds the room", func() {
 		const pool = "prepull-cut"
 		old, _ := prePullWorld(pool, "10m")
