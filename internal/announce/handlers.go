@@ -507,7 +507,7 @@ func (an *Announcer) prePullEnded(s step) {
 }
 
 // prePullRefused: the API server refused the pre-pull Pod (an admission
-// policy, a quota); said once per claim and reason, as every pass of the
+// policy, a quota); said once per claim and message, as every pass of the
 // phase asks again until its timeout starts the drain.
 func (an *Announcer) prePullRefused(s step) {
 	res, _ := s.last(a.ActionPrePullEnsure)

@@ -152,7 +152,8 @@ func TestWhileDrainingThePhaseFollowsItsPod(t *testing.T) {
 		{"an earlier attempt's Pod", base(drainingPool(), surgeClaim(v1alpha1.StateDraining), prePullPod(func(p *corev1.Pod) { p.OwnerReferences[0].UID = "earlier" })), prePullEnded, v1alpha1.PrePullFailed},
 		{"a Pod on another node", base(drainingPool(), surgeClaim(v1alpha1.StateDraining), prePullPod(func(p *corev1.Pod) { p.Spec.NodeName = "node-c" })), prePullEnded, v1alpha1.PrePullFailed},
 		{"every image pulled, the no-ops running", base(drainingPool(), surgeClaim(v1alpha1.StateDraining), prePullPod(statuses("", ""))), prePullEnded, v1alpha1.PrePullSucceeded},
-		{"an image that cannot be pulled, the rest pulled", base(drainingPool(), surgeClaim(v1alpha1.StateDraining), prePullPod(statuses("", "ImagePullBackOff"))), prePullEnded, v1alpha1.PrePullFailed},
+		{"an image that cannot be pulled, the rest pulled", base(drainingPool(), surgeClaim(v1alpha1.StateDraining), prePullPod(statuses("", "InvalidImageName"))), prePullEnded, v1alpha1.PrePullFailed},
+		{"an image the kubelet retries, the rest pulled", base(drainingPool(), surgeClaim(v1alpha1.StateDraining), prePullPod(statuses("", "ImagePullBackOff"))), prePullRunning, v1alpha1.PrePullTimeout},
 		{"an image still being pulled", base(drainingPool(), surgeClaim(v1alpha1.StateDraining), prePullPod(statuses("", "ContainerCreating"))), prePullRunning, v1alpha1.PrePullTimeout},
 		{"Karpenter deleted the claim", base(drainingPool(), surgeClaim(v1alpha1.StateDraining, func(c *karpv1.NodeClaim) {
 			c.DeletionTimestamp = &metav1.Time{Time: now.Add(-time.Second)}

@@ -10,18 +10,38 @@ import (
 type Outcome struct {
 	// Pulled: containers the kubelet created (their image is on the
 	// node); Failed: containers whose image could not be pulled, their
-	// images in FailedImages; Unfinished: the rest, not reached.
-	Pulled, Failed, Unfinished int
-	FailedImages               []string
+	// images in FailedImages, Retrying of them on an error the kubelet
+	// retries (it may yet pull it); Unfinished: the rest, not reached.
+	Pulled, Failed, Retrying, Unfinished int
+	FailedImages                         []string
 	// Skipped is the selection's images the Pod was built without.
 	Skipped int
 }
 
 // pullFailures are the kubelet's waiting reasons for an image it could not
-// pull (pkg/kubelet/images): each ends that image's part of the phase.
+// pull (k8s.io/kubernetes pkg/kubelet/images/types.go), true for those it
+// cannot get past: a bad reference, a never-pull policy, a signature. The
+// others — a registry error, a rate limit, a network blip — it retries,
+// backing off, even in a restartPolicy Never Pod, so they may clear.
 var pullFailures = map[string]bool{
-	"ErrImagePull": true, "ImagePullBackOff": true, "InvalidImageName": true, "ErrImageNeverPull": true,
-	"RegistryUnavailable": true, "SignatureValidationFailed": true, "ErrImageInspect": true,
+	"InvalidImageName": true, "ErrImageNeverPull": true, "SignatureValidationFailed": true,
+	"ErrImagePull": false, "ImagePullBackOff": false, "RegistryUnavailable": false, "ImageInspectError": false,
+}
+
+// afterPull are the kubelet's waiting reasons for a container whose image
+// it has (pkg/kubelet/kuberuntime: the pull comes first, then the config,
+// the create and the start): the image is on the node.
+var afterPull = map[string]bool{
+	"CreateContainerConfigError": true, "CreateContainerError": true, "RunContainerError": true,
+	"PreStartHookError": true, "PostStartHookError": true,
+}
+
+func pullFailure(s corev1.ContainerStatus) (failed, lasting bool) {
+	if s.State.Waiting == nil {
+		return false, false
+	}
+	lasting, failed = pullFailures[s.State.Waiting.Reason]
+	return failed, lasting
 }
 
 // Read reads the Pod's container statuses: a container that runs, ran or
@@ -31,7 +51,7 @@ var pullFailures = map[string]bool{
 func Read(pod *corev1.Pod) Outcome {
 	var o Outcome
 	for _, s := range pod.Status.InitContainerStatuses {
-		if s.State.Waiting != nil && pullFailures[s.State.Waiting.Reason] {
+		if failed, _ := pullFailure(s); failed {
 			o.FailedImages = append(o.FailedImages, s.Image)
 		}
 	}
@@ -42,11 +62,14 @@ func Read(pod *corev1.Pod) Outcome {
 	for _, c := range pod.Spec.Containers {
 		s, ok := status[c.Name]
 		switch {
-		case ok && (s.State.Running != nil || s.State.Terminated != nil || s.ImageID != ""):
+		case ok && (s.State.Running != nil || s.State.Terminated != nil || s.ImageID != "" || s.State.Waiting != nil && afterPull[s.State.Waiting.Reason]):
 			o.Pulled++
-		case ok && s.State.Waiting != nil && pullFailures[s.State.Waiting.Reason]:
+		case ok && isFailure(s):
 			o.Failed++
 			o.FailedImages = append(o.FailedImages, c.Image)
+			if _, lasting := pullFailure(s); !lasting {
+				o.Retrying++
+			}
 		default:
 			o.Unfinished++
 		}
@@ -69,13 +92,17 @@ func Skipped(images []Image) int {
 // Needed reports whether the selection has an image to pull.
 func Needed(images []Image) bool { return len(images) > Skipped(images) }
 
+func isFailure(s corev1.ContainerStatus) bool { failed, _ := pullFailure(s); return failed }
+
 // Ended reports whether the Pod is over: Succeeded, Failed or deleted, or
-// every image container's image is pulled or failed to pull — a container
+// every image container's image is pulled or cannot be — a container
 // waiting on a pull error never ends a restartPolicy Never Pod, and the
-// drain need not wait for the no-ops to exit.
+// drain need not wait for the no-ops to exit. An error the kubelet
+// retries keeps it going: the image may yet come, until the timeout.
 func Ended(pod *corev1.Pod) bool {
 	if pod.DeletionTimestamp != nil || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
 		return true
 	}
-	return len(pod.Spec.Containers) > 0 && Read(pod).Unfinished == 0
+	o := Read(pod)
+	return len(pod.Spec.Containers) > 0 && o.Unfinished == 0 && o.Retrying == 0
 }

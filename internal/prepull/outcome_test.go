@@ -75,8 +75,20 @@ func TestThePodIsOverOnceEveryImageIsPulledOrFailed(t *testing.T) {
 	}
 	pod.Status.ContainerStatuses = append(pod.Status.ContainerStatuses, corev1.ContainerStatus{Name: "image-3",
 		State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff"}}})
-	if !Ended(pod) {
-		t.Error("not over with every image pulled or failed")
+	if Ended(pod) {
+		t.Error("over while the kubelet retries image-3's pull: a registry blip may clear")
+	}
+	for _, reason := range []string{"InvalidImageName", "ErrImageNeverPull", "SignatureValidationFailed"} {
+		pod.Status.ContainerStatuses[2].State.Waiting.Reason = reason
+		if !Ended(pod) {
+			t.Errorf("not over with image-3 failed for good (%s)", reason)
+		}
+	}
+	for _, reason := range []string{"ErrImagePull", "ImagePullBackOff", "RegistryUnavailable", "ImageInspectError"} {
+		pod.Status.ContainerStatuses[2].State.Waiting.Reason = reason
+		if o := Read(pod); o.Failed != 1 || o.Retrying != 1 || Ended(pod) {
+			t.Errorf("%s: outcome %+v, ended %v: want a failed image the kubelet retries", reason, o, Ended(pod))
+		}
 	}
 }
 
@@ -90,13 +102,22 @@ func TestAnInstallerThatCannotBePulledIsNamed(t *testing.T) {
 	}
 }
 
-// A container that is waiting but whose image the runtime resolved
-// (imageID set: created, not yet started) has its image on the node.
-func TestAResolvedImageCountsAsPulled(t *testing.T) {
+// A container waiting on an error the kubelet meets after the pull (the
+// config, the create, the start) has its image on the node, as has one
+// whose image the runtime resolved (imageID set).
+func TestAContainerPastItsPullCountsAsPulled(t *testing.T) {
 	pod := examplePod().Build()
-	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "image-1", ImageID: "docker.io/library/nginx@sha256:" + sixtyFour,
-		State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CreateContainerError"}}}}
-	if o := Read(pod); o.Pulled != 1 || o.Unfinished != 2 {
-		t.Errorf("outcome %+v: want image-1 pulled", o)
+	waiting := func(name, reason string) corev1.ContainerStatus {
+		return corev1.ContainerStatus{Name: name, State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason}}}
+	}
+	resolved := waiting("image-3", "ContainerCreating")
+	resolved.ImageID = "docker.io/library/redis@sha256:" + sixtyFour
+	pod.Status.ContainerStatuses = []corev1.ContainerStatus{waiting("image-1", "CreateContainerError"), waiting("image-2", "CreateContainerConfigError"), resolved}
+	if o := Read(pod); o.Pulled != 3 || o.Unfinished != 0 {
+		t.Errorf("outcome %+v: want every image pulled", o)
+	}
+	pod.Status.ContainerStatuses[0] = waiting("image-1", "ContainerCreating")
+	if o := Read(pod); o.Pulled != 2 || o.Unfinished != 1 {
+		t.Errorf("outcome %+v: ContainerCreating is not past the pull", o)
 	}
 }
