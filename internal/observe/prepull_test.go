@@ -46,8 +46,12 @@ func prePullPod(mods ...func(*corev1.Pod)) *corev1.Pod {
 // (the fixture's policy leaves it off).
 func observePrePull(t *testing.T, objs ...client.Object) *Observation {
 	t.Helper()
-	c := newClient(t, nil, objs...)
-	o := observerOn(c, now)
+	return observePrePullWith(t, observerOn(newClient(t, nil, objs...), now))
+}
+
+// observePrePullWith is observePrePull through the observer o.
+func observePrePullWith(t *testing.T, o *Observer) *Observation {
+	t.Helper()
 	obs, err := o.Observe(context.Background(), "general", NoCap)
 	if err != nil || obs == nil {
 		t.Fatalf("observe: %v", err)
@@ -235,18 +239,8 @@ func TestTheSurgeNodesImagesAreReadFromTheAPIServer(t *testing.T) {
 	full := node("node-b", func(n *corev1.Node) {
 		n.Status.Images = []corev1.ContainerImage{{Names: []string{"docker.io/library/nginx:1.25", "docker.io/library/redis:7"}}}
 	})
-	o := &Observer{Cache: newClient(t, nil, objs(trimmed)...), API: newClient(t, nil, objs(full)...), Namespace: ns,
-		Clock: func() time.Time { return now }, Rules: shipped}
-	obs, err := o.Observe(context.Background(), "general", NoCap)
-	if err != nil || obs == nil {
-		t.Fatalf("observe: %v", err)
-	}
-	obs.PolicyErr = nil
-	obs.Settings.PrePull = policy.PrePull{Enabled: true, Timeout: 10 * time.Minute, MaxImages: 20}
-	obs.PrePull = PrePull{}
-	if err := o.prePull(context.Background(), obs); err != nil {
-		t.Fatal(err)
-	}
+	obs := observePrePullWith(t, &Observer{Cache: newClient(t, nil, objs(trimmed)...), API: newClient(t, nil, objs(full)...), Namespace: ns,
+		Clock: func() time.Time { return now }, Rules: shipped})
 	if got := obs.PrePull.State(); got != "" {
 		t.Errorf("surge.prePull %q: the node's images were read from the cache's trimmed copy", got)
 	}
