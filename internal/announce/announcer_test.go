@@ -743,12 +743,14 @@ func TestCheck(t *testing.T) {
 func TestSweepLines(t *testing.T) {
 	h := newHarness(t)
 	h.a.SweptPlaceholder("ph-b", "claim-b")
+	h.a.SweptPrePullPod("nrc-prepull-claim-b", "claim-b")
 	h.a.SweptNode("node-b", "unfroze and uncordoned")
 	h.a.SweptMirror("pool-orphan")
 	h.a.SweepFailed(errors.New("boom"), "listing nodes")
 	h.a.SweepFailed(errors.New("boom"), "skipped: cannot list NodePools")
 	want := []string{
 		"startup sweep deleted a placeholder no anchor references",
+		"startup sweep deleted a pre-pull Pod no anchor references",
 		"startup sweep unfroze and uncordoned a node no anchor references",
 		"startup sweep removed an orphaned active-rotation-state",
 		"startup sweep: listing nodes",
@@ -765,7 +767,10 @@ func TestSweepLines(t *testing.T) {
 	if l := (*h.lines)[0]; l.kv["placeholder"] != "ph-b" || l.kv["nodeclaim"] != "claim-b" {
 		t.Errorf("placeholder line %+v", l)
 	}
-	if l := (*h.lines)[3]; l.kv["error"] != "boom" {
+	if l := (*h.lines)[1]; l.kv["pod"] != "nrc-prepull-claim-b" || l.kv["nodeclaim"] != "claim-b" {
+		t.Errorf("pre-pull Pod line %+v", l)
+	}
+	if l := (*h.lines)[4]; l.kv["error"] != "boom" {
 		t.Errorf("failure line %+v", l)
 	}
 }

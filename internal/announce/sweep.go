@@ -30,6 +30,11 @@ func (a *Announcer) SweptPlaceholder(placeholder, claim string) {
 	a.sweepLog().Info("startup sweep deleted a placeholder no anchor references", "placeholder", placeholder, "nodeclaim", claim)
 }
 
+// SweptPrePullPod: the sweep deleted a pre-pull Pod no anchor references.
+func (a *Announcer) SweptPrePullPod(pod, claim string) {
+	a.sweepLog().Info("startup sweep deleted a pre-pull Pod no anchor references", "pod", pod, "nodeclaim", claim)
+}
+
 // SweptNode: the sweep reversed a node's markers no anchor references;
 // did says which (markers.Reverse).
 func (a *Announcer) SweptNode(node, did string) {

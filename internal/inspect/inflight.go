@@ -25,6 +25,9 @@ type InFlight struct {
 	// the drain is stuck); Bounded names it. Zero when the phase has none.
 	Bound   time.Time `json:"bound,omitzero"`
 	Bounded string    `json:"bounded,omitempty"`
+	// PrePull is its pre-pull phase, when the policy turns it on and the
+	// phase has begun or is about to.
+	PrePull *PrePullView `json:"prePull,omitempty"`
 }
 
 // rotation is the rotation in flight whose anchor names claim, nil when
@@ -59,6 +62,7 @@ func inFlight(obs *observe.Observation, rot *engine.Decision) *InFlight {
 	if c := obs.Subject; c != nil {
 		f.StartedAt = parseTime(c.Annotations[v1alpha1.AnnotationStartedAt]).UTC()
 	}
+	f.PrePull = prePullView(obs)
 	if obs.SurgeHost != nil {
 		f.SurgeNode = obs.SurgeHost.Name
 	} else {

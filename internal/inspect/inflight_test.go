@@ -12,10 +12,7 @@ import (
 
 	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
 	"github.com/noderotation/node-rotation-controller/internal/census"
-	"github.com/noderotation/node-rotation-controller/internal/inspect/inspecttest"
-	"github.com/noderotation/node-rotation-controller/internal/prepull"
 	"github.com/noderotation/node-rotation-controller/internal/schedule"
-	corev1 "k8s.io/api/core/v1"
 )
 
 // withClaim is the scripted cluster with the named claim changed by edit.
@@ -115,49 +112,5 @@ func TestExplainTheRotationOfAPoolThatLostItsPolicy(t *testing.T) {
 				t.Errorf("in flight %+v, phase bound %v: want the rotation, with no bound", f, ex.PhaseBound)
 			}
 		})
-	}
-}
-
-// While its pre-pull phase runs, the draining rotation is bounded by
-// prePull.timeout from draining-at, as the table counts it.
-func TestExplainGivesThePrePullBound(t *testing.T) {
-	drainingAt := now.Add(-2 * time.Minute)
-	objs := withClaim(t, "busy-a", func(c *karpv1.NodeClaim) { c.Annotations[v1alpha1.AnnotationState] = v1alpha1.StateDraining })
-	for _, o := range objs {
-		switch o := o.(type) {
-		case *v1alpha1.RotationPolicy:
-			if o.Name == "open" {
-				o.Spec.PrePull = v1alpha1.PrePullSpec{Enabled: true, Timeout: "5m"}
-			}
-		case *corev1.Pod:
-			if o.Name == "nrc-surge-busy-a" {
-				o.UID = "placeholder-uid"
-			}
-		case *karpv1.NodePool:
-			if o.Name == "busy" {
-				o.Annotations[v1alpha1.AnnotationActiveRotationState] = v1alpha1.StateDraining
-				o.Annotations[v1alpha1.AnnotationDrainingAt] = drainingAt.UTC().Format(time.RFC3339)
-			}
-		}
-	}
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: inspecttest.Namespace, Name: prepull.PodName("busy-a"),
-		OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: "nrc-surge-busy-a", UID: "placeholder-uid"}}}}
-	pod.Spec.NodeName = "node-busy-surge"
-	pod.Spec.Containers = []corev1.Container{{Name: "image-1", Image: "example.com/app:1"}}
-	pod.Status.Phase = corev1.PodRunning
-	in := inspector(t, append(objs, pod)...)
-	ex, err := in.ExplainClaim(context.Background(), "busy-a")
-	if err != nil {
-		t.Fatal(err)
-	}
-	bound := drainingAt.Add(5 * time.Minute)
-	if ex.PhaseBounded != "prePull.timeout" || !ex.PhaseBound.Equal(bound) {
-		t.Errorf("phase bound %s %v; want prePull.timeout %v", ex.PhaseBounded, ex.PhaseBound, bound)
-	}
-	if want := "the drain starts when the pre-pull Pod ends, at the latest at 2026-12-01T12:03:00Z (prePull.timeout)"; !strings.Contains(ex.Reason, want) {
-		t.Errorf("reason %q; want it to say %q", ex.Reason, want)
-	}
-	if f := ex.Pool.InFlight; f == nil || f.Phase != "draining.prepull" || f.Bounded != "prePull.timeout" {
-		t.Errorf("status in flight %+v", f)
 	}
 }

@@ -406,6 +406,11 @@ func RenderClaim(w io.Writer, ex *ClaimExplanation, format string) error {
 	if ex.Occurrence != nil {
 		rows = append(rows, [2]string{"Occurrence", ex.Occurrence.String() + ", the window it is expected to rotate in"})
 	}
+	if ex.Pool != nil {
+		if f := ex.Pool.rotation(ex.NodeClaim); f != nil {
+			rows = append(rows, prePullRows(f.PrePull)...)
+		}
+	}
 	for _, r := range rows {
 		fmt.Fprintf(tw, "%s\t%s\n", r[0], r[1])
 	}

@@ -50,27 +50,20 @@ func pullFailure(s corev1.ContainerStatus) (failed, lasting bool) {
 // FailedImages: then no image container ever starts.
 func Read(pod *corev1.Pod) Outcome {
 	var o Outcome
-	for _, s := range pod.Status.InitContainerStatuses {
-		if failed, _ := pullFailure(s); failed {
-			o.FailedImages = append(o.FailedImages, s.Image)
-		}
-	}
-	status := map[string]corev1.ContainerStatus{}
-	for _, s := range pod.Status.ContainerStatuses {
-		status[s.Name] = s
-	}
-	for _, c := range pod.Spec.Containers {
-		s, ok := status[c.Name]
-		switch {
-		case ok && (s.State.Running != nil || s.State.Terminated != nil || s.ImageID != "" || s.State.Waiting != nil && afterPull[s.State.Waiting.Reason]):
+	for _, f := range Fates(pod) {
+		switch f.Fate {
+		case FatePulled:
 			o.Pulled++
-		case ok && isFailure(s):
+		case FateFailed, FateRetrying:
+			o.FailedImages = append(o.FailedImages, f.Image)
+			if f.Installer {
+				continue
+			}
 			o.Failed++
-			o.FailedImages = append(o.FailedImages, c.Image)
-			if _, lasting := pullFailure(s); !lasting {
+			if f.Fate == FateRetrying {
 				o.Retrying++
 			}
-		default:
+		case FatePulling:
 			o.Unfinished++
 		}
 	}
@@ -91,8 +84,6 @@ func Skipped(images []Image) int {
 
 // Needed reports whether the selection has an image to pull.
 func Needed(images []Image) bool { return len(images) > Skipped(images) }
-
-func isFailure(s corev1.ContainerStatus) bool { failed, _ := pullFailure(s); return failed }
 
 // Ended reports whether the Pod is over: Succeeded, Failed or deleted, or
 // every image container's image is pulled or cannot be — a container

@@ -95,7 +95,7 @@ func (p Pod) Build() *corev1.Pod {
 				v1alpha1.LabelManagedBy:       v1alpha1.ManagedBy,
 				"app.kubernetes.io/component": component,
 			},
-			Annotations:     map[string]string{skippedAnnotation: strconv.Itoa(Skipped(p.Images))},
+			Annotations:     p.annotations(),
 			OwnerReferences: owner(p.Owner),
 		},
 		Spec: corev1.PodSpec{
@@ -124,6 +124,15 @@ func (p Pod) Build() *corev1.Pod {
 			Containers: containers,
 		},
 	}
+}
+
+// annotations count the images the Pod skips, and list them when any.
+func (p Pod) annotations() map[string]string {
+	a := map[string]string{skippedAnnotation: strconv.Itoa(Skipped(p.Images))}
+	if list := skippedList(p.Images); list != "" {
+		a[skippedImagesAnnotation] = list
+	}
+	return a
 }
 
 func secrets(names []string) []corev1.LocalObjectReference {

@@ -271,6 +271,13 @@ func mkPod(namespace, name, claim string) *corev1.Pod {
 	return p
 }
 
+// mkPrePull is a pre-pull Pod of claim (docs/design.md#pre-pull).
+func mkPrePull(namespace, name, claim string) *corev1.Pod {
+	p := mkPod(namespace, name, "")
+	p.Labels = map[string]string{v1alpha1.LabelPrePullFor: claim}
+	return p
+}
+
 func pair(claim string) map[string]string { return map[string]string{v1alpha1.LabelSurgeFor: claim} }
 
 const (

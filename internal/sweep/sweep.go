@@ -1,8 +1,8 @@
 // Package sweep is the startup sweep (docs/design.md#startup-sweep): run
 // once before the first reconcile, best-effort, it removes what a crash can
-// leave behind and no anchor references — placeholders, node markers, an
-// orphaned draining mirror — and fails a pending/draining claim that no
-// anchor owns. It never touches what an anchored rotation owns, and every
+// leave behind and no anchor references — placeholders and pre-pull Pods,
+// node markers, an orphaned draining mirror — and fails a pending/draining
+// claim that no anchor owns. It never touches what an anchored rotation owns, and every
 // line it logs names work it performed, decided from the read its write was
 // validated against. Its writes go through package conditional, like the
 // actions'.
@@ -29,6 +29,7 @@ import (
 type Announcer interface {
 	SweptClaim(claim *karpv1.NodeClaim, from string)
 	SweptPlaceholder(placeholder, claim string)
+	SweptPrePullPod(pod, claim string)
 	SweptNode(node, did string)
 	SweptMirror(pool string)
 	SweepFailed(err error, doing string, kv ...any)
@@ -59,6 +60,7 @@ func (s *Sweeper) Run(ctx context.Context) {
 		s.Say.SweepFailed(err, "skipped: cannot list NodePools")
 		return
 	}
+	s.prePullPods(ctx, anchored)
 	s.placeholders(ctx, anchored)
 	s.nodes(ctx, anchored)
 	s.claims(ctx, anchored)
@@ -80,15 +82,29 @@ func (s *Sweeper) anchors(ctx context.Context) (map[string]bool, error) {
 	return out, nil
 }
 
+// prePullPods deletes the pre-pull Pods no anchor references
+// (docs/design.md#pre-pull). The garbage collector removes one whose
+// placeholder is deleted; the sweep does not wait on it, and sweeps them
+// before the placeholders so each delete is its own.
+func (s *Sweeper) prePullPods(ctx context.Context, anchored map[string]bool) {
+	s.pods(ctx, anchored, v1alpha1.LabelPrePullFor, "pre-pull Pod", s.Say.SweptPrePullPod)
+}
+
 func (s *Sweeper) placeholders(ctx context.Context, anchored map[string]bool) {
+	s.pods(ctx, anchored, v1alpha1.LabelSurgeFor, "placeholder", s.Say.SweptPlaceholder)
+}
+
+// pods deletes the controller-namespace Pods whose label names a claim no
+// anchor references, re-reading the pool's anchors before each delete.
+func (s *Sweeper) pods(ctx context.Context, anchored map[string]bool, label, what string, swept func(pod, claim string)) {
 	pods := &corev1.PodList{}
-	if err := s.Client.List(ctx, pods, client.InNamespace(s.Namespace), client.HasLabels{v1alpha1.LabelSurgeFor}); err != nil {
-		s.Say.SweepFailed(err, "listing placeholders")
+	if err := s.Client.List(ctx, pods, client.InNamespace(s.Namespace), client.HasLabels{label}); err != nil {
+		s.Say.SweepFailed(err, "listing "+what+"s")
 		return
 	}
 	for i := range pods.Items {
 		p := &pods.Items[i]
-		claim := p.Labels[v1alpha1.LabelSurgeFor]
+		claim := p.Labels[label]
 		if anchored[claim] || s.anchoredNow(ctx, p.Labels[v1alpha1.LabelNodePool], claim) {
 			continue
 		}
@@ -96,9 +112,9 @@ func (s *Sweeper) placeholders(ctx context.Context, anchored map[string]bool) {
 		switch {
 		case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
 		case err != nil:
-			s.Say.SweepFailed(err, "deleting placeholder", "placeholder", p.Name)
+			s.Say.SweepFailed(err, "deleting "+what, what, p.Name)
 		default:
-			s.Say.SweptPlaceholder(p.Name, claim)
+			swept(p.Name, claim)
 		}
 	}
 }

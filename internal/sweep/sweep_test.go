@@ -44,6 +44,9 @@ func crashed() []client.Object {
 		mkPod(ns, "ph-gone", "claim-gone"),
 		mkPod("default", "not-ours", "claim-b"), // outside our namespace
 		mkPod(ns, "unlabelled", ""),
+		mkPrePull(ns, "pp-a", "claim-a"),
+		mkPrePull(ns, "pp-gone", "claim-gone"),
+		mkPrePull("default", "pp-not-ours", "claim-gone"),
 
 		// the anchored rotation's nodes: its old node (paired by its claim) and surge host
 		mkNode("node-a", nil, ann(keyDND, "true", keyOwned, "true", keyCordoned, "true"), true),
@@ -64,12 +67,12 @@ func TestSweepCleansWhatNoAnchorReferences(t *testing.T) {
 	w.run()
 
 	// placeholders
-	for name, want := range map[string]bool{"ph-a": true, "ph-b": false, "ph-gone": false, "unlabelled": true} {
+	for name, want := range map[string]bool{"ph-a": true, "ph-b": false, "ph-gone": false, "unlabelled": true, "pp-a": true, "pp-gone": false} {
 		if got := w.podExists(ns, name); got != want {
-			t.Errorf("placeholder %s exists %v, want %v", name, got, want)
+			t.Errorf("placeholder or pre-pull Pod %s exists %v, want %v", name, got, want)
 		}
 	}
-	if !w.podExists("default", "not-ours") {
+	if !w.podExists("default", "not-ours") || !w.podExists("default", "pp-not-ours") {
 		t.Error("a Pod outside the controller's namespace was deleted")
 	}
 
@@ -126,7 +129,7 @@ func TestSweepCleansWhatNoAnchorReferences(t *testing.T) {
 	// exactly this work, each written once
 	slices.Sort(w.writes)
 	wantWrites := []string{
-		"delete Pod/" + ns + "/ph-b", "delete Pod/" + ns + "/ph-gone",
+		"delete Pod/" + ns + "/ph-b", "delete Pod/" + ns + "/ph-gone", "delete Pod/" + ns + "/pp-gone",
 		"patch Node/node-b", "patch Node/node-c", "patch Node/node-opdnd", "patch Node/node-x",
 		"patch NodeClaim/claim-b", "patch NodeClaim/claim-c",
 		"patch NodePool/pool-orphan",
@@ -139,6 +142,7 @@ func TestSweepCleansWhatNoAnchorReferences(t *testing.T) {
 	for _, want := range [][]string{
 		{"startup sweep deleted a placeholder no anchor references", `"placeholder"="ph-b"`, `"nodeclaim"="claim-b"`},
 		{"startup sweep deleted a placeholder no anchor references", `"placeholder"="ph-gone"`},
+		{"startup sweep deleted a pre-pull Pod no anchor references", `"pod"="pp-gone"`, `"nodeclaim"="claim-gone"`},
 		{`"startup sweep unfroze a node no anchor references"`, `"node"="node-b"`},
 		{`"startup sweep unfroze a node no anchor references"`, `"node"="node-opdnd"`},
 		{`"startup sweep uncordoned a node no anchor references"`, `"node"="node-c"`},
@@ -153,8 +157,8 @@ func TestSweepCleansWhatNoAnchorReferences(t *testing.T) {
 			t.Errorf("log lines with %q: %q", want, got)
 		}
 	}
-	if len(w.logs) != 11 {
-		t.Errorf("%d log lines, want 11 (one per piece of work, and the failure line of each claim failed):\n%s", len(w.logs), strings.Join(w.logs, "\n"))
+	if len(w.logs) != 12 {
+		t.Errorf("%d log lines, want 12 (one per piece of work, and the failure line of each claim failed):\n%s", len(w.logs), strings.Join(w.logs, "\n"))
 	}
 }
 

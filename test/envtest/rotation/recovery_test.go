@@ -24,6 +24,7 @@ import (
 	"github.com/noderotation/node-rotation-controller/internal/announce"
 	"github.com/noderotation/node-rotation-controller/internal/controller"
 	"github.com/noderotation/node-rotation-controller/internal/observe"
+	"github.com/noderotation/node-rotation-controller/internal/prepull"
 	"github.com/noderotation/node-rotation-controller/internal/surge"
 	"github.com/noderotation/node-rotation-controller/internal/table"
 	fk "github.com/noderotation/node-rotation-controller/test/fakekarpenter"
@@ -180,11 +181,22 @@ var _ = Describe("the startup sweep", func() {
 		ghost := surge.Placeholder{Namespace: controllerNS, PriorityClass: priorityClass, Pool: gonePool,
 			Claim: &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "sweep-ghost"}}}.Build()
 		Expect(env.Client.Create(ctx, ghost)).To(Succeed())
+		// Each rotation's pre-pull Pod, a dependent of its placeholder:
+		// envtest runs no garbage collector, so only the sweep's own
+		// delete removes the ghost's.
+		for _, ph := range []*corev1.Pod{live, ghost} {
+			claim := ph.Labels[v1alpha1.LabelSurgeFor]
+			Expect(env.Client.Create(ctx, prepull.Pod{Namespace: controllerNS, PriorityClass: priorityClass, Installer: "example.com/nrc:1",
+				Claim: claim, Pool: ph.Labels[v1alpha1.LabelNodePool], Node: fk.NodeName(claim), Owner: ph, Timeout: time.Minute,
+				Images: []prepull.Image{{Ref: "example.com/app:1", Fate: prepull.Pull}}}.Build())).To(Succeed())
+		}
 
 		By("starting a controller instance, wired as the binary wires it: its sweep runs before its first decision")
 		startSweeper()
 
 		Expect(placeholderExists("sweep-ghost")()).To(BeFalse())
+		Expect(prePullPodExists("sweep-ghost")()).To(BeFalse(), "a pre-pull Pod no anchor references is swept")
+		Expect(prePullPodExists("sweep-live-old")()).To(BeTrue(), "an anchored rotation's pre-pull Pod is not stale")
 		Expect(unfrozen(ghostNode)()).To(BeTrue())
 		Expect(uncordoned(cordonNode)()).To(BeTrue())
 		Expect(claimAnnotations("sweep-ghost")()).To(And(HaveKeyWithValue(v1alpha1.AnnotationState, "failed"), HaveKey(v1alpha1.AnnotationFailedAt),
