@@ -41,7 +41,7 @@ var allowed = map[string][]string{
 	"internal/announce":            {"actions", "api/v1alpha1", "engine", "internal/census", "internal/metrics", "internal/policy", "internal/prepull", "internal/schedule", "internal/surge"},
 	"internal/controller":          {"actions", "api/v1alpha1", "engine", "internal/announce", "internal/metrics", "internal/observe", "internal/policy", "internal/prepull", "internal/schedule", "internal/surge", "internal/sweep", "internal/table"},
 	"cmd/node-rotation-controller": {"internal/cache", "internal/controller", "internal/preflight", "internal/prepull", "internal/scheme", "internal/surge", "internal/version"},
-	"internal/inspect":             {"api/v1alpha1", "engine", "internal/census", "internal/observe", "internal/schedule"},
+	"internal/inspect":             {"api/v1alpha1", "engine", "internal/census", "internal/observe", "internal/prepull", "internal/schedule"},
 	"internal/inspect/inspecttest": {"api/v1alpha1"},
 	"internal/simulate":            {"api/v1alpha1", "engine", "internal/controller", "internal/observe", "internal/plan", "internal/policy", "internal/schedule", "internal/scheme", "internal/table"},
 	"cmd/rotationctl":              {"api/v1alpha1", "engine", "internal/cache", "internal/controller", "internal/inspect", "internal/plan", "internal/schedule", "internal/scheme", "internal/simulate", "internal/table", "internal/version", "rules"},
