@@ -9,9 +9,11 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
 	"github.com/noderotation/node-rotation-controller/internal/prepull"
@@ -21,15 +23,23 @@ import (
 )
 
 // The pre-pull phase on real Karpenter (docs/design.md#pre-pull). kwok's
-// nodes pull nothing and its Pods never end, so this checks the mechanism:
-// the Pod on the surge node with exactly the old node's workload images,
-// the placeholder kept and the old claim not deleted while it runs, the
-// phase ended (every container reported running, or prePull.timeout),
-// then the Pod and the placeholder deleted before the old claim, and the
-// rotation completed with the phase's record.
+// nodes pull nothing, so this checks the mechanism, on the phase's
+// timeout path: the workload's Pods have an init container of an image
+// whose pull never ends on the test world's kwok (fixtures.SlowPullImage),
+// so the pre-pull Pod, which runs it in a container, stays Pending. The
+// spec checks the Pod on the surge node with exactly the old node's
+// workload images, the placeholder kept and the old claim not deleted
+// until prePull.timeout has passed, the record (timeout, both images
+// unfinished), then the Pod and the placeholder deleted before the old
+// claim, and the rotation completed with the phase's record. The phase
+// ending when every image is pulled runs in the crash campaign's
+// pre-pull context (test/chaos) and in envtest.
 var _ = Describe("pre-pull on real Karpenter", Label("prepull"), Ordered, func() {
 	ctx := context.Background()
 	s := newScenario("prepull-e2e", fixtures.RotationPool("prepull-e2e"), 4, 1)
+	s.workload = func(d *appsv1.Deployment) {
+		d.Spec.Template.Spec.InitContainers = []corev1.Container{{Name: "slow", Image: fixtures.SlowPullImage}}
+	}
 	var ctrl *controller
 	const phase = 20 * time.Second
 
@@ -39,7 +49,7 @@ var _ = Describe("pre-pull on real Karpenter", Label("prepull"), Ordered, func()
 		ctrl = startController("prepull")
 	})
 
-	It("pulls onto the surge node before the drain, holds the drain for the phase, and cleans up after it", func() {
+	It("pulls onto the surge node before the drain, holds the drain until prePull.timeout, and cleans up after it", func() {
 		s.govern(ctx, "30s", func(p *v1alpha1.RotationPolicy) {
 			p.Spec.PrePull = v1alpha1.PrePullSpec{Enabled: true, Timeout: phase.String()}
 		})
@@ -61,11 +71,21 @@ var _ = Describe("pre-pull on real Karpenter", Label("prepull"), Ordered, func()
 		Expect(ok).To(BeTrue(), "the placeholder was bound")
 		ph = r.Obj.(*corev1.Pod)
 		Expect(pod.Spec.NodeName).To(Equal(ph.Spec.NodeName), "bound to the surge node, the placeholder's")
-		Expect(pod.Spec.Containers).To(HaveLen(1))
-		Expect(pod.Spec.Containers[0].Image).To(Equal(fixtures.PauseImage), "the Deployment's image (already normalized); the DaemonSets' are not taken")
+		Expect(pod.Spec.Containers).To(HaveLen(2))
+		Expect([]string{pod.Spec.Containers[0].Image, pod.Spec.Containers[1].Image}).To(Equal([]string{fixtures.SlowPullImage, fixtures.PauseImage}),
+			"the Deployment's images, init container first (already normalized); the DaemonSets' are not taken")
 		Expect(pod.OwnerReferences).To(ConsistOf(HaveField("UID", ph.UID)), "the placeholder's dependent")
 
-		By("ending the phase, and deleting the old claim only after it")
+		By("holding the drain while the Pod pulls: the old claim is not deleted before prePull.timeout")
+		Consistently(func() bool {
+			c := &karpv1.NodeClaim{}
+			return kube.Get(ctx, client.ObjectKey{Name: claim}, c) == nil && c.DeletionTimestamp == nil
+		}).WithTimeout(phase/2).WithPolling(time.Second).Should(BeTrue(), "the old claim is kept while the phase runs")
+		live := &corev1.Pod{}
+		Expect(kube.Get(ctx, client.ObjectKey{Namespace: fixtures.ControllerNamespace, Name: name}, live)).To(Succeed())
+		Expect(live.Status.ContainerStatuses).To(BeEmpty(), "kwok never reports the slow image pulled")
+
+		By("ending the phase at its timeout, and deleting the old claim only after it")
 		Eventually(gone(ctx, claim)).WithTimeout(5*time.Minute).WithPolling(time.Second).Should(Satisfy(notFound), "the rotation completes")
 		s.pause(ctx, 3*time.Minute)
 
@@ -84,15 +104,16 @@ var _ = Describe("pre-pull on real Karpenter", Label("prepull"), Ordered, func()
 		rec, err := v1alpha1.ParsePrePullRecord(first.Obj.GetAnnotations()[v1alpha1.AnnotationPrePull])
 		Expect(err).NotTo(HaveOccurred())
 		GinkgoWriter.Printf("pre-pull record: %s\n", rec)
-		// kwok reports the container running (its image "pulled") or
-		// nothing: the phase ends as soon as every image is on the node, or
-		// at its timeout
-		Expect(rec.Ended).To(BeElementOf(v1alpha1.PrePullSucceeded, v1alpha1.PrePullTimeout))
-		if rec.Ended == v1alpha1.PrePullSucceeded {
-			Expect(rec.Pulled).To(Equal(1))
-		} else {
-			Expect(rec.Wait).To(BeNumerically(">=", phase))
-		}
+		Expect(rec.Ended).To(Equal(v1alpha1.PrePullTimeout))
+		Expect(rec.Wait).To(BeNumerically(">=", phase))
+		Expect([]int{rec.Pulled, rec.Failed, rec.Unfinished}).To(Equal([]int{0, 0, 2}), "both images unfinished: the Pod never started")
+		drainingAt, ok := s.rec.First("NodePool", s.name, recorder.Annotated(v1alpha1.AnnotationDrainingAt))
+		Expect(ok).To(BeTrue())
+		at, err := time.Parse(time.RFC3339, drainingAt.Obj.GetAnnotations()[v1alpha1.AnnotationDrainingAt])
+		Expect(err).NotTo(HaveOccurred())
+		deleted, ok := s.rec.First("NodeClaim", claim, recorder.Deleting)
+		Expect(ok).To(BeTrue())
+		Expect(deleted.Obj.GetDeletionTimestamp().Time).To(BeTemporally(">=", at.Add(phase)), "the drain starts no sooner than prePull.timeout after draining-at")
 		Expect(kube.Get(ctx, client.ObjectKey{Namespace: fixtures.ControllerNamespace, Name: name}, &corev1.Pod{})).To(Satisfy(apierrors.IsNotFound))
 
 		By("announcing the phase once each way, and carrying its record on the completion line")

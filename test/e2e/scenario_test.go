@@ -10,6 +10,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -34,6 +35,8 @@ type scenario struct {
 	rec       *recorder.Recorder
 	sinceRV   int64 // the record's last resourceVersion once the workload ran
 	originals []string
+	// workload, when set, changes the Deployment before it is created.
+	workload func(*appsv1.Deployment)
 }
 
 func newScenario(name string, pool *karpv1.NodePool, replicas, pdbMaxUnavailable int32) *scenario {
@@ -52,7 +55,11 @@ func (s *scenario) setUp(ctx context.Context) {
 	Expect(kube.Create(ctx, ns)).To(Succeed())
 	Expect(kube.Create(ctx, s.pool)).To(Succeed())
 	Expect(kube.Create(ctx, fixtures.PDB(s.name, "web", s.pdb, s.app))).To(Succeed())
-	Expect(kube.Create(ctx, fixtures.Workload(s.name, "web", s.name, s.replicas, "1500m", s.app))).To(Succeed())
+	web := fixtures.Workload(s.name, "web", s.name, s.replicas, "1500m", s.app)
+	if s.workload != nil {
+		s.workload(web)
+	}
+	Expect(kube.Create(ctx, web)).To(Succeed())
 	DeferCleanup(func() {
 		s.rec.Stop()
 		_ = kube.Delete(ctx, &v1alpha1.RotationPolicy{ObjectMeta: metav1.ObjectMeta{Name: s.name}})

@@ -30,6 +30,9 @@ NODE_BOOT_DELAY_MS=${NODE_BOOT_DELAY_MS:-0}
 # default, 600 s plus up to 10 s). Its leases keep the nodes healthy
 # whatever this is.
 NODE_HEARTBEAT_DELAY_MS=${NODE_HEARTBEAT_DELAY_MS:-0}
+# An image kwok never reports pulled in a container (stage_files); the
+# same as test/fixtures' SlowPullImage.
+SLOW_PULL_IMAGE=registry.e2e.invalid/slow-pull:1
 # The Karpenter version to run (its kwok provider and its CRDs); testbin.sh
 # builds it when missing. The default is the one go.mod builds against.
 KARPENTER_VERSION=${KARPENTER_VERSION:-1.15.0}
@@ -170,6 +173,13 @@ stage_files() {
     sed -i "0,/^spec:/s//spec:\n  delay:\n    durationMilliseconds: $NODE_BOOT_DELAY_MS/" "$run/stages/node-initialize.yaml"
     log "kwok node boot delay: ${NODE_BOOT_DELAY_MS}ms"
   fi
+  # An image whose pull never ends (test/fixtures SlowPullImage): pod-ready
+  # passes over a Pod that runs it in a container, so the e2e's pre-pull
+  # Pod for it stays Pending and its phase runs to prePull.timeout; the
+  # workload that has it as an init container starts as usual.
+  local ready="$run/stages/pod-ready.yaml"
+  grep -q '^    matchExpressions:$' "$ready" || { log "no matchExpressions in $ready"; return 1; }
+  sed -i "0,/^    matchExpressions:\$/s||    matchExpressions:\n    - key: '.spec.containers.[].image'\n      operator: 'NotIn'\n      values:\n      - '$SLOW_PULL_IMAGE'|" "$ready"
   if [ "$NODE_HEARTBEAT_DELAY_MS" -gt 0 ]; then
     local hb="$run/stages/node-heartbeat-with-lease.yaml"
     grep -q '^    durationMilliseconds: ' "$hb" && grep -q '^    jitterDurationMilliseconds: ' "$hb" ||
