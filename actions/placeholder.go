@@ -19,7 +19,7 @@ var (
 		run:  placeholderEnsure,
 	}
 	placeholderDeleteAction = action{
-		spec: engine.ActionSpec{Name: ActionPlaceholderDelete, Description: "delete the surge placeholder Pod if it exists"},
+		spec: engine.ActionSpec{Name: ActionPlaceholderDelete, Description: "delete the surge placeholder Pod if it exists, and the rotation's pre-pull Pods outside its namespace"},
 		run:  placeholderDelete,
 	}
 )
@@ -50,8 +50,23 @@ func placeholderEnsure(ctx context.Context, p *Pass, _ map[string]any) (Result, 
 }
 
 // placeholderDelete deletes the placeholder immediately (grace period 0: it
-// holds nothing but a reservation).
+// holds nothing but a reservation). The rotation's pre-pull Pods go with
+// it: in its namespace they are its dependents, which the garbage
+// collector removes; those elsewhere (usePullSecrets) cannot be, so they
+// are deleted here first — a crash before the placeholder's delete leaves
+// it there for the next pass to finish the job.
 func placeholderDelete(ctx context.Context, p *Pass, _ map[string]any) (Result, error) {
+	var elsewhere []*corev1.Pod
+	for _, pod := range p.Targets.PrePull {
+		if pod.Namespace != p.Targets.PlaceholderKey.Namespace {
+			elsewhere = append(elsewhere, pod)
+		}
+	}
+	if len(elsewhere) > 0 {
+		if res, err := deletePrePullPods(ctx, p, elsewhere); err != nil || res.Outcome != Done {
+			return res, err
+		}
+	}
 	if p.Targets.Placeholder == nil {
 		return Result{Outcome: Done, Did: "placeholder already gone"}, nil
 	}

@@ -3,6 +3,7 @@ package actions
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -17,11 +18,11 @@ import (
 // The pre-pull phase's artefact and record (docs/design.md#pre-pull).
 var (
 	prePullEnsureAction = action{
-		spec: engine.ActionSpec{Name: ActionPrePullEnsure, Description: "create the rotation's pre-pull Pod on the surge node if it does not exist"},
+		spec: engine.ActionSpec{Name: ActionPrePullEnsure, Description: "create the rotation's pre-pull Pods on the surge node that do not exist"},
 		run:  prePullEnsure,
 	}
 	prePullDeleteAction = action{
-		spec: engine.ActionSpec{Name: ActionPrePullDelete, Description: "delete the rotation's pre-pull Pod if it exists"},
+		spec: engine.ActionSpec{Name: ActionPrePullDelete, Description: "delete the rotation's pre-pull Pods that exist"},
 		run:  prePullDelete,
 	}
 	prePullRecordAction = action{
@@ -30,59 +31,80 @@ var (
 	}
 )
 
-// prePullEnsure creates the Pod the pass built, unless one was observed or
-// none was built (nothing to pull, or no placeholder to depend on); a
-// create that finds it already there is done too.
+// prePullEnsure creates the Pods the pass built — those of the namespaces
+// it observed without one, none when nothing is to be pulled or no
+// placeholder is there to depend on; a create that finds its Pod already
+// there is done too.
 func prePullEnsure(ctx context.Context, p *Pass, _ map[string]any) (Result, error) {
-	if p.Targets.PrePull != nil {
-		return Result{Outcome: Done, Did: "pre-pull Pod exists"}, nil
-	}
-	pod := p.Targets.NewPrePull
-	if pod == nil {
+	if len(p.Targets.NewPrePull) == 0 {
+		if len(p.Targets.PrePull) > 0 {
+			return Result{Outcome: Done, Did: "pre-pull Pod exists"}, nil
+		}
 		return Result{Outcome: Done, Did: "no pre-pull Pod to create"}, nil
 	}
 	if ok, err := p.confirmElection(ctx); !ok || err != nil {
 		return unconfirmedResult("create pre-pull Pod"), err
 	}
-	pod = pod.DeepCopy()
-	err := p.Client.Create(ctx, pod)
-	switch {
-	case apierrors.IsAlreadyExists(err):
-		// the cache lagged a create this or another pass made: not ours to announce
-		return Result{Outcome: Done, Did: "pre-pull Pod " + pod.Name + " already exists"}, nil
-	case apierrors.IsForbidden(err) || apierrors.IsInvalid(err) || apierrors.IsBadRequest(err):
-		// an admission policy, a quota or a Pod Security level refuses it:
-		// asking again changes nothing, and an error would back the pass
-		// off past the phase's timeout, so the timeout ends the phase and
-		// PrePullRefused says why
-		return Result{Outcome: Done, Did: "pre-pull Pod " + pod.Name + " refused", PrePullRefused: err.Error()}, nil
-	case err != nil:
-		return Result{}, fmt.Errorf("creating pre-pull Pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	res := Result{Outcome: Done}
+	var did []string
+	for _, pod := range p.Targets.NewPrePull {
+		pod = pod.DeepCopy()
+		err := p.Client.Create(ctx, pod)
+		switch {
+		case apierrors.IsAlreadyExists(err):
+			// the cache lagged a create this or another pass made: not ours to announce
+			did = append(did, "pre-pull Pod "+pod.Namespace+"/"+pod.Name+" already exists")
+		case apierrors.IsForbidden(err) || apierrors.IsInvalid(err) || apierrors.IsBadRequest(err):
+			// an admission policy, a quota or a Pod Security level refuses it:
+			// asking again changes nothing, and an error would back the pass
+			// off past the phase's timeout, so the timeout ends the phase and
+			// PrePullRefused says why
+			did = append(did, "pre-pull Pod "+pod.Namespace+"/"+pod.Name+" refused")
+			if res.PrePullRefused == "" {
+				res.PrePullRefused = pod.Namespace + "/" + pod.Name + ": " + err.Error()
+			}
+		case err != nil:
+			return Result{}, fmt.Errorf("creating pre-pull Pod %s/%s: %w", pod.Namespace, pod.Name, err)
+		default:
+			res.Changed = true
+			res.PrePullImages += len(pod.Spec.Containers)
+			did = append(did, fmt.Sprintf("created pre-pull Pod %s/%s (%d images)", pod.Namespace, pod.Name, len(pod.Spec.Containers)))
+		}
 	}
-	return Result{Outcome: Done, Changed: true, Did: fmt.Sprintf("created pre-pull Pod %s (%d images)", pod.Name, len(pod.Spec.Containers)), PrePullImages: len(pod.Spec.Containers)}, nil
+	res.Did = strings.Join(did, "; ")
+	return res, nil
 }
 
-// prePullDelete deletes the observed Pod, at once (it holds nothing), and
-// only that one (UID precondition): a Pod a later attempt created under
-// the same name is not this pass's to delete.
+// prePullDelete deletes the observed Pods, at once (they hold nothing).
 func prePullDelete(ctx context.Context, p *Pass, _ map[string]any) (Result, error) {
-	pod := p.Targets.PrePull
-	if pod == nil {
+	return deletePrePullPods(ctx, p, p.Targets.PrePull)
+}
+
+// deletePrePullPods deletes pods, each only if it is still the one
+// observed (UID precondition): a Pod a later attempt created under the
+// same name is not this pass's to delete.
+func deletePrePullPods(ctx context.Context, p *Pass, pods []*corev1.Pod) (Result, error) {
+	if len(pods) == 0 {
 		return Result{Outcome: Done, Did: "pre-pull Pod already gone"}, nil
 	}
 	if ok, err := p.confirmElection(ctx); !ok || err != nil {
 		return unconfirmedResult("delete pre-pull Pod"), err
 	}
-	target := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name}}
-	err := p.Client.Delete(ctx, target, client.GracePeriodSeconds(0), client.Preconditions{UID: &pod.UID},
-		client.PropagationPolicy(metav1.DeletePropagationBackground))
-	switch {
-	case apierrors.IsNotFound(err), apierrors.IsConflict(err):
-		return Result{Outcome: Done, Did: "pre-pull Pod " + pod.Name + " already gone"}, nil
-	case err != nil:
-		return Result{}, fmt.Errorf("deleting pre-pull Pod %s: %w", pod.Name, err)
+	var did []string
+	for _, pod := range pods {
+		target := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name}}
+		err := p.Client.Delete(ctx, target, client.GracePeriodSeconds(0), client.Preconditions{UID: &pod.UID},
+			client.PropagationPolicy(metav1.DeletePropagationBackground))
+		switch {
+		case apierrors.IsNotFound(err), apierrors.IsConflict(err):
+			did = append(did, "pre-pull Pod "+pod.Namespace+"/"+pod.Name+" already gone")
+		case err != nil:
+			return Result{}, fmt.Errorf("deleting pre-pull Pod %s/%s: %w", pod.Namespace, pod.Name, err)
+		default:
+			did = append(did, "deleted pre-pull Pod "+pod.Namespace+"/"+pod.Name)
+		}
 	}
-	return Result{Outcome: Done, Did: "deleted pre-pull Pod " + pod.Name}, nil
+	return Result{Outcome: Done, Did: strings.Join(did, "; ")}, nil
 }
 
 // prePullRecord writes the phase's record on the pool once, only while the

@@ -2,6 +2,7 @@ package actions
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -27,7 +28,7 @@ func newPrePull() *corev1.Pod {
 func TestPrePullEnsureCreatesThePodOnceAndSaysSo(t *testing.T) {
 	e := newEnv(t)
 	targets := e.targets()
-	targets.NewPrePull = newPrePull()
+	targets.NewPrePull = []*corev1.Pod{newPrePull()}
 	res, err := step(e.pass(targets), ActionPrePullEnsure, nil)
 	if err != nil || res.Outcome != Done || !res.Changed || res.PrePullImages != 2 {
 		t.Fatalf("%s changed=%v images=%d %v: want a create of 2 images that took effect", res.Outcome, res.Changed, res.PrePullImages, err)
@@ -39,7 +40,7 @@ func TestPrePullEnsureCreatesThePodOnceAndSaysSo(t *testing.T) {
 	if got.Spec.NodeName != hostNode || len(got.Spec.Containers) != 2 {
 		t.Fatalf("created %+v, not the Pod the pass built", got.Spec)
 	}
-	if targets.NewPrePull.ResourceVersion != "" {
+	if targets.NewPrePull[0].ResourceVersion != "" {
 		t.Fatal("the create wrote into Targets.NewPrePull")
 	}
 	// the cache has not seen it yet: a second pass's create finds it, and
@@ -57,7 +58,7 @@ func TestPrePullEnsureCreatesThePodOnceAndSaysSo(t *testing.T) {
 func TestPrePullEnsureWritesNothingWhenThePodIsObservedOrNoneWasBuilt(t *testing.T) {
 	e := newEnv(t)
 	observed := e.targets()
-	observed.PrePull, observed.NewPrePull = newPrePull(), newPrePull()
+	observed.PrePull = []*corev1.Pod{newPrePull()}
 	if res, err := step(e.pass(observed), ActionPrePullEnsure, nil); err != nil || res.Changed || res.Did != "pre-pull Pod exists" {
 		t.Fatalf("observed: %q changed=%v %v", res.Did, res.Changed, err)
 	}
@@ -73,7 +74,7 @@ func TestPrePullEnsureCreateErrorIsWrapped(t *testing.T) {
 	e := newEnv(t)
 	e.onCreate = func(client.Object) error { return apierrors.NewServiceUnavailable("etcd is away") }
 	targets := e.targets()
-	targets.NewPrePull = newPrePull()
+	targets.NewPrePull = []*corev1.Pod{newPrePull()}
 	if _, err := step(e.pass(targets), ActionPrePullEnsure, nil); err == nil || !strings.Contains(err.Error(), "creating pre-pull Pod "+phNS+"/"+prePullName) {
 		t.Fatalf("error %v", err)
 	}
@@ -91,9 +92,9 @@ func TestPrePullEnsureReportsARefusal(t *testing.T) {
 		e := newEnv(t)
 		e.onCreate = func(client.Object) error { return refusal }
 		targets := e.targets()
-		targets.NewPrePull = newPrePull()
+		targets.NewPrePull = []*corev1.Pod{newPrePull()}
 		res, err := step(e.pass(targets), ActionPrePullEnsure, nil)
-		if err != nil || res.Outcome != Done || res.Changed || res.PrePullRefused != refusal.Error() {
+		if err != nil || res.Outcome != Done || res.Changed || res.PrePullRefused != phNS+"/"+prePullName+": "+refusal.Error() {
 			t.Errorf("%v: %s changed=%v refused=%q %v", refusal, res.Outcome, res.Changed, res.PrePullRefused, err)
 		}
 	}
@@ -102,7 +103,7 @@ func TestPrePullEnsureReportsARefusal(t *testing.T) {
 func TestPrePullDeleteDeletesTheObservedPodAtOnce(t *testing.T) {
 	e := newEnv(t, mkPod(phNS, prePullName, hostNode, nil))
 	targets := e.targets()
-	targets.PrePull = mkPod(phNS, prePullName, hostNode, nil)
+	targets.PrePull = []*corev1.Pod{mkPod(phNS, prePullName, hostNode, nil)}
 	if res, err := step(e.pass(targets), ActionPrePullDelete, nil); err != nil || res.Outcome != Done {
 		t.Fatalf("%s %v", res.Outcome, err)
 	}
@@ -110,7 +111,7 @@ func TestPrePullDeleteDeletesTheObservedPodAtOnce(t *testing.T) {
 		t.Fatal("pre-pull Pod not deleted")
 	}
 	d := e.deletes[0]
-	if d.GracePeriodSeconds == nil || *d.GracePeriodSeconds != 0 || d.Preconditions == nil || d.Preconditions.UID == nil || *d.Preconditions.UID != targets.PrePull.UID {
+	if d.GracePeriodSeconds == nil || *d.GracePeriodSeconds != 0 || d.Preconditions == nil || d.Preconditions.UID == nil || *d.Preconditions.UID != targets.PrePull[0].UID {
 		t.Fatalf("delete options %+v: want grace 0 and the observed UID as precondition", d)
 	}
 	if res, err := step(e.pass(targets), ActionPrePullDelete, nil); err != nil || res.Outcome != Done {
@@ -123,8 +124,8 @@ func TestPrePullDeleteDeletesTheObservedPodAtOnce(t *testing.T) {
 func TestPrePullDeleteLeavesAPodItDidNotObserve(t *testing.T) {
 	e := newEnv(t, mkPod(phNS, prePullName, hostNode, nil))
 	targets := e.targets()
-	targets.PrePull = mkPod(phNS, prePullName, hostNode, nil)
-	targets.PrePull.UID = types.UID("an-earlier-pod")
+	targets.PrePull = []*corev1.Pod{mkPod(phNS, prePullName, hostNode, nil)}
+	targets.PrePull[0].UID = types.UID("an-earlier-pod")
 	if res, err := step(e.pass(targets), ActionPrePullDelete, nil); err != nil || res.Outcome != Done {
 		t.Fatalf("%s %v: a Pod that is not the observed one is as good as gone", res.Outcome, err)
 	}
@@ -202,4 +203,47 @@ func TestThePrePullRecordIsRotationScoped(t *testing.T) {
 		}
 	}
 	t.Fatal("noderotation.io/prepull is not cleared with the anchor")
+}
+
+// With usePullSecrets, the rotation has a Pod per namespace: each one
+// missing is created, and the step reports the images of all.
+func TestPrePullEnsureCreatesEachPodMissing(t *testing.T) {
+	e := newEnv(t)
+	elsewhere := newPrePull()
+	elsewhere.Namespace = "team-a"
+	targets := e.targets()
+	targets.NewPrePull = []*corev1.Pod{newPrePull(), elsewhere}
+	res, err := step(e.pass(targets), ActionPrePullEnsure, nil)
+	if err != nil || !res.Changed || res.PrePullImages != 4 {
+		t.Fatalf("%q changed=%v images=%d %v: want both created, 4 images", res.Did, res.Changed, res.PrePullImages, err)
+	}
+	for _, ns := range []string{phNS, "team-a"} {
+		if !e.exists(mkPod(ns, prePullName, "", nil)) {
+			t.Errorf("no pre-pull Pod in %s", ns)
+		}
+	}
+}
+
+// A rollback deletes the placeholder, and with it the rotation's pre-pull
+// Pods: those outside its namespace, which cannot be its dependents,
+// first; the one beside it is left to the garbage collector.
+func TestPlaceholderDeleteTakesThePrePullPodsElsewhereFirst(t *testing.T) {
+	elsewhere := mkPod("team-a", prePullName, hostNode, nil)
+	e := newEnv(t, mkPod(phNS, "ph-"+claimA, hostNode, nil), mkPod(phNS, prePullName, hostNode, nil), elsewhere.DeepCopy())
+	targets := e.targets()
+	targets.Placeholder = mkPod(phNS, "ph-"+claimA, hostNode, nil)
+	targets.PrePull = []*corev1.Pod{mkPod(phNS, prePullName, hostNode, nil), elsewhere}
+	if res, err := step(e.pass(targets), "placeholder-delete", nil); err != nil || res.Outcome != Done {
+		t.Fatalf("%s %v", res.Outcome, err)
+	}
+	want := []string{"delete Pod/team-a/" + prePullName, "delete Pod/" + phNS + "/ph-" + claimA}
+	if !slices.Equal(e.writes, want) {
+		t.Fatalf("writes %q, want %q", e.writes, want)
+	}
+	// the placeholder already gone, what is left elsewhere is still deleted
+	e2 := newEnv(t, elsewhere.DeepCopy())
+	targets.Placeholder = nil
+	if res, err := step(e2.pass(targets), "placeholder-delete", nil); err != nil || res.Did != "placeholder already gone" || e2.exists(elsewhere) {
+		t.Fatalf("%q %v: want team-a's Pod deleted", res.Did, err)
+	}
 }

@@ -292,10 +292,11 @@ type PrePullSpec struct {
 	ExcludeImages []string `json:"excludeImages,omitempty"`
 
 	// usePullSecrets opts into pulling the images of Pods that use
-	// imagePullSecrets, in the source Pod's namespace with that Pod's
-	// secrets. Without it those images are skipped and named. Not
-	// available yet: it must be false.
-	// +kubebuilder:validation:XValidation:rule="self == false",message="usePullSecrets is not available yet; it must be false"
+	// imagePullSecrets, by a pre-pull Pod in the source Pod's namespace
+	// with that Pod's secrets (docs/design.md#pre-pull). It takes effect
+	// only where the controller was installed with the chart's
+	// prePull.usePullSecrets, which grants it Pods in every namespace;
+	// otherwise, and without it, those images are skipped and named.
 	// +optional
 	UsePullSecrets bool `json:"usePullSecrets,omitempty"`
 }

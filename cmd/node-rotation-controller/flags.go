@@ -19,22 +19,25 @@ type options struct {
 	placeholderImage string
 	prePullImage     string
 	prePullSecrets   string
-	hostnamePref     bool
-	metricsAddr      string
-	metricsSecure    bool
-	metricsAuth      bool
-	probeAddr        string
-	leaderElect      bool
-	leaderElectionID string
-	logFormat        string
-	verbosity        int
-	kubeconfig       string
-	workers          int
-	maxConcurrent    int
-	apiQPS           float64
-	apiBurst         int
-	pprofAddr        string
-	version          bool
+	// prePullUsePullSecrets: the chart granted what spec.prePull's
+	// usePullSecrets needs (Pods in every namespace).
+	prePullUsePullSecrets bool
+	hostnamePref          bool
+	metricsAddr           string
+	metricsSecure         bool
+	metricsAuth           bool
+	probeAddr             string
+	leaderElect           bool
+	leaderElectionID      string
+	logFormat             string
+	verbosity             int
+	kubeconfig            string
+	workers               int
+	maxConcurrent         int
+	apiQPS                float64
+	apiBurst              int
+	pprofAddr             string
+	version               bool
 }
 
 // imageRepository is where the project publishes the controller's image
@@ -75,6 +78,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.placeholderImage, "placeholder-image", surge.DefaultImage, "image of the placeholder's single container")
 	fs.StringVar(&o.prePullImage, "prepull-image", "", "the controller's own image, whose binary the pre-pull Pod's init container installs as the no-op its containers run (spec.prePull); empty: "+imageRepository+":<this binary's version>")
 	fs.StringVar(&o.prePullSecrets, "prepull-image-pull-secrets", "", "comma-separated Secrets of the controller's namespace the pre-pull Pod pulls -prepull-image with (a private registry or mirror)")
+	fs.BoolVar(&o.prePullUsePullSecrets, "prepull-use-pull-secrets", false, "honour spec.prePull.usePullSecrets: pre-pull Pods in the moving Pods' namespaces with their imagePullSecrets (needs Pods create, delete, list and watch in every namespace, which the chart grants with prePull.usePullSecrets); off, such images are skipped")
 	fs.BoolVar(&o.hostnamePref, "placeholder-hostname-preference", true, "the placeholder prefers to avoid the old node and near-deadline nodes by kubernetes.io/hostname; false on Karpenter v1.0 and v1.1, which ignore such a Pod")
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8443", `metrics endpoint address; "0" disables it`)
 	fs.BoolVar(&o.metricsSecure, "metrics-secure", true, "serve metrics over HTTPS (a self-signed certificate unless one is mounted)")

@@ -56,7 +56,7 @@ func run(o options) error {
 		return err
 	}
 	opts := managerOptions(o, s)
-	opts.Cache = cache.Options(o.namespace)
+	opts.Cache = cache.Options(o.namespace, o.prePullUsePullSecrets)
 	mgr, err := ctrl.NewManager(cfg, opts)
 	if err != nil {
 		return fmt.Errorf("creating the manager: %w", err)
@@ -137,5 +137,5 @@ func addProbes(mgr ctrl.Manager) error {
 // reconcilerConfig is what the flags set of the reconciler.
 func (o options) reconcilerConfig() controller.Config {
 	return controller.Config{Namespace: o.namespace, PlaceholderPriorityClass: o.priorityClass, PlaceholderImage: o.placeholderImage,
-		PrePullImage: prePullImageOr(o.prePullImage), PrePullImagePullSecrets: names(o.prePullSecrets), SkipHostnamePreference: !o.hostnamePref, Workers: o.workers, MaxConcurrentRotations: o.maxConcurrent}
+		PrePullImage: prePullImageOr(o.prePullImage), PrePullImagePullSecrets: names(o.prePullSecrets), PrePullUsePullSecrets: o.prePullUsePullSecrets, SkipHostnamePreference: !o.hostnamePref, Workers: o.workers, MaxConcurrentRotations: o.maxConcurrent}
 }

@@ -24,6 +24,7 @@ import (
 
 	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
 	leancache "github.com/noderotation/node-rotation-controller/internal/cache"
+	"github.com/noderotation/node-rotation-controller/internal/inspect"
 	"github.com/noderotation/node-rotation-controller/internal/scheme"
 )
 
@@ -135,6 +136,8 @@ type clusterView struct {
 	// changed receives a value (dropping it when one is pending) whenever
 	// a cached object changes: --watch redraws on it.
 	changed chan struct{}
+	// pullSecrets: the controller runs with -prepull-use-pull-secrets.
+	pullSecrets bool
 }
 
 // watched are the kinds a view reads; each is cached and synced up front.
@@ -161,13 +164,16 @@ func (k *kubeFlags) view(ctx context.Context) (*clusterView, error) {
 	if err := api.List(ctx, &karpv1.NodePoolList{}, client.Limit(1)); apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) {
 		return nil, fmt.Errorf("reading %s (%s): %w", cfg.Host, k.where(), err)
 	}
-	opts := leancache.Options(k.namespace)
+	// the controller's own cache scope: its Pods in every namespace when it
+	// runs with -prepull-use-pull-secrets (unreadable: its namespace only)
+	everywhere, _ := inspect.ControllerPullSecrets(ctx, api, k.namespace)
+	opts := leancache.Options(k.namespace, everywhere)
 	opts.Scheme = s
 	c, err := cache.New(cfg, opts)
 	if err != nil {
 		return nil, fmt.Errorf("building the cache for %s: %w", cfg.Host, err)
 	}
-	v := &clusterView{cache: c, api: api, changed: make(chan struct{}, 1)}
+	v := &clusterView{cache: c, api: api, changed: make(chan struct{}, 1), pullSecrets: everywhere}
 	notify := toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    func(any) { v.signal() },
 		UpdateFunc: func(any, any) { v.signal() },

@@ -150,5 +150,6 @@ func newInspector(ctx context.Context, k kubeFlags, warn io.Writer) (*inspect.In
 			limit = 0
 		}
 	}
-	return &inspect.Inspector{Reader: v.cache, API: v.api, Engine: eng, Namespace: k.namespace, Clock: time.Now, MaxConcurrentRotations: limit}, v, nil
+	return &inspect.Inspector{Reader: v.cache, API: v.api, Engine: eng, Namespace: k.namespace, Clock: time.Now, MaxConcurrentRotations: limit,
+		PullSecretsAllowed: v.pullSecrets}, v, nil
 }

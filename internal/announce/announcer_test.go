@@ -900,7 +900,7 @@ func TestPrePullEndedTimesThePhaseAndNamesWhatFailed(t *testing.T) {
 func TestPrePullRefusedIsSaidOnce(t *testing.T) {
 	h := newHarness(t)
 	obs := observation(t)
-	refused := actions.Result{Action: actions.ActionPrePullEnsure, Outcome: actions.Done, PrePullRefused: `pods "nrc-prepull-general-a" is forbidden: exceeded quota`}
+	refused := actions.Result{Action: actions.ActionPrePullEnsure, Outcome: actions.Done, PrePullRefused: `apps/nrc-prepull-general-a: pods "nrc-prepull-general-a" is forbidden: exceeded quota`}
 	for i := 0; i < 3; i++ {
 		h.announce(t, actions.PrePullRefused, obs, refused)
 	}
@@ -909,7 +909,7 @@ func TestPrePullRefusedIsSaidOnce(t *testing.T) {
 	if len(ev) != 1 || ev[0].typ != "Warning" || ev[0].reason != "PrePullRefused" || ev[0].obj != obs.Subject {
 		t.Fatalf("events %+v, want one PrePullRefused Warning on the claim", ev)
 	}
-	if want := `the API server refused the pre-pull Pod nrc-prepull-general-a: pods "nrc-prepull-general-a" is forbidden: exceeded quota; the drain starts at prePull.timeout without it`; ev[0].message != want {
+	if want := `the API server refused pre-pull Pod apps/nrc-prepull-general-a: pods "nrc-prepull-general-a" is forbidden: exceeded quota; the drain starts without its images (at prePull.timeout when no pre-pull Pod was made)`; ev[0].message != want {
 		t.Errorf("message %q, want %q", ev[0].message, want)
 	}
 }

@@ -57,6 +57,6 @@ func (an *Announcer) prePullRefused(s step) {
 		return
 	}
 	an.warnKeyed(s.pool(), string(a.PrePullRefused)+"/"+s.claim(), s.view.Subject, string(a.PrePullRefused), fmt.Sprintf(
-		"the API server refused the pre-pull Pod %s: %s; the drain starts at prePull.timeout without it", prepull.PodName(s.claim()), res.PrePullRefused),
+		"the API server refused pre-pull Pod %s; the drain starts without its images (at prePull.timeout when no pre-pull Pod was made)", res.PrePullRefused),
 		"nodeclaim", s.claim())
 }

@@ -30,7 +30,8 @@ func (a *Announcer) SweptPlaceholder(placeholder, claim string) {
 	a.sweepLog().Info("startup sweep deleted a placeholder no anchor references", "placeholder", placeholder, "nodeclaim", claim)
 }
 
-// SweptPrePullPod: the sweep deleted a pre-pull Pod no anchor references.
+// SweptPrePullPod: the sweep deleted a pre-pull Pod (namespace/name) no
+// anchor references.
 func (a *Announcer) SweptPrePullPod(pod, claim string) {
 	a.sweepLog().Info("startup sweep deleted a pre-pull Pod no anchor references", "pod", pod, "nodeclaim", claim)
 }

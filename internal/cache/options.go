@@ -37,15 +37,23 @@ import (
 // computed between two copies that lack the same fields, so it never
 // names — and never removes — what the cache dropped; nothing cached is
 // written back whole with Update.
-func Options(namespace string) crcache.Options {
+//
+// everyNamespace holds the controller's Pods of every namespace (its
+// pre-pull Pods there, with usePullSecrets): still only those labelled
+// as its own.
+func Options(namespace string, everyNamespace bool) crcache.Options {
 	// both Pods a rotation makes, the placeholder and the pre-pull Pod
 	// (docs/design.md#pre-pull), carry this label; nothing else the
 	// namespace runs does (the chart's own Pods are Helm's)
 	ours, _ := labels.NewRequirement(v1alpha1.LabelManagedBy, selection.Equals, []string{v1alpha1.ManagedBy})
 	inPool, _ := labels.NewRequirement(karpv1.NodePoolLabelKey, selection.Exists, nil)
 	strip := crcache.TransformStripManagedFields()
+	pods := crcache.ByObject{Namespaces: map[string]crcache.Config{namespace: {}}, Label: labels.NewSelector().Add(*ours), Transform: strip}
+	if everyNamespace {
+		pods.Namespaces = nil
+	}
 	return crcache.Options{ByObject: map[client.Object]crcache.ByObject{
-		&corev1.Pod{}:       {Namespaces: map[string]crcache.Config{namespace: {}}, Label: labels.NewSelector().Add(*ours), Transform: strip},
+		&corev1.Pod{}:       pods,
 		&karpv1.NodePool{}:  {Transform: strip},
 		&karpv1.NodeClaim{}: {Transform: LeanClaim},
 		&corev1.Node{}:      {Label: labels.NewSelector().Add(*inPool), Transform: LeanNode},

@@ -103,7 +103,7 @@ const ns = "node-rotation-system"
 // (the placeholders and pre-pull Pods, managed-by node-rotation-controller), Nodes only of a NodePool; Nodes, NodeClaims and
 // NodePools through their transforms (options_test.go).
 func TestCacheOptions(t *testing.T) {
-	opts := Options(ns)
+	opts := Options(ns, false)
 	if opts.NewInformer != nil {
 		t.Error("a watch of its own: every object is watched through client-go's informer and decoder")
 	}
@@ -170,5 +170,31 @@ func TestCacheOptions(t *testing.T) {
 				t.Error("the NodeClaim cache keeps conditions other than Ready and a Launched that is not True")
 			}
 		}
+	}
+}
+
+// With -prepull-use-pull-secrets the controller's Pods are cached in every
+// namespace, still only those labelled as its own; the rest is unchanged.
+func TestCacheOptionsEveryNamespace(t *testing.T) {
+	narrow, wide := Options(ns, false), Options(ns, true)
+	pods := 0
+	for obj, by := range wide.ByObject {
+		if _, ok := obj.(*corev1.Pod); !ok {
+			continue
+		}
+		pods++
+		if by.Namespaces != nil {
+			t.Errorf("namespaces %v, want every one", by.Namespaces)
+		}
+		ours := labels.Set{v1alpha1.LabelManagedBy: v1alpha1.ManagedBy, v1alpha1.LabelPrePullFor: "general-a"}
+		if by.Label == nil || !by.Label.Matches(ours) || by.Label.Matches(labels.Set{"app": "web"}) {
+			t.Errorf("Pod selector %v: want only the controller's own", by.Label)
+		}
+	}
+	if pods != 1 {
+		t.Errorf("%d Pod entries in the cache options, want one", pods)
+	}
+	if len(narrow.ByObject) != len(wide.ByObject) {
+		t.Errorf("%d kinds cached, want %d as without the flag", len(wide.ByObject), len(narrow.ByObject))
 	}
 }

@@ -326,13 +326,14 @@ func TestTargetsBuildThePrePullPod(t *testing.T) {
 		Spec: corev1.PodSpec{Tolerations: []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpExists}}}}
 	obs.Settings.PrePull.Timeout = 5 * time.Minute
 	obs.PrePull.Images = []prepull.Image{{Ref: "docker.io/library/nginx:1.25", Fate: prepull.Pull}, {Ref: "docker.io/library/redis:7", Fate: prepull.Present}}
+	obs.PrePull.Missing = []string{ns}
 	obs.PrePull.Record = &v1alpha1.PrePullRecord{Ended: v1alpha1.PrePullTimeout}
 	obs.PrePull.Failed = []string{"x"}
 	tg := r.targets(obs)
-	p := tg.NewPrePull
-	if p == nil {
-		t.Fatal("no pre-pull Pod to create")
+	if len(tg.NewPrePull) != 1 {
+		t.Fatalf("pre-pull Pods to create %v, want one", tg.NewPrePull)
 	}
+	p := tg.NewPrePull[0]
 	if p.Namespace != ns || p.Name != "nrc-prepull-general-a" || p.Spec.NodeName != "node-b" || p.Spec.PriorityClassName != "nrc-placeholder" ||
 		p.Spec.InitContainers[0].Image != "example.com/nrc:1" || *p.Spec.ActiveDeadlineSeconds != 300 ||
 		len(p.Spec.Containers) != 1 || p.OwnerReferences[0].UID != "ph-uid" || !reflect.DeepEqual(p.Spec.Tolerations, obs.Placeholder.Spec.Tolerations) ||
@@ -346,12 +347,43 @@ func TestTargetsBuildThePrePullPod(t *testing.T) {
 		"no image configured": func(c *PlaceholderConfig, _ *observe.Observation) { c.PrePullImage = "" },
 		"no placeholder":      func(_ *PlaceholderConfig, o *observe.Observation) { o.Placeholder = nil },
 		"no surge node":       func(_ *PlaceholderConfig, o *observe.Observation) { o.SurgeHost = nil },
-		"nothing to pull":     func(_ *PlaceholderConfig, o *observe.Observation) { o.PrePull.Images = o.PrePull.Images[1:] },
+		"none missing":        func(_ *PlaceholderConfig, o *observe.Observation) { o.PrePull.Missing = nil },
 	} {
 		r2, o2 := &NodePoolReconciler{Placeholder: r.Placeholder}, *obs
 		change(&r2.Placeholder, &o2)
 		if tg := r2.targets(&o2); tg.NewPrePull != nil {
 			t.Errorf("%s: a pre-pull Pod was built", name)
 		}
+	}
+}
+
+// With usePullSecrets, an image whose Pod needs its imagePullSecrets is
+// pulled by a Pod in that Pod's namespace, with those secrets, owned by
+// the old claim; only the Pods of the namespaces observed missing are
+// built.
+func TestTargetsBuildAPrePullPodPerNamespaceMissing(t *testing.T) {
+	r := &NodePoolReconciler{Placeholder: PlaceholderConfig{Namespace: ns, PriorityClass: "nrc-placeholder", PrePullImage: "example.com/nrc:1",
+		PrePullImagePullSecrets: []string{"regcred"}}}
+	obs := governedObservation(t)
+	claim := nodeClaim("general-a", 20*time.Minute, "node-a")
+	claim.UID = "claim-uid"
+	obs.Subject, obs.SubjectName = claim, claim.Name
+	obs.SurgeHost = node("node-b")
+	obs.Placeholder = &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "nrc-surge-general-a", UID: "ph-uid"}}
+	obs.Settings.PrePull.Timeout = 5 * time.Minute
+	obs.PrePull.Images = []prepull.Image{
+		{Ref: "docker.io/library/nginx:1.25", Fate: prepull.Pull},
+		{Ref: "registry.example.com/team-a/app:3", Fate: prepull.Pull, Namespace: "team-a", Secrets: []string{"team-a-registry"}},
+	}
+	obs.PrePull.Missing = []string{"team-a"}
+	tg := r.targets(obs)
+	if len(tg.NewPrePull) != 1 {
+		t.Fatalf("pre-pull Pods to create %v, want team-a's only", tg.NewPrePull)
+	}
+	p := tg.NewPrePull[0]
+	if p.Namespace != "team-a" || len(p.Spec.Containers) != 1 || p.Spec.Containers[0].Image != "registry.example.com/team-a/app:3" ||
+		!reflect.DeepEqual(p.Spec.ImagePullSecrets, []corev1.LocalObjectReference{{Name: "team-a-registry"}}) ||
+		len(p.OwnerReferences) != 1 || p.OwnerReferences[0].Kind != "NodeClaim" || p.OwnerReferences[0].UID != "claim-uid" {
+		t.Errorf("team-a's pre-pull Pod %+v", p)
 	}
 }

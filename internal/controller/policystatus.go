@@ -35,6 +35,9 @@ type PolicyStatusReconciler struct {
 	Client client.Client
 	Log    logr.Logger
 	Clock  func() time.Time
+	// PullSecretsAllowed: the controller may honour prePull.usePullSecrets;
+	// without it Ready says the field is not in effect.
+	PullSecretsAllowed bool
 }
 
 // Reconcile recomputes one policy's status.
@@ -64,6 +67,10 @@ func (r *PolicyStatusReconciler) Reconcile(ctx context.Context, req reconcile.Re
 	}
 	return reconcile.Result{RequeueAfter: Backstop}, nil
 }
+
+// pullSecretsNotGranted is Ready's word on a policy whose usePullSecrets
+// the controller cannot honour (docs/design.md#pre-pull).
+const pullSecretsNotGranted = "prePull.usePullSecrets is not in effect: the controller runs without -prepull-use-pull-secrets (the chart's prePull.usePullSecrets), so it may not create Pods outside its namespace; images whose Pods use imagePullSecrets are skipped (needsPullSecrets)"
 
 // claimsOf lists a pool's NodeClaims from the cache, uncopied (read only);
 // a failed list reads as none (the pool then judged covered) and is
@@ -116,6 +123,8 @@ func (r *PolicyStatusReconciler) compute(p *v1alpha1.RotationPolicy, policies []
 	case len(conflicts) > 0:
 		sort.Strings(conflicts)
 		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, "Conflict", strings.Join(conflicts, "; ")+": those NodePools are not rotated"
+	case p.Spec.PrePull.Enabled && p.Spec.PrePull.UsePullSecrets && !r.PullSecretsAllowed:
+		ready.Message += "; " + pullSecretsNotGranted
 	}
 	feasible := metav1.Condition{Type: "Feasible", Status: metav1.ConditionTrue, Reason: "Covered", Message: "every governed NodePool's nodes can be rotated before their deadlines, and none has a fatal finding", ObservedGeneration: p.Generation}
 	switch {

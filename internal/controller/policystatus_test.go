@@ -123,8 +123,28 @@ func TestPolicyStatusInvalid(t *testing.T) {
 	c := newAPI(t, nil, bad, selecting("other", nil), labelled("api-1", "api"))
 	st := reconcileStatus(t, c, "api")
 	checkCondition(t, st, "Ready", cond{metav1.ConditionFalse, "Invalid",
-		`spec.prePull.usePullSecrets: pulling with the Pods' secrets is not available yet; spec.surge.readyTimeout: "0s" must be greater than 0`})
+		`spec.surge.readyTimeout: "0s" must be greater than 0`})
 	checkCondition(t, st, "Feasible", cond{metav1.ConditionUnknown, "Invalid", "the policy does not resolve"})
+}
+
+// A policy asking for usePullSecrets from a controller not granted Pods in
+// every namespace is accepted, and Ready says the field is not in effect.
+func TestPolicyStatusSaysUsePullSecretsIsNotInEffect(t *testing.T) {
+	asking := selecting("api", nil, func(s *v1alpha1.RotationPolicySpec) {
+		s.PrePull = v1alpha1.PrePullSpec{Enabled: true, UsePullSecrets: true}
+	})
+	c := newAPI(t, nil, asking, labelled("api-1", "api"))
+	checkCondition(t, reconcileStatus(t, c, "api"), "Ready", cond{metav1.ConditionTrue, "Accepted", "valid and uncontested; " + pullSecretsNotGranted})
+	r := statusReconciler(c)
+	r.PullSecretsAllowed = true
+	if _, err := r.Reconcile(context.Background(), request("api")); err != nil {
+		t.Fatal(err)
+	}
+	got := &v1alpha1.RotationPolicy{}
+	if err := c.Get(context.Background(), client.ObjectKey{Name: "api"}, got); err != nil {
+		t.Fatal(err)
+	}
+	checkCondition(t, got.Status, "Ready", cond{metav1.ConditionTrue, "Accepted", "valid and uncontested"})
 }
 
 // A tie is Ready=False Conflict naming each pool and the other policies;

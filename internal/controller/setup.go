@@ -26,6 +26,10 @@ type Config struct {
 	// controller's own image and the Secrets it is pulled with.
 	PrePullImage            string
 	PrePullImagePullSecrets []string
+	// PrePullUsePullSecrets: spec.prePull.usePullSecrets may be honoured —
+	// the controller may create and delete Pods in every namespace, and its
+	// cache holds its Pods there (docs/design.md#pre-pull).
+	PrePullUsePullSecrets bool
 	// SkipHostnamePreference: PlaceholderConfig's (Karpenter v1.0/v1.1).
 	SkipHostnamePreference bool
 	// Name distinguishes controllers when several run in one process (tests).
@@ -58,12 +62,13 @@ func Setup(mgr ctrl.Manager, cfg Config, log logr.Logger) (*NodePoolReconciler, 
 		cfg.Name = "nodepool-rotation"
 	}
 	r := NewNodePoolReconciler(mgr.GetClient(), mgr.GetAPIReader(), eng, cfg, log, mgr.GetEventRecorderFor("node-rotation-controller"))
-	sw := &sweep.Sweeper{Client: mgr.GetClient(), Fresh: mgr.GetAPIReader(), Namespace: cfg.Namespace, Say: r.Announcer, Clock: cfg.Clock}
+	sw := &sweep.Sweeper{Client: mgr.GetClient(), Fresh: mgr.GetAPIReader(), Namespace: cfg.Namespace, Say: r.Announcer, Clock: cfg.Clock,
+		PrePullEverywhere: cfg.PrePullUsePullSecrets}
 	r.Sweep = sw.Run
 	if err := r.SetupWithManager(mgr, cfg.Name, max(cfg.Workers, 1)); err != nil {
 		return nil, fmt.Errorf("setting up the NodePool reconciler: %w", err)
 	}
-	ps := &PolicyStatusReconciler{Client: mgr.GetClient(), Log: log.WithName("policy-status"), Clock: cfg.Clock}
+	ps := &PolicyStatusReconciler{Client: mgr.GetClient(), Log: log.WithName("policy-status"), Clock: cfg.Clock, PullSecretsAllowed: cfg.PrePullUsePullSecrets}
 	if err := ps.SetupWithManager(mgr, cfg.Name+"-policy-status"); err != nil {
 		return nil, fmt.Errorf("setting up the RotationPolicy status reconciler: %w", err)
 	}
@@ -77,7 +82,8 @@ func Setup(mgr ctrl.Manager, cfg Config, log logr.Logger) (*NodePoolReconciler, 
 func NewNodePoolReconciler(c client.Client, fresh client.Reader, eng *engine.Engine, cfg Config, log logr.Logger, rec record.EventRecorder) *NodePoolReconciler {
 	return &NodePoolReconciler{
 		Client: c, Fresh: fresh, Engine: eng, Log: log,
-		Observer:     &observe.Observer{Cache: c, API: fresh, Namespace: cfg.Namespace, Clock: cfg.Clock, Rules: eng, Memory: observe.NewMemory()},
+		Observer: &observe.Observer{Cache: c, API: fresh, Namespace: cfg.Namespace, Clock: cfg.Clock, Rules: eng, Memory: observe.NewMemory(),
+			PullSecretsAllowed: cfg.PrePullUsePullSecrets},
 		Cap:          NewClusterCap(cfg.MaxConcurrentRotations),
 		Expectations: NewExpectations(cfg.Clock),
 		Announcer:    announce.New(log, rec),

@@ -1,6 +1,8 @@
 package controller
 
 import (
+	"slices"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -46,7 +48,7 @@ func (r *NodePoolReconciler) targets(obs *observe.Observation) actions.Targets {
 		t.Lost = &actions.Lost{Claim: l.Claim, Deadline: l.Deadline, DeletedAt: l.DeletedAt, Why: l.Why}
 	}
 	t.Stranded = actions.Stranded{Claims: obs.Stranded.Claims, Placeholders: obs.Stranded.Placeholders, Nodes: obs.Stranded.Nodes}
-	t.PrePull, t.NewPrePull = obs.PrePull.Pod, r.prePullPod(obs)
+	t.PrePull, t.NewPrePull = obs.PrePull.Pods, r.prePullPods(obs)
 	t.PrePullRecord, t.PrePullFailed = obs.PrePull.Record, obs.PrePull.Failed
 	if obs.Subject != nil && obs.Sizing != nil {
 		avoid := obs.AvoidHostnames
@@ -63,17 +65,28 @@ func (r *NodePoolReconciler) targets(obs *observe.Observation) actions.Targets {
 	return t
 }
 
-// prePullPod is the pre-pull Pod to create: only with a selection that
-// pulls something, a placeholder to depend on and a surge node to bind to.
-func (r *NodePoolReconciler) prePullPod(obs *observe.Observation) *corev1.Pod {
-	if r.Placeholder.PrePullImage == "" || obs.Placeholder == nil || obs.SurgeHost == nil || !prepull.Needed(obs.PrePull.Images) {
+// prePullPods are the pre-pull Pods to create: those of the namespaces the
+// observation found missing, only with a placeholder to depend on and a
+// surge node to bind to.
+func (r *NodePoolReconciler) prePullPods(obs *observe.Observation) []*corev1.Pod {
+	if r.Placeholder.PrePullImage == "" || obs.Placeholder == nil || obs.SurgeHost == nil || len(obs.PrePull.Missing) == 0 {
 		return nil
 	}
-	return prepull.Pod{
+	p := prepull.Pod{
 		Namespace: r.Placeholder.Namespace, PriorityClass: r.Placeholder.PriorityClass,
 		Tolerations: obs.Placeholder.Spec.Tolerations, Installer: r.Placeholder.PrePullImage,
 		InstallerPullSecrets: r.Placeholder.PrePullImagePullSecrets,
 		Claim:                obs.SubjectName, Pool: obs.Pool.Name, Node: obs.SurgeHost.Name, Owner: obs.Placeholder,
 		Timeout: obs.Settings.PrePull.Timeout, Images: obs.PrePull.Images,
-	}.Build()
+	}
+	if obs.Subject != nil {
+		p.ClaimUID = obs.Subject.UID
+	}
+	var out []*corev1.Pod
+	for _, pod := range p.Pods() {
+		if slices.Contains(obs.PrePull.Missing, pod.Namespace) {
+			out = append(out, pod)
+		}
+	}
+	return out
 }

@@ -70,9 +70,48 @@ func ControllerCap(ctx context.Context, api client.Reader, namespace string) (in
 // args, in any of the forms Go's flag package accepts: -name=N, --name=N,
 // -name N.
 func CapOf(d unstructured.Unstructured) (int, error) {
+	value, ok, err := argOf(d, capFlag, false)
+	if err != nil || !ok {
+		return 0, err
+	}
+	n, err := strconv.Atoi(value)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("-%s=%q is not a non-negative integer", capFlag, value)
+	}
+	return n, nil
+}
+
+// pullSecretsFlag is the controller's -prepull-use-pull-secrets.
+const pullSecretsFlag = "prepull-use-pull-secrets"
+
+// ControllerPullSecrets reports whether a running controller Deployment in
+// namespace has -prepull-use-pull-secrets: its pre-pull Pods may then be
+// in every namespace, and rotationctl's cache looks for them there as the
+// controller's does.
+func ControllerPullSecrets(ctx context.Context, api client.Reader, namespace string) (bool, error) {
+	deployments, err := controllerDeployments(ctx, api, namespace)
+	if err != nil {
+		return false, err
+	}
+	for _, d := range deployments {
+		value, ok, err := argOf(d, pullSecretsFlag, true)
+		if err != nil {
+			return false, fmt.Errorf("Deployment %s/%s: %w", namespace, d.GetName(), err)
+		}
+		if on, _ := strconv.ParseBool(value); ok && on {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// argOf is the value of the flag name among the Deployment's containers'
+// args, in the forms Go's flag package accepts (-name=V, --name=V, and
+// -name V, or for a boolean flag -name alone, which is true).
+func argOf(d unstructured.Unstructured, name string, boolean bool) (string, bool, error) {
 	containers, _, err := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
 	if err != nil {
-		return 0, fmt.Errorf("reading its containers: %w", err)
+		return "", false, fmt.Errorf("reading its containers: %w", err)
 	}
 	for _, c := range containers {
 		m, ok := c.(map[string]any)
@@ -81,22 +120,19 @@ func CapOf(d unstructured.Unstructured) (int, error) {
 		}
 		args, _, _ := unstructured.NestedStringSlice(m, "args")
 		for i, a := range args {
-			name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
-			if !strings.HasPrefix(a, "-") || name != capFlag {
+			flagName, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+			switch {
+			case !strings.HasPrefix(a, "-") || flagName != name:
 				continue
+			case hasValue:
+				return value, true, nil
+			case boolean:
+				return "true", true, nil
+			case i+1 >= len(args):
+				return "", false, fmt.Errorf("-%s has no value", name)
 			}
-			if !hasValue {
-				if i+1 >= len(args) {
-					return 0, fmt.Errorf("-%s has no value", capFlag)
-				}
-				value = args[i+1]
-			}
-			n, err := strconv.Atoi(value)
-			if err != nil || n < 0 {
-				return 0, fmt.Errorf("-%s=%q is not a non-negative integer", capFlag, value)
-			}
-			return n, nil
+			return args[i+1], true, nil
 		}
 	}
-	return 0, nil
+	return "", false, nil
 }

@@ -60,3 +60,31 @@ func TestControllerCap(t *testing.T) {
 		})
 	}
 }
+
+// rotationctl caches the controller's Pods in every namespace when the
+// controller runs with -prepull-use-pull-secrets, in each form a boolean
+// flag takes.
+func TestControllerPullSecrets(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		args []string
+		want bool
+	}{
+		{"-name", []string{"-leader-elect", "-prepull-use-pull-secrets"}, true},
+		{"-name=true", []string{"-prepull-use-pull-secrets=true"}, true},
+		{"--name=true", []string{"--prepull-use-pull-secrets=true"}, true},
+		{"-name=false", []string{"-prepull-use-pull-secrets=false"}, false},
+		{"absent", []string{"-max-concurrent-rotations=3"}, false},
+		{"a value the flag package refuses", []string{"-prepull-use-pull-secrets=maybe"}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			api := fake.NewClientBuilder().WithObjects(deployment("nrc", "ops", chartLabels, c.args...)).Build()
+			if got, err := ControllerPullSecrets(t.Context(), api, "ops"); err != nil || got != c.want {
+				t.Errorf("%v, %v; want %v", got, err, c.want)
+			}
+		})
+	}
+	if _, err := ControllerPullSecrets(t.Context(), fake.NewClientBuilder().Build(), "ops"); err == nil {
+		t.Error("no Deployment: no error")
+	}
+}

@@ -33,6 +33,10 @@ type Inspector struct {
 	// MaxConcurrentRotations is the controller's cluster cap, 0 for none
 	// (docs/design.md#cluster-cap).
 	MaxConcurrentRotations int
+	// PullSecretsAllowed: the controller runs with
+	// -prepull-use-pull-secrets (ControllerPullSecrets), so a policy's
+	// usePullSecrets is judged as it honours it.
+	PullSecretsAllowed bool
 }
 
 // look is one read-only pass over the pool: its observation and the
@@ -47,7 +51,7 @@ func (in *Inspector) look(ctx context.Context, pool string) (obs *observe.Observ
 	if err != nil {
 		return nil, nil, "", err
 	}
-	o := &observe.Observer{Cache: in.Reader, API: api, Namespace: in.Namespace, Clock: in.Clock, Rules: in.Engine}
+	o := &observe.Observer{Cache: in.Reader, API: api, Namespace: in.Namespace, Clock: in.Clock, Rules: in.Engine, PullSecretsAllowed: in.PullSecretsAllowed}
 	obs, err = o.Observe(ctx, pool, limit)
 	var bad *observe.BadStateError
 	switch {

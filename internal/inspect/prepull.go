@@ -37,8 +37,8 @@ func prePullView(obs *observe.Observation) *PrePullView {
 		return v
 	}
 	switch p := obs.PrePull; {
-	case p.Pod != nil:
-		v.Images = prepull.Fates(p.Pod)
+	case len(p.Pods) > 0:
+		v.Images = prepull.FatesAll(p.Pods)
 	case len(p.Images) > 0:
 		v.Images = prepull.Planned(p.Images)
 	default:

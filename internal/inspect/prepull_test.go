@@ -43,6 +43,7 @@ func prePullCluster(t *testing.T, edit func(*karpv1.NodePool)) (objs []client.Ob
 		}
 	}
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: inspecttest.Namespace, Name: prepull.PodName("busy-a"),
+		Labels:          map[string]string{v1alpha1.LabelPrePullFor: "busy-a", v1alpha1.LabelManagedBy: v1alpha1.ManagedBy},
 		Annotations:     map[string]string{"noderotation.io/prepull-skipped-images": `[{"image":"example.com/cached:2","fate":"present"}]`},
 		OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: "nrc-surge-busy-a", UID: "placeholder-uid"}}}}
 	pod.Spec.NodeName = "node-busy-surge"

@@ -21,7 +21,9 @@ import (
 // Observer reads the cluster for one pass.
 type Observer struct {
 	// Cache serves NodePools, NodeClaims, Nodes, RotationPolicies and the
-	// placeholder Pods (scoped to Namespace and the surge-for label).
+	// controller's own Pods (labelled managed-by: the placeholders and
+	// pre-pull Pods of Namespace, and with PullSecretsAllowed those of
+	// every namespace).
 	Cache client.Reader
 	// API lists the Pods on one node and a waiting placeholder's Events
 	// (field selectors), uncached.
@@ -34,6 +36,9 @@ type Observer struct {
 	// Memory keeps each claim's last census class for ExpiredUnrotated
 	// (docs/design.md#coverage); nil keeps none (operator tools).
 	Memory *Memory
+	// PullSecretsAllowed: spec.prePull.usePullSecrets may be honoured
+	// (-prepull-use-pull-secrets; docs/design.md#pre-pull).
+	PullSecretsAllowed bool
 }
 
 // Cap is the cluster cap as one pass sees it (docs/design.md#cluster-cap):

@@ -2,6 +2,7 @@ package observe
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -31,6 +32,7 @@ func onSurgeNode() *corev1.Pod {
 
 func prePullPod(mods ...func(*corev1.Pod)) *corev1.Pod {
 	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: prepull.PodName("general-a"),
+		Labels:          map[string]string{v1alpha1.LabelPrePullFor: "general-a", v1alpha1.LabelManagedBy: v1alpha1.ManagedBy},
 		OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: "nrc-surge-general-a", UID: "placeholder-uid"}}}}
 	p.Spec.NodeName = "node-b"
 	p.Spec.Containers = []corev1.Container{{Name: "image-1", Image: "docker.io/library/nginx:1.25"}, {Name: "image-2", Image: "docker.io/library/redis:7"}}
@@ -218,13 +220,20 @@ func TestOnceRecordedOrTurnedOffThePhaseIsNotObserved(t *testing.T) {
 	rec := v1alpha1.PrePullRecord{Ended: v1alpha1.PrePullSucceeded, Wait: time.Minute}.String()
 	obs := observePrePull(t, append(movingWorkloads(), drainingPool(v1alpha1.AnnotationPrePull, rec), governing(),
 		surgeClaim(v1alpha1.StateDraining), node("node-a"), node("node-b"), onSurgeNode(), prePullPod())...)
-	if obs.PrePull.Pod != nil || obs.PrePull.Record != nil || obs.PrePull.State() != "" {
+	if obs.PrePull.Record != nil || obs.PrePull.State() != "" || obs.PrePull.Images != nil {
 		t.Errorf("recorded phase observed: %+v", obs.PrePull)
 	}
 	off := observeNow(t, append(movingWorkloads(), drainingPool(), governing(), surgeClaim(v1alpha1.StateDraining),
 		node("node-a"), node("node-b"), onSurgeNode(), prePullPod())...)
-	if off.PrePull.Pod != nil || off.Snapshot.Surge.PrePull != "" || off.Snapshot.Policy.PrePull || off.Snapshot.Policy.PrePullTimeout != 0 {
+	if off.PrePull.Record != nil || off.Snapshot.Surge.PrePull != "" || off.Snapshot.Policy.PrePull || off.Snapshot.Policy.PrePullTimeout != 0 {
 		t.Errorf("phase off: observed %+v, snapshot policy %+v", off.PrePull, off.Snapshot.Policy)
+	}
+	// its Pods are read all the same: a rollback deletes them whatever
+	// became of the policy
+	for _, o := range []*Observation{obs, off} {
+		if len(o.PrePull.Pods) != 1 {
+			t.Errorf("the rotation's Pods %v, want its one pre-pull Pod", o.PrePull.Pods)
+		}
 	}
 }
 
@@ -243,5 +252,70 @@ func TestTheSurgeNodesImagesAreReadFromTheAPIServer(t *testing.T) {
 		Clock: func() time.Time { return now }, Rules: shipped})
 	if got := obs.PrePull.State(); got != "" {
 		t.Errorf("surge.prePull %q: the node's images were read from the cache's trimmed copy", got)
+	}
+}
+
+// With usePullSecrets, the redis Pod's image needs its imagePullSecrets:
+// it is pulled by a Pod in that Pod's namespace ("apps"). Every Pod is
+// created by the pass that finds none; the phase ends when every Pod
+// ended, and a namespace whose Pod was never created (refused) is
+// accounted for by the plan the Pods carry: its images failed, named.
+func TestWithPullSecretsThePhaseFollowsAPodPerNamespace(t *testing.T) {
+	withSecret := func(p *corev1.Pod) { p.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "apps-registry"}} }
+	workloads := []client.Object{
+		pod("app-1", "node-a", "500m", images("nginx:1.25")),
+		pod("app-2", "node-a", "1", images("redis:7"), withSecret),
+	}
+	plan := func(p *corev1.Pod) {
+		p.Annotations = map[string]string{"noderotation.io/prepull-plan": `{"` + ns + `":["docker.io/library/nginx:1.25"],"apps":["docker.io/library/redis:7"]}`}
+	}
+	home := prePullPod(func(p *corev1.Pod) { p.Spec.Containers = p.Spec.Containers[:1] }, plan, statuses(""))
+	elsewhere := prePullPod(plan, func(p *corev1.Pod) {
+		p.Namespace, p.OwnerReferences = "apps", nil
+		p.Spec.Containers = []corev1.Container{{Name: "image-1", Image: "docker.io/library/redis:7"}}
+	})
+	observe := func(allowed bool, objs ...client.Object) *Observation {
+		o := observerOn(newClient(t, nil, append(append(workloads, governing(), node("node-a"), node("node-b"), onSurgeNode(),
+			drainingPool(), surgeClaim(v1alpha1.StateDraining)), objs...)...), now)
+		o.PullSecretsAllowed = allowed
+		obs, err := o.Observe(context.Background(), "general", NoCap)
+		if err != nil {
+			t.Fatal(err)
+		}
+		obs.PolicyErr = nil
+		obs.Settings.PrePull = policy.PrePull{Enabled: true, Timeout: 10 * time.Minute, MaxImages: 20, UsePullSecrets: true}
+		obs.PrePull = PrePull{}
+		if err := o.prePull(context.Background(), obs); err != nil {
+			t.Fatal(err)
+		}
+		return obs
+	}
+
+	obs := observe(true)
+	if obs.PrePull.State() != prePullAbsent || !slices.Equal(obs.PrePull.Missing, []string{ns, "apps"}) {
+		t.Errorf("no Pod yet: %q, missing %q; want absent, the controller's namespace and apps", obs.PrePull.State(), obs.PrePull.Missing)
+	}
+	obs = observe(true, home, elsewhere)
+	if obs.PrePull.State() != prePullRunning || len(obs.PrePull.Pods) != 2 || obs.PrePull.Pods[0].Namespace != ns || obs.PrePull.Images != nil {
+		t.Errorf("both, one pulling: %q, Pods %d, selection %v; want running, the controller's first, no selection", obs.PrePull.State(), len(obs.PrePull.Pods), obs.PrePull.Images)
+	}
+	ended := elsewhere.DeepCopy()
+	statuses("")(ended)
+	obs = observe(true, home, ended)
+	if r := obs.PrePull.Record; obs.PrePull.State() != prePullEnded || r == nil || r.Ended != v1alpha1.PrePullSucceeded || r.Pulled != 2 {
+		t.Errorf("both ended: %q, record %+v; want ended, succeeded with 2 pulled", obs.PrePull.State(), r)
+	}
+	// apps' Pod refused: no Pod is created after the first pass's, so the
+	// phase ends with the one that exists, apps' image failed and named
+	obs = observe(true, home)
+	if r := obs.PrePull.Record; obs.PrePull.State() != prePullEnded || len(obs.PrePull.Missing) != 0 || r == nil ||
+		r.Ended != v1alpha1.PrePullFailed || r.Pulled != 1 || r.Failed != 1 || !slices.Equal(obs.PrePull.Failed, []string{"docker.io/library/redis:7"}) {
+		t.Errorf("apps' Pod never created: %q, missing %q, record %+v, failed %q", obs.PrePull.State(), obs.PrePull.Missing, r, obs.PrePull.Failed)
+	}
+	// not allowed (no -prepull-use-pull-secrets): the image is skipped,
+	// one Pod beside the placeholder is all the phase plans
+	obs = observe(false)
+	if !slices.Equal(obs.PrePull.Missing, []string{ns}) || prepull.Count(obs.PrePull.Images, prepull.NeedsSecrets) != 1 {
+		t.Errorf("not allowed: missing %q, selection %+v; want the controller's namespace only, redis needsPullSecrets", obs.PrePull.Missing, obs.PrePull.Images)
 	}
 }

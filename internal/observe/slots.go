@@ -76,6 +76,7 @@ func (o *Observation) first() {
 	o.Subject, o.SubjectName, o.OldNode, o.Placeholder = f.Subject, f.SubjectName, f.OldNode, f.Placeholder
 	o.SurgeHost, o.SurgeHostClaim, o.InducedClaim, o.Unservable = f.SurgeHost, f.SurgeHostClaim, f.InducedClaim, f.Unservable
 	o.Sizing, o.Shortfall, o.AvoidHostnames, o.AnchorPaired = f.Sizing, f.Shortfall, f.AvoidHostnames, f.AnchorPaired
+	o.PrePull = f.PrePull
 }
 
 // poolSnapshot is what the window machine decides on: with one slot, that

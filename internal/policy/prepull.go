@@ -32,11 +32,6 @@ type PrePull struct {
 func prePull(in v1alpha1.PrePullSpec) (PrePull, error) {
 	var errs []error
 	p := PrePull{Enabled: in.Enabled, MaxImages: int(in.MaxImages), Exclude: in.ExcludeImages, UsePullSecrets: in.UsePullSecrets}
-	if p.UsePullSecrets {
-		// the selection would give those images the fate pull, and the
-		// Pod in the controller's namespace has none of their secrets
-		errs = append(errs, errors.New("spec.prePull.usePullSecrets: pulling with the Pods' secrets is not available yet"))
-	}
 	var err error
 	p.Timeout, err = positiveOr("spec.prePull.timeout", in.Timeout, DefaultPrePullTimeout)
 	errs = append(errs, err)

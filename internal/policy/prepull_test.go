@@ -31,7 +31,6 @@ func TestPrePullErrorsNameTheField(t *testing.T) {
 		t.Fatal("want errors")
 	}
 	for _, want := range []string{
-		"spec.prePull.usePullSecrets: pulling with the Pods' secrets is not available yet",
 		`spec.prePull.timeout: "0s" must be greater than 0`,
 		"spec.prePull.maxImages: 101 is outside 1 to 100",
 		`spec.prePull.excludeImages[1]: "[unclosed" is not a glob`,
@@ -43,6 +42,9 @@ func TestPrePullErrorsNameTheField(t *testing.T) {
 	}
 	if strings.Contains(err.Error(), "excludeImages[0]") {
 		t.Errorf("a valid glob reported: %v", err)
+	}
+	if p, err := prePull(v1alpha1.PrePullSpec{Enabled: true, UsePullSecrets: true}); err != nil || !p.UsePullSecrets {
+		t.Errorf("usePullSecrets: %+v %v, want it taken", p, err)
 	}
 	if _, err := prePull(v1alpha1.PrePullSpec{MaxImages: -1}); err == nil || !strings.Contains(err.Error(), "spec.prePull.maxImages: -1") {
 		t.Errorf("maxImages -1: %v", err)
@@ -68,10 +70,10 @@ func TestResolveCarriesThePrePullBoundIntoTheTiming(t *testing.T) {
 	if s, err = Resolve(spec); err != nil || !s.PrePull.Enabled || s.PrePullTimeout != 4*time.Minute {
 		t.Fatalf("an enabled phase: %v, lengthens t_rot by %s, want its timeout 4m", err, s.PrePullTimeout)
 	}
-	// usePullSecrets is refused until its Pods exist; the settings Resolve
-	// returns beside the error still carry it
+	// usePullSecrets is carried as asked: the controller honours it only
+	// when installed to (observe.Observer.PullSecretsAllowed)
 	spec.PrePull.UsePullSecrets = true
-	if s, err = Resolve(spec); err == nil || !s.PrePull.UsePullSecrets {
+	if s, err = Resolve(spec); err != nil || !s.PrePull.UsePullSecrets {
 		t.Fatalf("usePullSecrets: %v, %+v", err, s.PrePull)
 	}
 }

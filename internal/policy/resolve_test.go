@@ -71,7 +71,6 @@ func TestResolveErrorsNameTheField(t *testing.T) {
 	for _, want := range []string{
 		`spec.ageThreshold: "soon" is not a Go duration`,
 		`spec.surge.maxUnavailable: "0%" must be`,
-		"spec.prePull.usePullSecrets",
 		`spec.maintenanceWindows[1].timezone "Mars/Olympus_Mons": not a loadable IANA time zone`,
 		`spec.surge.readyTimeout: "0s" must be greater than 0`,
 		`spec.surge.retryBackoff: "-5m" must be greater than 0`,

@@ -13,6 +13,9 @@ const (
 	FatePulling  = "pulling"  // not reached yet, or its pull under way
 	FateFailed   = "failed"   // a pull error the kubelet does not get past
 	FateRetrying = "retrying" // a pull error the kubelet retries, backing off
+	// FateNoPod: its namespace's Pod was never created (refused, or the
+	// create cut short): counted failed.
+	FateNoPod = "noPod"
 	// FateToPull: the selection's image, no Pod created yet.
 	FateToPull = "toPull"
 )
@@ -32,9 +35,30 @@ type ImageFate struct {
 }
 
 // Fates lists the Pod's installer when its pull failed, each image
-// container's image with its fate, then the images the Pod was built
-// without and why (the selection's fates, kept on the Pod).
+// container's image with its fate, then the images the rotation's Pods
+// were built without and why (the selection's fates, kept on each Pod).
 func Fates(pod *corev1.Pod) []ImageFate {
+	return append(containerFates(pod), skippedFates(pod)...)
+}
+
+// FatesAll lists the rotation's Pods' images: each Pod's containers, then
+// the images of a namespace whose Pod was never created, then the skipped
+// ones, once.
+func FatesAll(pods []*corev1.Pod) []ImageFate {
+	var out []ImageFate
+	for _, pod := range pods {
+		out = append(out, containerFates(pod)...)
+	}
+	for _, img := range Unplaced(pods) {
+		out = append(out, ImageFate{Image: img, Fate: FateNoPod})
+	}
+	if len(pods) > 0 {
+		out = append(out, skippedFates(pods[0])...)
+	}
+	return out
+}
+
+func containerFates(pod *corev1.Pod) []ImageFate {
 	var out []ImageFate
 	for _, s := range pod.Status.InitContainerStatuses {
 		if f := statusFate(s.Image, s); f.Fate == FateFailed || f.Fate == FateRetrying {
@@ -54,7 +78,7 @@ func Fates(pod *corev1.Pod) []ImageFate {
 		}
 		out = append(out, statusFate(c.Image, s))
 	}
-	return append(out, skippedFates(pod)...)
+	return out
 }
 
 // statusFate reads one container's status.

@@ -1,6 +1,9 @@
 package prepull
 
 import (
+	"encoding/json"
+	"maps"
+	"slices"
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
@@ -96,4 +99,68 @@ func Ended(pod *corev1.Pod) bool {
 	}
 	o := Read(pod)
 	return len(pod.Spec.Containers) > 0 && o.Unfinished == 0 && o.Retrying == 0
+}
+
+// ReadAll reads the rotation's Pods: their containers summed, the
+// skipped images counted once, and the images of a namespace whose Pod
+// the plan has but the API server never created (refused, or a create
+// cut short) counted failed and named.
+func ReadAll(pods []*corev1.Pod) Outcome {
+	var o Outcome
+	for i, pod := range pods {
+		r := Read(pod)
+		o.Pulled, o.Failed, o.Retrying, o.Unfinished = o.Pulled+r.Pulled, o.Failed+r.Failed, o.Retrying+r.Retrying, o.Unfinished+r.Unfinished
+		if i == 0 {
+			o.Skipped = r.Skipped // the rotation's, on every Pod
+		}
+		o.FailedImages = appendNew(o.FailedImages, r.FailedImages...)
+	}
+	unplaced := Unplaced(pods)
+	o.Failed += len(unplaced)
+	o.FailedImages = appendNew(o.FailedImages, unplaced...)
+	return o
+}
+
+// Unplaced are the images the plan puts in a namespace no Pod of pods is
+// in; none without a plan.
+func Unplaced(pods []*corev1.Pod) []string {
+	plan := planOf(pods)
+	var out []string
+	for _, ns := range slices.Sorted(maps.Keys(plan)) {
+		if !slices.ContainsFunc(pods, func(p *corev1.Pod) bool { return p.Namespace == ns }) {
+			out = append(out, plan[ns]...)
+		}
+	}
+	return out
+}
+
+// planOf is the plan the first of pods that carries a readable one says;
+// a plan edited into garbage reads as none (nothing counted unplaced).
+func planOf(pods []*corev1.Pod) map[string][]string {
+	for _, pod := range pods {
+		var plan map[string][]string
+		if v := pod.Annotations[planAnnotation]; v != "" && json.Unmarshal([]byte(v), &plan) == nil {
+			return plan
+		}
+	}
+	return nil
+}
+
+func appendNew(to []string, images ...string) []string {
+	for _, img := range images {
+		if !slices.Contains(to, img) {
+			to = append(to, img)
+		}
+	}
+	return to
+}
+
+// AllEnded reports whether there are Pods and every one of them ended.
+func AllEnded(pods []*corev1.Pod) bool {
+	for _, pod := range pods {
+		if !Ended(pod) {
+			return false
+		}
+	}
+	return len(pods) > 0
 }

@@ -1,13 +1,16 @@
 package prepull
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
@@ -34,6 +37,10 @@ const (
 	// skippedAnnotation counts the selection's images the Pod does not
 	// pull, for the phase's record.
 	skippedAnnotation = "noderotation.io/prepull-skipped"
+	// planAnnotation is the rotation's plan on each of its Pods: the
+	// images each namespace's Pod pulls (JSON), so a Pod that could not
+	// be created is still accounted for.
+	planAnnotation = "noderotation.io/prepull-plan"
 )
 
 // Pod describes one rotation's pre-pull Pod.
@@ -44,13 +51,18 @@ type Pod struct {
 	Namespace, PriorityClass string
 	Tolerations              []corev1.Toleration
 	// Installer is the controller's own image: its binary is the no-op.
-	// InstallerPullSecrets are the Secrets it is pulled with; the images
-	// of the selection need none (images whose Pods use imagePullSecrets
-	// are not pulled without usePullSecrets).
+	// InstallerPullSecrets are the Secrets it is pulled with in the
+	// controller's namespace; the images pulled there need none (the
+	// images whose Pods use imagePullSecrets are pulled, with
+	// usePullSecrets, by a Pod in their Pods' namespace, which pulls the
+	// installer with those Pods' secrets).
 	Installer            string
 	InstallerPullSecrets []string
-	// Claim and Pool name the rotation; Node is its surge node.
+	// Claim and Pool name the rotation; Node is its surge node. ClaimUID
+	// is the old claim's: the owner of a Pod outside the controller's
+	// namespace.
 	Claim, Pool, Node string
+	ClaimUID          types.UID
 	// Owner is the rotation's placeholder. The Pod is its dependent, so
 	// the garbage collector removes it on every path that deletes the
 	// placeholder, whether or not a pass deletes the Pod itself.
@@ -62,17 +74,76 @@ type Pod struct {
 	Images []Image
 }
 
-// Build returns the pre-pull Pod, or nil when no image is to be pulled.
-// It is bound to the surge node (spec.nodeName: no scheduler, and no
-// pending Pod for Karpenter to provision for), runs once (restartPolicy
-// Never), requests nothing, and has one container per image in the
-// selection's order, each running the no-op its init container installed.
+// Build returns the pre-pull Pod in the controller's namespace, or nil
+// when no image is to be pulled there. It is bound to the surge node
+// (spec.nodeName: no scheduler, and no pending Pod for Karpenter to
+// provision for), runs once (restartPolicy Never), requests nothing, and
+// has one container per image in the selection's order, each running the
+// no-op its init container installed.
 func (p Pod) Build() *corev1.Pod {
-	var containers []corev1.Container
+	pods := p.Pods()
+	if len(pods) == 0 || pods[0].Namespace != p.Namespace {
+		return nil
+	}
+	return pods[0]
+}
+
+// Pods returns the rotation's pre-pull Pods: the one in the controller's
+// namespace for the images pulled without secrets, then, with
+// usePullSecrets, one in each namespace whose Pods' images need their
+// imagePullSecrets, with those secrets (a Secret is only usable in its
+// own namespace), in the selection's order. Every Pod carries what
+// belongs to the rotation, not to it: the plan (each Pod's namespace and
+// images) and the images none of them pulls, so whichever Pods exist tell
+// the whole phase.
+func (p Pod) Pods() []*corev1.Pod {
+	groups := map[string][]Image{}
+	order := []string{p.Namespace}
 	for _, img := range p.Images {
 		if img.Fate != Pull {
 			continue
 		}
+		ns := Home(img, p.Namespace)
+		if _, ok := groups[ns]; !ok && ns != p.Namespace {
+			order = append(order, ns)
+		}
+		groups[ns] = append(groups[ns], img)
+	}
+	plan := map[string][]string{}
+	for ns, images := range groups {
+		for _, img := range images {
+			plan[ns] = append(plan[ns], img.Ref)
+		}
+	}
+	var out []*corev1.Pod
+	for _, ns := range order {
+		if len(groups[ns]) == 0 {
+			continue
+		}
+		pod := p.build(ns, groups[ns])
+		pod.Annotations = p.annotations(plan)
+		out = append(out, pod)
+	}
+	return out
+}
+
+// Home is the namespace of the Pod that pulls img: its Pod's when it
+// needs that Pod's imagePullSecrets, else the controller's (ns).
+func Home(img Image, ns string) string {
+	if img.Fate == Pull && len(img.Secrets) > 0 && img.Namespace != "" {
+		return img.Namespace
+	}
+	return ns
+}
+
+// build is the Pod in ns that pulls images. In the controller's namespace
+// it is the placeholder's dependent and pulls the installer with its
+// secrets; elsewhere an owner in another namespace is not allowed, so it
+// is the old NodeClaim's (cluster-scoped) and the rotation deletes it
+// itself, and it pulls with its images' Pods' secrets.
+func (p Pod) build(ns string, images []Image) *corev1.Pod {
+	var containers []corev1.Container
+	for _, img := range images {
 		containers = append(containers, corev1.Container{
 			Name:            fmt.Sprintf("image-%d", len(containers)+1),
 			Image:           img.Ref,
@@ -82,21 +153,21 @@ func (p Pod) Build() *corev1.Pod {
 			SecurityContext: restricted(),
 		})
 	}
-	if len(containers) == 0 {
-		return nil
+	owners, pullSecrets := owner(p.Owner), p.InstallerPullSecrets
+	if ns != p.Namespace {
+		owners, pullSecrets = p.claimOwner(), unionSecrets(images)
 	}
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      PodName(p.Claim),
-			Namespace: p.Namespace,
+			Namespace: ns,
 			Labels: map[string]string{
 				v1alpha1.LabelPrePullFor:      p.Claim,
 				v1alpha1.LabelNodePool:        p.Pool,
 				v1alpha1.LabelManagedBy:       v1alpha1.ManagedBy,
 				"app.kubernetes.io/component": component,
 			},
-			Annotations:     p.annotations(),
-			OwnerReferences: owner(p.Owner),
+			OwnerReferences: owners,
 		},
 		Spec: corev1.PodSpec{
 			NodeName:                      p.Node,
@@ -111,7 +182,7 @@ func (p Pod) Build() *corev1.Pod {
 				RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To(int64(65532)), RunAsGroup: ptr.To(int64(65532)),
 				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 			},
-			ImagePullSecrets: secrets(p.InstallerPullSecrets),
+			ImagePullSecrets: secrets(pullSecrets),
 			Volumes:          []corev1.Volume{{Name: volume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
 			InitContainers: []corev1.Container{{
 				Name:            "install-noop",
@@ -126,9 +197,35 @@ func (p Pod) Build() *corev1.Pod {
 	}
 }
 
-// annotations count the images the Pod skips, and list them when any.
-func (p Pod) annotations() map[string]string {
-	a := map[string]string{skippedAnnotation: strconv.Itoa(Skipped(p.Images))}
+// unionSecrets are the imagePullSecrets of images' Pods, each once, in
+// order: the kubelet tries each for a registry that asks.
+func unionSecrets(images []Image) []string {
+	var out []string
+	for _, img := range images {
+		for _, s := range img.Secrets {
+			if !slices.Contains(out, s) {
+				out = append(out, s)
+			}
+		}
+	}
+	return out
+}
+
+// claimOwner makes a Pod outside the controller's namespace a dependent
+// of the old NodeClaim: the garbage collector removes it with the claim,
+// should every delete of the rotation's have missed it.
+func (p Pod) claimOwner() []metav1.OwnerReference {
+	if p.ClaimUID == "" {
+		return nil
+	}
+	return []metav1.OwnerReference{{APIVersion: "karpenter.sh/v1", Kind: "NodeClaim", Name: p.Claim, UID: p.ClaimUID}}
+}
+
+// annotations are the rotation's: the plan, and the count and list of the
+// images no Pod pulls.
+func (p Pod) annotations(plan map[string][]string) map[string]string {
+	b, _ := json.Marshal(plan) // strings only: cannot fail
+	a := map[string]string{skippedAnnotation: strconv.Itoa(Skipped(p.Images)), planAnnotation: string(b)}
 	if list := skippedList(p.Images); list != "" {
 		a[skippedImagesAnnotation] = list
 	}

@@ -1,7 +1,9 @@
 package prepull
 
 import (
+	"fmt"
 	"os"
+	"reflect"
 	"regexp"
 	"slices"
 	"testing"
@@ -190,5 +192,62 @@ func TestOnlyLinuxNodesRunTheNoop(t *testing.T) {
 	}
 	if LinuxNode(node(map[string]string{corev1.LabelOSStable: "windows"})) {
 		t.Error("a Windows node is taken for Linux")
+	}
+}
+
+// With usePullSecrets the images whose Pods need their imagePullSecrets
+// are pulled by a Pod in each such namespace, with the union of those
+// Pods' secrets, owned by the old claim (no owner across namespaces); the
+// first Pod alone carries the skipped images.
+func TestAPodPerNamespaceForTheImagesThatNeedTheirPodsSecrets(t *testing.T) {
+	p := examplePod()
+	p.ClaimUID = "claim-uid"
+	p.Images = append(p.Images,
+		Image{Ref: "registry.example.com/a/one:1", Fate: Pull, Namespace: "team-a", Secrets: []string{"a-reg"}},
+		Image{Ref: "registry.example.com/b/two:1", Fate: Pull, Namespace: "team-b", Secrets: []string{"b-reg"}},
+		Image{Ref: "registry.example.com/a/three:1", Fate: Pull, Namespace: "team-a", Secrets: []string{"a-reg", "a-mirror"}},
+	)
+	pods := p.Pods()
+	var where []string
+	for _, pod := range pods {
+		where = append(where, fmt.Sprintf("%s:%d", pod.Namespace, len(pod.Spec.Containers)))
+	}
+	if !slices.Equal(where, []string{p.Namespace + ":3", "team-a:2", "team-b:1"}) {
+		t.Fatalf("Pods %q, want the controller's first, then team-a's two images and team-b's one", where)
+	}
+	a := pods[1]
+	if a.Name != PodName(p.Claim) || a.Spec.NodeName != p.Node || a.Labels[v1alpha1.LabelPrePullFor] != p.Claim {
+		t.Errorf("team-a's Pod %s, node %s, labels %v", a.Name, a.Spec.NodeName, a.Labels)
+	}
+	if want := []corev1.LocalObjectReference{{Name: "a-reg"}, {Name: "a-mirror"}}; !reflect.DeepEqual(a.Spec.ImagePullSecrets, want) {
+		t.Errorf("team-a's pull secrets %v, want %v: its images' Pods', each once, not the installer's", a.Spec.ImagePullSecrets, want)
+	}
+	if refs := a.OwnerReferences; len(refs) != 1 || refs[0].Kind != "NodeClaim" || refs[0].Name != p.Claim || refs[0].UID != "claim-uid" {
+		t.Errorf("team-a's owners %+v, want the old claim", refs)
+	}
+	// every Pod tells the whole rotation: whichever exist, the skipped
+	// images count once, and a namespace whose Pod is missing is named
+	for _, pod := range pods {
+		if !reflect.DeepEqual(pod.Annotations, pods[0].Annotations) {
+			t.Errorf("%s's annotations %v differ from %v", pod.Namespace, pod.Annotations, pods[0].Annotations)
+		}
+	}
+	if o := ReadAll(pods); o.Skipped != 4 || o.Failed != 0 || o.Unfinished != 6 {
+		t.Errorf("all three: %+v, want 4 skipped, 6 unfinished", o)
+	}
+	o := ReadAll([]*corev1.Pod{pods[0], pods[2]}) // team-a's never created
+	if o.Skipped != 4 || o.Failed != 2 || !slices.Equal(o.FailedImages, []string{"registry.example.com/a/one:1", "registry.example.com/a/three:1"}) {
+		t.Errorf("team-a's Pod missing: %+v, want its two images failed and named", o)
+	}
+	if fs := FatesAll([]*corev1.Pod{pods[0], pods[2]}); len(fs) != 3+1+2+4 || fs[4].Fate != FateNoPod || fs[6].Fate != string(Excluded) {
+		t.Errorf("fates %+v, want the Pods' 4 images, team-a's 2 without a Pod, the 4 skipped once", fs)
+	}
+	// nothing pulled without secrets: no Pod beside the placeholder
+	p.Images = p.Images[len(p.Images)-3:]
+	if p.Build() != nil {
+		t.Error("a Pod in the controller's namespace with nothing to pull there")
+	}
+	if pods := p.Pods(); len(pods) != 2 || pods[0].Namespace != "team-a" {
+		t.Errorf("Pods %v", pods)
 	}
 }

@@ -40,6 +40,9 @@ type Sweeper struct {
 	Client    client.Client // writes, and the List the sweep selects from
 	Fresh     client.Reader // the reads writes are validated against
 	Namespace string
+	// PrePullEverywhere: pre-pull Pods may live in every namespace
+	// (usePullSecrets), so the sweep looks for them there.
+	PrePullEverywhere bool
 	// Say is required: every line of the sweep is said through it.
 	Say Announcer
 	// Clock stamps failed-at; time.Now when nil.
@@ -87,18 +90,26 @@ func (s *Sweeper) anchors(ctx context.Context) (map[string]bool, error) {
 // placeholder is deleted; the sweep does not wait on it, and sweeps them
 // before the placeholders so each delete is its own.
 func (s *Sweeper) prePullPods(ctx context.Context, anchored map[string]bool) {
-	s.pods(ctx, anchored, v1alpha1.LabelPrePullFor, "pre-pull Pod", s.Say.SweptPrePullPod)
+	var where []client.ListOption
+	if !s.PrePullEverywhere {
+		where = append(where, client.InNamespace(s.Namespace))
+	}
+	s.pods(ctx, anchored, v1alpha1.LabelPrePullFor, "pre-pull Pod", func(p *corev1.Pod, claim string) {
+		s.Say.SweptPrePullPod(p.Namespace+"/"+p.Name, claim)
+	}, where...)
 }
 
 func (s *Sweeper) placeholders(ctx context.Context, anchored map[string]bool) {
-	s.pods(ctx, anchored, v1alpha1.LabelSurgeFor, "placeholder", s.Say.SweptPlaceholder)
+	s.pods(ctx, anchored, v1alpha1.LabelSurgeFor, "placeholder", func(p *corev1.Pod, claim string) {
+		s.Say.SweptPlaceholder(p.Name, claim)
+	}, client.InNamespace(s.Namespace))
 }
 
 // pods deletes the controller-namespace Pods whose label names a claim no
 // anchor references, re-reading the pool's anchors before each delete.
-func (s *Sweeper) pods(ctx context.Context, anchored map[string]bool, label, what string, swept func(pod, claim string)) {
+func (s *Sweeper) pods(ctx context.Context, anchored map[string]bool, label, what string, swept func(pod *corev1.Pod, claim string), where ...client.ListOption) {
 	pods := &corev1.PodList{}
-	if err := s.Client.List(ctx, pods, client.InNamespace(s.Namespace), client.HasLabels{label}); err != nil {
+	if err := s.Client.List(ctx, pods, append(where, client.HasLabels{label})...); err != nil {
 		s.Say.SweepFailed(err, "listing "+what+"s")
 		return
 	}
@@ -112,9 +123,9 @@ func (s *Sweeper) pods(ctx context.Context, anchored map[string]bool, label, wha
 		switch {
 		case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
 		case err != nil:
-			s.Say.SweepFailed(err, "deleting "+what, what, p.Name)
+			s.Say.SweepFailed(err, "deleting "+what, what, p.Name, "namespace", p.Namespace)
 		default:
-			swept(p.Name, claim)
+			swept(p, claim)
 		}
 	}
 }

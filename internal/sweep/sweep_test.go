@@ -142,7 +142,7 @@ func TestSweepCleansWhatNoAnchorReferences(t *testing.T) {
 	for _, want := range [][]string{
 		{"startup sweep deleted a placeholder no anchor references", `"placeholder"="ph-b"`, `"nodeclaim"="claim-b"`},
 		{"startup sweep deleted a placeholder no anchor references", `"placeholder"="ph-gone"`},
-		{"startup sweep deleted a pre-pull Pod no anchor references", `"pod"="pp-gone"`, `"nodeclaim"="claim-gone"`},
+		{"startup sweep deleted a pre-pull Pod no anchor references", `"pod"="` + ns + `/pp-gone"`, `"nodeclaim"="claim-gone"`},
 		{`"startup sweep unfroze a node no anchor references"`, `"node"="node-b"`},
 		{`"startup sweep unfroze a node no anchor references"`, `"node"="node-opdnd"`},
 		{`"startup sweep uncordoned a node no anchor references"`, `"node"="node-c"`},
@@ -632,4 +632,22 @@ func TestSweepKeepsEverySlotsRotation(t *testing.T) {
 	wantAnn(t, "pool", w.pool("general").Annotations, ann(
 		v1alpha1.AnnotationActiveRotationState, "pending", s2(v1alpha1.AnnotationActiveRotationState), "draining",
 		s3(v1alpha1.AnnotationActiveRotationState), "", s3(v1alpha1.AnnotationLastRotationAt), "2026-11-01T00:00:00Z"))
+}
+
+// With usePullSecrets a rotation's pre-pull Pods live in the moving Pods'
+// namespaces too: the sweep looks for them there, and still only for
+// Pods labelled as pre-pull Pods.
+func TestSweepFindsPrePullPodsInEveryNamespaceWhenTheyMayBeThere(t *testing.T) {
+	w := newWorld(t, crashed()...)
+	w.s.PrePullEverywhere = true
+	w.run()
+	if w.podExists("default", "pp-not-ours") {
+		t.Error("a pre-pull Pod no anchor references, in another namespace, was left")
+	}
+	if !w.podExists("default", "not-ours") || !w.podExists(ns, "pp-a") {
+		t.Error("a placeholder outside the namespace, or an anchored rotation's pre-pull Pod, was deleted")
+	}
+	if got := w.logged("startup sweep deleted a pre-pull Pod no anchor references", `"pod"="default/pp-not-ours"`); len(got) != 1 {
+		t.Errorf("log lines %q", got)
+	}
 }

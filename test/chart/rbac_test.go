@@ -31,7 +31,10 @@ var (
 		"authentication.k8s.io/tokenreviews: create",
 		"authorization.k8s.io/subjectaccessreviews: create",
 	}
-	wantRole = []string{
+	// prePull.usePullSecrets: the pre-pull Pods in the moving Pods'
+	// namespaces, cached by label (list, watch), created and deleted there.
+	wantPullSecretsPods = "core/pods: list watch create delete"
+	wantRole            = []string{
 		"core/pods: list watch create delete",
 		"core/events: list",
 		"coordination.k8s.io/leases: get create update",
@@ -62,6 +65,13 @@ func ruleLines(t *testing.T, what string, rules []rbacv1.PolicyRule) []string {
 	return out
 }
 
+// withPods is the ClusterRole with its Pods rule's verbs as line says.
+func withPods(line string) []string {
+	out := slices.Clone(wantClusterRole)
+	out[slices.Index(out, "core/pods: list")] = line
+	return out
+}
+
 func TestRBACIsExactlyWhatTheCodeUses(t *testing.T) {
 	c := loadChart(t)
 	for _, tc := range []struct {
@@ -74,6 +84,7 @@ func TestRBACIsExactlyWhatTheCodeUses(t *testing.T) {
 		// No endpoint, nothing to authenticate for.
 		{[]string{"metrics.auth=true", "metrics.port=0"}, wantClusterRole},
 		{[]string{"serviceAccount.create=false", "serviceAccount.name=existing"}, append(slices.Clone(wantClusterRole), wantMetricsAuth...)},
+		{[]string{"metrics.auth=false", "prePull.usePullSecrets=true"}, withPods(wantPullSecretsPods)},
 	} {
 		r := mustRender(t, c, withMonitoring, tc.sets...)
 		cr := find[*rbacv1.ClusterRole](t, r)

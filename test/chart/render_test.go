@@ -228,6 +228,7 @@ var podKnobs = []string{
 	"podSecurityContext.runAsUser=null", "podSecurityContext.fsGroup=65532", "securityContext.readOnlyRootFilesystem=false",
 	"resources.limits.cpu=1", "placeholderImage=mirror.example/pause:3.10", "logFormat=text", "logVerbosity=1",
 	"podDisruptionBudget.maxUnavailable=50%", "maxConcurrentRotations=3", "placeholderHostnamePreference=false",
+	"prePull.usePullSecrets=true",
 }
 
 func TestPodKnobs(t *testing.T) {
@@ -260,6 +261,7 @@ func TestPodKnobs(t *testing.T) {
 		{"logFormat, logVerbosity", hasArg(ctr, "-log-format=text") && hasArg(ctr, "-v=1")},
 		{"maxConcurrentRotations", hasArg(ctr, "-max-concurrent-rotations=3")},
 		{"placeholderHostnamePreference", hasArg(ctr, "-placeholder-hostname-preference=false")},
+		{"prePull.usePullSecrets", hasArg(ctr, "-prepull-use-pull-secrets=true")},
 	}
 	for _, ch := range checks {
 		if !ch.ok {

@@ -123,8 +123,13 @@ var _ = Describe("the local cluster", Label("smoke"), Ordered, func() {
 		// The priority admission plugin reads PriorityClasses from the API
 		// server's own cache, which may not hold the one just created yet
 		// ("no PriorityClass with name … was found", seen on v1.12.1).
-		Eventually(func() error { return kube.Create(ctx, pod.DeepCopy()) }).
-			WithTimeout(20 * time.Second).Should(Succeed())
+		Eventually(func() error {
+			err := kube.Create(ctx, pod.DeepCopy())
+			if apierrors.IsAlreadyExists(err) {
+				return nil // an earlier try was created, its answer lost
+			}
+			return err
+		}).WithTimeout(20 * time.Second).Should(Succeed())
 		Eventually(func() corev1.PodPhase {
 			_ = kube.Get(ctx, client.ObjectKeyFromObject(pod), pod)
 			return pod.Status.Phase

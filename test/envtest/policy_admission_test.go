@@ -101,6 +101,16 @@ var _ = Describe("RotationPolicy admission", func() {
 		Expect(s.PrePull.MaxImages).To(BeNumerically("==", policy.DefaultPrePullMaxImages))
 	})
 
+	It("accepts prePull.usePullSecrets (the controller honours it only when installed to)", func() {
+		p := &v1alpha1.RotationPolicy{ObjectMeta: metav1.ObjectMeta{Name: "pull-secrets"}, Spec: v1alpha1.RotationPolicySpec{
+			MaintenanceWindows: []v1alpha1.MaintenanceWindow{{Timezone: "UTC", Days: []v1alpha1.Weekday{"Sun"}, Start: "01:00", End: "05:00"}},
+			PrePull:            v1alpha1.PrePullSpec{Enabled: true, UsePullSecrets: true},
+		}}
+		Expect(env.Client.Create(ctx, p)).To(Succeed())
+		DeferCleanup(func() { _ = env.Client.Delete(ctx, p) })
+		Expect(p.Spec.PrePull.UsePullSecrets).To(BeTrue())
+	})
+
 	It("accepts \"0\" where zero means none: cooldownAfter, failurePause", func() {
 		p := &v1alpha1.RotationPolicy{ObjectMeta: metav1.ObjectMeta{Name: "zeroes"}, Spec: v1alpha1.RotationPolicySpec{
 			MaintenanceWindows: []v1alpha1.MaintenanceWindow{{Timezone: "UTC", Days: []v1alpha1.Weekday{"Sun"}, Start: "01:00", End: "05:00"}},
@@ -263,7 +273,6 @@ var _ = Describe("RotationPolicy admission", func() {
 		Entry("selector Exists with values", `nodePoolSelector: {matchExpressions: [{key: team, operator: Exists, values: [a]}]}`, `matchExpressions with Exists or DoesNotExist take no values`),
 		Entry("required key not a label key", `surge: {matchNodeRequirements: {required: ["topology.kubernetes.io/zone", "not a key"]}}`, `spec.surge.matchNodeRequirements.required: Invalid value: required entries must be label keys such as topology.kubernetes.io/zone`),
 		Entry("preferred key not a label key", `surge: {matchNodeRequirements: {preferred: ["-leading-dash"]}}`, `spec.surge.matchNodeRequirements.preferred: Invalid value: preferred entries must be label keys such as topology.kubernetes.io/zone`),
-		Entry("prePull usePullSecrets", `prePull: {enabled: true, usePullSecrets: true}`, `spec.prePull.usePullSecrets: Invalid value: true: usePullSecrets is not available yet`),
 		Entry("prePull timeout zero", `prePull: {timeout: 0s}`, `spec.prePull.timeout: Invalid value: "0s": timeout must be greater than 0`),
 		Entry("prePull timeout not a duration", `prePull: {timeout: 1d}`, `spec.prePull.timeout: Invalid value: "1d": timeout must be a Go duration such as 10m`),
 		Entry("prePull maxImages 0", `prePull: {maxImages: 0}`, `spec.prePull.maxImages: Invalid value: 0: spec.prePull.maxImages in body should be greater than or equal to 1`),

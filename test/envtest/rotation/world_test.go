@@ -162,6 +162,12 @@ type instanceSet struct {
 	done   sync.WaitGroup
 }
 
+// pullSecretsWorld: startInstances runs the controllers as the chart does
+// with prePull.usePullSecrets (-prepull-use-pull-secrets: their Pods
+// cached in every namespace); true only while that world starts
+// (prepull_test.go), so every other world runs the default.
+var pullSecretsWorld bool
+
 // instanceSeq keeps controller names unique in the process (controller-
 // runtime refuses a name twice).
 var instanceSeq atomic.Int64
@@ -180,7 +186,7 @@ func startInstances(e *testenv.Env, prefix string, n int, leaderElection bool, m
 		}
 		cfg := rest.CopyConfig(e.Config)
 		cfg.Wrap(controllerRequests.wrap(name))
-		cacheOpts := cache.Options(controllerNS)
+		cacheOpts := cache.Options(controllerNS, pullSecretsWorld)
 		opts := ctrl.Options{
 			Scheme: e.Scheme, Metrics: metricsserver.Options{BindAddress: addr}, HealthProbeBindAddress: "0",
 			Cache: cacheOpts,
@@ -196,7 +202,7 @@ func startInstances(e *testenv.Env, prefix string, n int, leaderElection bool, m
 		mgr, err := ctrl.NewManager(cfg, opts)
 		Expect(err).NotTo(HaveOccurred())
 		r, err := controller.Setup(mgr, controller.Config{
-			Namespace: controllerNS, PlaceholderPriorityClass: priorityClass, Name: name, Clock: clock, PrePullImage: prePullImage,
+			Namespace: controllerNS, PlaceholderPriorityClass: priorityClass, Name: name, Clock: clock, PrePullImage: prePullImage, PrePullUsePullSecrets: pullSecretsWorld,
 			Workers: 4, // pools side by side, as the binary runs them (-workers)
 		}, log.WithName(name))
 		Expect(err).NotTo(HaveOccurred())
