@@ -53,20 +53,32 @@ func placeholderEnsure(ctx context.Context, p *Pass, _ map[string]any) (Result, 
 // holds nothing but a reservation). The rotation's pre-pull Pods go with
 // it: in its namespace they are its dependents, which the garbage
 // collector removes; those elsewhere (usePullSecrets) cannot be, so they
-// are deleted here first — a crash before the placeholder's delete leaves
-// it there for the next pass to finish the job.
+// are deleted here after it. The placeholder goes first: a pass whose
+// cache already misses such a Pod then misses the placeholder too (one
+// watch of Pods, in order), and a phase without its placeholder creates
+// nothing; a crash in between leaves the row to run again, which deletes
+// them whether or not the placeholder is still there.
 func placeholderDelete(ctx context.Context, p *Pass, _ map[string]any) (Result, error) {
+	res, err := deletePlaceholder(ctx, p)
+	if err != nil || res.Outcome != Done {
+		return res, err
+	}
 	var elsewhere []*corev1.Pod
 	for _, pod := range p.Targets.PrePull {
 		if pod.Namespace != p.Targets.PlaceholderKey.Namespace {
 			elsewhere = append(elsewhere, pod)
 		}
 	}
-	if len(elsewhere) > 0 {
-		if res, err := deletePrePullPods(ctx, p, elsewhere); err != nil || res.Outcome != Done {
-			return res, err
-		}
+	if len(elsewhere) == 0 {
+		return res, nil
 	}
+	more, err := deletePrePullPods(ctx, p, elsewhere)
+	more.Did = res.Did + "; " + more.Did
+	return more, err
+}
+
+// deletePlaceholder deletes the observed placeholder, if any.
+func deletePlaceholder(ctx context.Context, p *Pass) (Result, error) {
 	if p.Targets.Placeholder == nil {
 		return Result{Outcome: Done, Did: "placeholder already gone"}, nil
 	}

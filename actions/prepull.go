@@ -31,10 +31,13 @@ var (
 	}
 )
 
-// prePullEnsure creates the Pods the pass built — those of the namespaces
-// it observed without one, none when nothing is to be pulled or no
-// placeholder is there to depend on; a create that finds its Pod already
-// there is done too.
+// prePullEnsure creates the Pods the pass built — every one of the
+// rotation's, made by the pass that observed none; none when nothing is to
+// be pulled or no placeholder is there to depend on; a create that finds
+// its Pod already there is done too. The pass that created the first of
+// them is the one that says PrePullStarted, for all their images: two
+// passes that both observed none create one Pod each at most, and only
+// one of them made the first.
 func prePullEnsure(ctx context.Context, p *Pass, _ map[string]any) (Result, error) {
 	if len(p.Targets.NewPrePull) == 0 {
 		if len(p.Targets.PrePull) > 0 {
@@ -46,8 +49,9 @@ func prePullEnsure(ctx context.Context, p *Pass, _ map[string]any) (Result, erro
 		return unconfirmedResult("create pre-pull Pod"), err
 	}
 	res := Result{Outcome: Done}
-	var did []string
-	for _, pod := range p.Targets.NewPrePull {
+	var did, refused []string
+	images := 0
+	for i, pod := range p.Targets.NewPrePull {
 		pod = pod.DeepCopy()
 		err := p.Client.Create(ctx, pod)
 		switch {
@@ -57,21 +61,22 @@ func prePullEnsure(ctx context.Context, p *Pass, _ map[string]any) (Result, erro
 		case apierrors.IsForbidden(err) || apierrors.IsInvalid(err) || apierrors.IsBadRequest(err):
 			// an admission policy, a quota or a Pod Security level refuses it:
 			// asking again changes nothing, and an error would back the pass
-			// off past the phase's timeout, so the timeout ends the phase and
-			// PrePullRefused says why
+			// off past the phase's timeout, so the timeout ends the phase (or
+			// the other Pods' end does) and PrePullRefused says why
 			did = append(did, "pre-pull Pod "+pod.Namespace+"/"+pod.Name+" refused")
-			if res.PrePullRefused == "" {
-				res.PrePullRefused = pod.Namespace + "/" + pod.Name + ": " + err.Error()
-			}
+			refused = append(refused, pod.Namespace+"/"+pod.Name+": "+err.Error())
 		case err != nil:
 			return Result{}, fmt.Errorf("creating pre-pull Pod %s/%s: %w", pod.Namespace, pod.Name, err)
 		default:
-			res.Changed = true
-			res.PrePullImages += len(pod.Spec.Containers)
+			res.Changed = res.Changed || i == 0
 			did = append(did, fmt.Sprintf("created pre-pull Pod %s/%s (%d images)", pod.Namespace, pod.Name, len(pod.Spec.Containers)))
 		}
+		images += len(pod.Spec.Containers)
 	}
-	res.Did = strings.Join(did, "; ")
+	if res.Changed {
+		res.PrePullImages = images
+	}
+	res.Did, res.PrePullRefused = strings.Join(did, "; "), strings.Join(refused, "; ")
 	return res, nil
 }
 

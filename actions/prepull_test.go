@@ -11,8 +11,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
+	"github.com/noderotation/node-rotation-controller/engine"
 )
 
 const prePullName = "pp-" + claimA
@@ -225,9 +227,9 @@ func TestPrePullEnsureCreatesEachPodMissing(t *testing.T) {
 }
 
 // A rollback deletes the placeholder, and with it the rotation's pre-pull
-// Pods: those outside its namespace, which cannot be its dependents,
-// first; the one beside it is left to the garbage collector.
-func TestPlaceholderDeleteTakesThePrePullPodsElsewhereFirst(t *testing.T) {
+// Pods: those outside its namespace, which cannot be its dependents, right
+// after it; the one beside it is left to the garbage collector.
+func TestPlaceholderDeleteTakesThePrePullPodsElsewhereWithIt(t *testing.T) {
 	elsewhere := mkPod("team-a", prePullName, hostNode, nil)
 	e := newEnv(t, mkPod(phNS, "ph-"+claimA, hostNode, nil), mkPod(phNS, prePullName, hostNode, nil), elsewhere.DeepCopy())
 	targets := e.targets()
@@ -236,14 +238,77 @@ func TestPlaceholderDeleteTakesThePrePullPodsElsewhereFirst(t *testing.T) {
 	if res, err := step(e.pass(targets), "placeholder-delete", nil); err != nil || res.Outcome != Done {
 		t.Fatalf("%s %v", res.Outcome, err)
 	}
-	want := []string{"delete Pod/team-a/" + prePullName, "delete Pod/" + phNS + "/ph-" + claimA}
+	want := []string{"delete Pod/" + phNS + "/ph-" + claimA, "delete Pod/team-a/" + prePullName}
 	if !slices.Equal(e.writes, want) {
 		t.Fatalf("writes %q, want %q", e.writes, want)
 	}
 	// the placeholder already gone, what is left elsewhere is still deleted
 	e2 := newEnv(t, elsewhere.DeepCopy())
 	targets.Placeholder = nil
-	if res, err := step(e2.pass(targets), "placeholder-delete", nil); err != nil || res.Did != "placeholder already gone" || e2.exists(elsewhere) {
+	if res, err := step(e2.pass(targets), "placeholder-delete", nil); err != nil || res.Did != "placeholder already gone; deleted pre-pull Pod team-a/"+prePullName || e2.exists(elsewhere) {
 		t.Fatalf("%q %v: want team-a's Pod deleted", res.Did, err)
+	}
+}
+
+// Two passes that both observed no Pod race their creates: each makes the
+// Pods the other has not yet, and only the one that made the first says
+// PrePullStarted, for every image of the rotation.
+func TestPrePullEnsureOnlyTheCreatorOfTheFirstPodAnnounces(t *testing.T) {
+	elsewhere := newPrePull()
+	elsewhere.Namespace = "team-a"
+	e := newEnv(t)
+	targets := e.targets()
+	targets.NewPrePull = []*corev1.Pod{newPrePull(), elsewhere}
+	// another pass made the first Pod already
+	if err := e.base.Create(ctxb, newPrePull()); err != nil {
+		t.Fatal(err)
+	}
+	res, err := step(e.pass(targets), ActionPrePullEnsure, nil)
+	if err != nil || res.Changed || res.PrePullImages != 0 || !e.exists(mkPod("team-a", prePullName, "", nil)) {
+		t.Fatalf("%q changed=%v images=%d %v: want team-a's Pod made, nothing to announce", res.Did, res.Changed, res.PrePullImages, err)
+	}
+	e2 := newEnv(t)
+	res, err = step(e2.pass(targets), ActionPrePullEnsure, nil)
+	if err != nil || !res.Changed || res.PrePullImages != 4 {
+		t.Fatalf("%q changed=%v images=%d %v: want the first Pod's maker to announce all 4 images", res.Did, res.Changed, res.PrePullImages, err)
+	}
+}
+
+// Every refused Pod is named, with its namespace.
+func TestPrePullEnsureNamesEveryRefusal(t *testing.T) {
+	elsewhere := newPrePull()
+	elsewhere.Namespace = "team-a"
+	e := newEnv(t)
+	e.onCreate = func(obj client.Object) error {
+		return apierrors.NewForbidden(corev1.Resource("pods"), obj.GetName(), errors.New("quota in "+obj.GetNamespace()))
+	}
+	targets := e.targets()
+	targets.NewPrePull = []*corev1.Pod{newPrePull(), elsewhere}
+	res, err := step(e.pass(targets), ActionPrePullEnsure, nil)
+	if err != nil || res.Changed || !strings.Contains(res.PrePullRefused, phNS+"/"+prePullName+": ") || !strings.Contains(res.PrePullRefused, "team-a/"+prePullName+": ") {
+		t.Fatalf("refused %q %v: want both named", res.PrePullRefused, err)
+	}
+}
+
+// draining.prepull's mirror elects (rules version 17): a pass whose pool
+// copy predates another pass's record of the phase's end — which deleted
+// the Pods next — goes stale instead of creating a Pod again.
+func TestAStalePrePullPassCreatesNothing(t *testing.T) {
+	e := newEnv(t, mkPool(poolName, ann(keyAnchor, claimA, keyMirror, "draining", keyDraining, "2026-11-30T09:00:00Z")))
+	targets := e.targets()
+	targets.NewPrePull = []*corev1.Pod{newPrePull()}
+	prePull := engine.Decision{Transition: "draining.prepull", Steps: []engine.Step{
+		{Action: "pool-mirror", Elect: true, Args: map[string]any{"drainingAt": true}},
+		{Action: ActionPrePullEnsure},
+	}}
+	update(t, e.base, mkPool(poolName, nil), func(p *karpv1.NodePool) {
+		p.Annotations[v1alpha1.AnnotationPrePull] = v1alpha1.PrePullRecord{Ended: v1alpha1.PrePullSucceeded}.String()
+	})
+	ran, err := Run(ctxb, e.pass(targets), prePull)
+	if !errors.Is(err, ErrStale) || ran.Owned {
+		t.Fatalf("ran %+v err %v, want stale", ran, err)
+	}
+	if e.exists(newPrePull()) {
+		t.Fatal("a stale pass created the pre-pull Pod again")
 	}
 }

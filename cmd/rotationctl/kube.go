@@ -193,7 +193,7 @@ func (k *kubeFlags) view(ctx context.Context) (*clusterView, error) {
 	syncCtx, cancel := context.WithTimeout(ctx, syncTimeout)
 	defer cancel()
 	if !c.WaitForCacheSync(syncCtx) {
-		return nil, fmt.Errorf("reading %s: the cache did not sync (is the API server reachable, and may this user list nodepools, nodeclaims, nodes, rotationpolicies, poddisruptionbudgets and the controller namespace's pods?)", cfg.Host)
+		return nil, fmt.Errorf("reading %s: the cache did not sync (is the API server reachable, and may this user list nodepools, nodeclaims, nodes, rotationpolicies, poddisruptionbudgets and the controller namespace's pods — every namespace's when the controller runs with -prepull-use-pull-secrets?)", cfg.Host)
 	}
 	return v, nil
 }

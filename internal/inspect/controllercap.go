@@ -107,8 +107,9 @@ func ControllerPullSecrets(ctx context.Context, api client.Reader, namespace str
 
 // argOf is the value of the flag name among the Deployment's containers'
 // args, in the forms Go's flag package accepts (-name=V, --name=V, and
-// -name V, or for a boolean flag -name alone, which is true).
-func argOf(d unstructured.Unstructured, name string, boolean bool) (string, bool, error) {
+// -name V, or for a boolean flag -name alone, which is true); as there,
+// the last one given wins.
+func argOf(d unstructured.Unstructured, name string, boolean bool) (value string, found bool, err error) {
 	containers, _, err := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
 	if err != nil {
 		return "", false, fmt.Errorf("reading its containers: %w", err)
@@ -120,19 +121,21 @@ func argOf(d unstructured.Unstructured, name string, boolean bool) (string, bool
 		}
 		args, _, _ := unstructured.NestedStringSlice(m, "args")
 		for i, a := range args {
-			flagName, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+			flagName, v, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
 			switch {
 			case !strings.HasPrefix(a, "-") || flagName != name:
 				continue
 			case hasValue:
-				return value, true, nil
+				value = v
 			case boolean:
-				return "true", true, nil
+				value = "true"
 			case i+1 >= len(args):
 				return "", false, fmt.Errorf("-%s has no value", name)
+			default:
+				value = args[i+1]
 			}
-			return args[i+1], true, nil
+			found = true
 		}
 	}
-	return "", false, nil
+	return value, found, nil
 }

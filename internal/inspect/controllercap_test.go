@@ -76,6 +76,7 @@ func TestControllerPullSecrets(t *testing.T) {
 		{"-name=false", []string{"-prepull-use-pull-secrets=false"}, false},
 		{"absent", []string{"-max-concurrent-rotations=3"}, false},
 		{"a value the flag package refuses", []string{"-prepull-use-pull-secrets=maybe"}, false},
+		{"the last one given wins, as in the flag package", []string{"-prepull-use-pull-secrets", "-prepull-use-pull-secrets=false"}, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			api := fake.NewClientBuilder().WithObjects(deployment("nrc", "ops", chartLabels, c.args...)).Build()

@@ -161,17 +161,20 @@ func missing(images []prepull.Image, pods []*corev1.Pod, ns string) []string {
 	return out
 }
 
-// stale marks a Pod left by an earlier attempt — in the controller's
-// namespace another placeholder's dependent, anywhere one on another node
-// — as ended: the phase records it and deletes it, and no image of this
-// attempt waits on it.
+// stale marks a Pod left by an earlier attempt — on another node, or
+// made for another placeholder: in the controller's namespace its owner,
+// elsewhere the attempt it names — as ended: the phase records it and
+// deletes it, and no image of this attempt waits on it.
 func stale(pod *corev1.Pod, obs *Observation, ns string) *corev1.Pod {
 	ours := obs.Placeholder != nil && obs.SurgeHost != nil && pod.Spec.NodeName == obs.SurgeHost.Name
-	if ours && pod.Namespace == ns {
+	switch {
+	case ours && pod.Namespace == ns:
 		ours = false
 		for _, ref := range pod.OwnerReferences {
 			ours = ours || ref.UID == obs.Placeholder.UID
 		}
+	case ours:
+		ours = pod.Annotations[prepull.AttemptAnnotation] == string(obs.Placeholder.UID)
 	}
 	if ours {
 		return pod

@@ -272,6 +272,7 @@ func TestWithPullSecretsThePhaseFollowsAPodPerNamespace(t *testing.T) {
 	home := prePullPod(func(p *corev1.Pod) { p.Spec.Containers = p.Spec.Containers[:1] }, plan, statuses(""))
 	elsewhere := prePullPod(plan, func(p *corev1.Pod) {
 		p.Namespace, p.OwnerReferences = "apps", nil
+		p.Annotations[prepull.AttemptAnnotation] = "placeholder-uid"
 		p.Spec.Containers = []corev1.Container{{Name: "image-1", Image: "docker.io/library/redis:7"}}
 	})
 	observe := func(allowed bool, objs ...client.Object) *Observation {
@@ -304,6 +305,14 @@ func TestWithPullSecretsThePhaseFollowsAPodPerNamespace(t *testing.T) {
 	obs = observe(true, home, ended)
 	if r := obs.PrePull.Record; obs.PrePull.State() != prePullEnded || r == nil || r.Ended != v1alpha1.PrePullSucceeded || r.Pulled != 2 {
 		t.Errorf("both ended: %q, record %+v; want ended, succeeded with 2 pulled", obs.PrePull.State(), r)
+	}
+	// an earlier attempt's Pod in apps, on the same surge node: told apart
+	// by the attempt it names, it ends the phase (failed) and is deleted
+	earlier := elsewhere.DeepCopy()
+	earlier.Annotations[prepull.AttemptAnnotation] = "an-earlier-placeholder"
+	obs = observe(true, home, earlier)
+	if r := obs.PrePull.Record; obs.PrePull.State() != prePullEnded || r == nil || r.Ended != v1alpha1.PrePullFailed {
+		t.Errorf("an earlier attempt's Pod: %q, record %+v; want ended, failed", obs.PrePull.State(), r)
 	}
 	// apps' Pod refused: no Pod is created after the first pass's, so the
 	// phase ends with the one that exists, apps' image failed and named

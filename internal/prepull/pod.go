@@ -41,6 +41,11 @@ const (
 	// images each namespace's Pod pulls (JSON), so a Pod that could not
 	// be created is still accounted for.
 	planAnnotation = "noderotation.io/prepull-plan"
+	// AttemptAnnotation names the attempt a Pod was made for, by its
+	// placeholder's UID: a Pod outside the controller's namespace, which
+	// cannot be the placeholder's dependent, is told from an earlier
+	// attempt's by it.
+	AttemptAnnotation = "noderotation.io/prepull-attempt"
 )
 
 // Pod describes one rotation's pre-pull Pod.
@@ -137,10 +142,11 @@ func Home(img Image, ns string) string {
 }
 
 // build is the Pod in ns that pulls images. In the controller's namespace
-// it is the placeholder's dependent and pulls the installer with its
-// secrets; elsewhere an owner in another namespace is not allowed, so it
-// is the old NodeClaim's (cluster-scoped) and the rotation deletes it
-// itself, and it pulls with its images' Pods' secrets.
+// it is the placeholder's dependent and pulls with the installer's
+// secrets and those of its images' Pods (a source Pod of that namespace
+// may have its own); elsewhere an owner in another namespace is not
+// allowed, so it is the old NodeClaim's (cluster-scoped) and the rotation
+// deletes it itself, and it pulls with its images' Pods' secrets.
 func (p Pod) build(ns string, images []Image) *corev1.Pod {
 	var containers []corev1.Container
 	for _, img := range images {
@@ -153,7 +159,7 @@ func (p Pod) build(ns string, images []Image) *corev1.Pod {
 			SecurityContext: restricted(),
 		})
 	}
-	owners, pullSecrets := owner(p.Owner), p.InstallerPullSecrets
+	owners, pullSecrets := owner(p.Owner), unionSecrets(append([]Image{{Secrets: p.InstallerPullSecrets}}, images...))
 	if ns != p.Namespace {
 		owners, pullSecrets = p.claimOwner(), unionSecrets(images)
 	}
@@ -221,11 +227,14 @@ func (p Pod) claimOwner() []metav1.OwnerReference {
 	return []metav1.OwnerReference{{APIVersion: "karpenter.sh/v1", Kind: "NodeClaim", Name: p.Claim, UID: p.ClaimUID}}
 }
 
-// annotations are the rotation's: the plan, and the count and list of the
-// images no Pod pulls.
+// annotations are the rotation's: the plan, the count and list of the
+// images no Pod pulls, and the attempt (its placeholder's UID).
 func (p Pod) annotations(plan map[string][]string) map[string]string {
 	b, _ := json.Marshal(plan) // strings only: cannot fail
 	a := map[string]string{skippedAnnotation: strconv.Itoa(Skipped(p.Images)), planAnnotation: string(b)}
+	if p.Owner != nil && p.Owner.UID != "" {
+		a[AttemptAnnotation] = string(p.Owner.UID)
+	}
 	if list := skippedList(p.Images); list != "" {
 		a[skippedImagesAnnotation] = list
 	}

@@ -251,3 +251,22 @@ func TestAPodPerNamespaceForTheImagesThatNeedTheirPodsSecrets(t *testing.T) {
 		t.Errorf("Pods %v", pods)
 	}
 }
+
+// A source Pod in the controller's own namespace may have its own pull
+// secrets: the Pod there pulls with them beside the installer's. Every
+// Pod names the attempt it was made for (its placeholder's UID).
+func TestThePodBesideThePlaceholderPullsWithItsImagesSecretsToo(t *testing.T) {
+	p := examplePod()
+	p.InstallerPullSecrets = []string{"regcred"}
+	p.Images = []Image{{Ref: "registry.example.com/ops/tool:1", Fate: Pull, Namespace: p.Namespace, Secrets: []string{"ops-reg", "regcred"}}}
+	pod := p.Build()
+	if pod == nil || pod.Namespace != p.Namespace {
+		t.Fatalf("Pod %v, want one beside the placeholder", pod)
+	}
+	if want := []corev1.LocalObjectReference{{Name: "regcred"}, {Name: "ops-reg"}}; !reflect.DeepEqual(pod.Spec.ImagePullSecrets, want) {
+		t.Errorf("pull secrets %v, want %v", pod.Spec.ImagePullSecrets, want)
+	}
+	if pod.Annotations[AttemptAnnotation] != string(p.Owner.UID) {
+		t.Errorf("attempt %q, want the placeholder's UID", pod.Annotations[AttemptAnnotation])
+	}
+}
