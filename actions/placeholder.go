@@ -3,6 +3,7 @@ package actions
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -56,15 +57,17 @@ func placeholderEnsure(ctx context.Context, p *Pass, _ map[string]any) (Result, 
 // are deleted here after it. The placeholder goes first: a pass whose
 // cache already misses such a Pod then misses the placeholder too (one
 // watch of Pods, in order), and a phase without its placeholder creates
-// nothing; a crash in between leaves the row to run again, which deletes
-// them whether or not the placeholder is still there.
+// nothing. A crash in between leaves them to the next row that deletes
+// the placeholder (it deletes them whether or not the placeholder is
+// still there), else to the claim's next attempt, which replaces them as
+// stale, or the old claim's deletion (their owner).
 func placeholderDelete(ctx context.Context, p *Pass, _ map[string]any) (Result, error) {
 	res, err := deletePlaceholder(ctx, p)
 	if err != nil || res.Outcome != Done {
 		return res, err
 	}
 	var elsewhere []*corev1.Pod
-	for _, pod := range p.Targets.PrePull {
+	for _, pod := range append(slices.Clone(p.Targets.PrePull), p.Targets.PrePullStale...) {
 		if pod.Namespace != p.Targets.PlaceholderKey.Namespace {
 			elsewhere = append(elsewhere, pod)
 		}

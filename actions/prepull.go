@@ -3,6 +3,7 @@ package actions
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -35,9 +36,9 @@ var (
 // rotation's, made by the pass that observed none; none when nothing is to
 // be pulled or no placeholder is there to depend on; a create that finds
 // its Pod already there is done too. The pass that created the first of
-// them is the one that says PrePullStarted, for all their images: two
-// passes that both observed none create one Pod each at most, and only
-// one of them made the first.
+// them the API server took is the one that says PrePullStarted, for the
+// images of every Pod not refused: two passes that both observed none
+// race each create, and only one of them made that first Pod.
 func prePullEnsure(ctx context.Context, p *Pass, _ map[string]any) (Result, error) {
 	if len(p.Targets.NewPrePull) == 0 {
 		if len(p.Targets.PrePull) > 0 {
@@ -48,16 +49,26 @@ func prePullEnsure(ctx context.Context, p *Pass, _ map[string]any) (Result, erro
 	if ok, err := p.confirmElection(ctx); !ok || err != nil {
 		return unconfirmedResult("create pre-pull Pod"), err
 	}
+	// an earlier attempt's Pod holds the name its replacement needs; a
+	// delete with no grace frees it at once
+	if len(p.Targets.PrePullStale) > 0 {
+		if res, err := deletePrePullPods(ctx, p, p.Targets.PrePullStale); err != nil || res.Outcome != Done {
+			return res, err
+		}
+	}
 	res := Result{Outcome: Done}
 	var did, refused []string
-	images := 0
-	for i, pod := range p.Targets.NewPrePull {
+	images, first := 0, -1 // first: whether the first Pod not refused was this pass's create
+	for _, pod := range p.Targets.NewPrePull {
 		pod = pod.DeepCopy()
 		err := p.Client.Create(ctx, pod)
 		switch {
 		case apierrors.IsAlreadyExists(err):
 			// the cache lagged a create this or another pass made: not ours to announce
 			did = append(did, "pre-pull Pod "+pod.Namespace+"/"+pod.Name+" already exists")
+			if first < 0 {
+				first = 0
+			}
 		case apierrors.IsForbidden(err) || apierrors.IsInvalid(err) || apierrors.IsBadRequest(err):
 			// an admission policy, a quota or a Pod Security level refuses it:
 			// asking again changes nothing, and an error would back the pass
@@ -65,24 +76,28 @@ func prePullEnsure(ctx context.Context, p *Pass, _ map[string]any) (Result, erro
 			// the other Pods' end does) and PrePullRefused says why
 			did = append(did, "pre-pull Pod "+pod.Namespace+"/"+pod.Name+" refused")
 			refused = append(refused, pod.Namespace+"/"+pod.Name+": "+err.Error())
+			continue
 		case err != nil:
 			return Result{}, fmt.Errorf("creating pre-pull Pod %s/%s: %w", pod.Namespace, pod.Name, err)
 		default:
-			res.Changed = res.Changed || i == 0
 			did = append(did, fmt.Sprintf("created pre-pull Pod %s/%s (%d images)", pod.Namespace, pod.Name, len(pod.Spec.Containers)))
+			if first < 0 {
+				first = 1
+			}
 		}
 		images += len(pod.Spec.Containers)
 	}
-	if res.Changed {
-		res.PrePullImages = images
+	if first == 1 {
+		res.Changed, res.PrePullImages = true, images
 	}
 	res.Did, res.PrePullRefused = strings.Join(did, "; "), strings.Join(refused, "; ")
 	return res, nil
 }
 
-// prePullDelete deletes the observed Pods, at once (they hold nothing).
+// prePullDelete deletes the observed Pods, the attempt's and any an
+// earlier attempt left, at once (they hold nothing).
 func prePullDelete(ctx context.Context, p *Pass, _ map[string]any) (Result, error) {
-	return deletePrePullPods(ctx, p, p.Targets.PrePull)
+	return deletePrePullPods(ctx, p, append(slices.Clone(p.Targets.PrePull), p.Targets.PrePullStale...))
 }
 
 // deletePrePullPods deletes pods, each only if it is still the one

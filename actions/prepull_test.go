@@ -312,3 +312,41 @@ func TestAStalePrePullPassCreatesNothing(t *testing.T) {
 		t.Fatal("a stale pass created the pre-pull Pod again")
 	}
 }
+
+// An earlier attempt's Pod holds the name: it is deleted (the one
+// observed) before the create that replaces it.
+func TestPrePullEnsureReplacesAnEarlierAttemptsPod(t *testing.T) {
+	earlier := mkPod(phNS, prePullName, hostNode, nil)
+	earlier.UID = "earlier-uid"
+	e := newEnv(t, earlier.DeepCopy())
+	targets := e.targets()
+	targets.PrePullStale, targets.NewPrePull = []*corev1.Pod{earlier}, []*corev1.Pod{newPrePull()}
+	res, err := step(e.pass(targets), ActionPrePullEnsure, nil)
+	if err != nil || !res.Changed {
+		t.Fatalf("%q changed=%v %v", res.Did, res.Changed, err)
+	}
+	if want := []string{"delete Pod/" + phNS + "/" + prePullName, "create Pod/" + phNS + "/" + prePullName}; !slices.Equal(e.writes, want) {
+		t.Fatalf("writes %q, want %q", e.writes, want)
+	}
+}
+
+// The first Pod refused: the pass that made the next one says
+// PrePullStarted, for the images of the Pods the API server took.
+func TestPrePullEnsureAnnouncesFromTheFirstPodTaken(t *testing.T) {
+	elsewhere := newPrePull()
+	elsewhere.Namespace = "team-a"
+	elsewhere.Spec.Containers = elsewhere.Spec.Containers[:1]
+	e := newEnv(t)
+	e.onCreate = func(obj client.Object) error {
+		if obj.GetNamespace() == phNS {
+			return apierrors.NewForbidden(corev1.Resource("pods"), obj.GetName(), errors.New("quota"))
+		}
+		return nil
+	}
+	targets := e.targets()
+	targets.NewPrePull = []*corev1.Pod{newPrePull(), elsewhere}
+	res, err := step(e.pass(targets), ActionPrePullEnsure, nil)
+	if err != nil || !res.Changed || res.PrePullImages != 1 || res.PrePullRefused == "" {
+		t.Fatalf("%q changed=%v images=%d refused=%q %v: want team-a's one image announced, the other refused", res.Did, res.Changed, res.PrePullImages, res.PrePullRefused, err)
+	}
+}

@@ -53,10 +53,12 @@ type Targets struct {
 	// Lost is a claim Karpenter deleted for expiry with no rotation of it
 	// in flight that the pool does not record yet; nil when none.
 	Lost *Lost
-	// PrePull are the rotation's pre-pull Pods as observed, in every
-	// namespace (the controller's first); NewPrePull those prepull-ensure
-	// creates, none when the pass built none (docs/design.md#pre-pull).
-	PrePull, NewPrePull []*corev1.Pod
+	// PrePull are the attempt's pre-pull Pods as observed, in every
+	// namespace (the controller's first); PrePullStale those an earlier
+	// attempt left, which prepull-ensure deletes before its creates and the
+	// deletes take with the rest; NewPrePull those prepull-ensure creates,
+	// none when the pass built none (docs/design.md#pre-pull).
+	PrePull, PrePullStale, NewPrePull []*corev1.Pod
 	// PrePullRecord is how the phase ended, as the pass observed it, for
 	// prepull-record; PrePullFailed the images the Pod could not pull.
 	PrePullRecord *v1alpha1.PrePullRecord

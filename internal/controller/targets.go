@@ -48,7 +48,7 @@ func (r *NodePoolReconciler) targets(obs *observe.Observation) actions.Targets {
 		t.Lost = &actions.Lost{Claim: l.Claim, Deadline: l.Deadline, DeletedAt: l.DeletedAt, Why: l.Why}
 	}
 	t.Stranded = actions.Stranded{Claims: obs.Stranded.Claims, Placeholders: obs.Stranded.Placeholders, Nodes: obs.Stranded.Nodes}
-	t.PrePull, t.NewPrePull = obs.PrePull.Pods, r.prePullPods(obs)
+	t.PrePull, t.PrePullStale, t.NewPrePull = obs.PrePull.Pods, obs.PrePull.Stale, r.prePullPods(obs)
 	t.PrePullRecord, t.PrePullFailed = obs.PrePull.Record, obs.PrePull.Failed
 	if obs.Subject != nil && obs.Sizing != nil {
 		avoid := obs.AvoidHostnames

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
@@ -18,12 +19,14 @@ import (
 // PrePull is the rotation's pre-pull phase as one pass saw it
 // (docs/design.md#pre-pull).
 type PrePull struct {
-	// Pods are the rotation's pre-pull Pods, in every namespace the cache
+	// Pods are the attempt's pre-pull Pods, in every namespace the cache
 	// holds them in (the controller's; with usePullSecrets, the source
-	// Pods' too), by namespace; one an earlier attempt left reads as
-	// failed. Read whether or not the policy asks for the phase, so a
-	// rollback deletes them whatever became of the policy.
-	Pods []*corev1.Pod
+	// Pods' too), by namespace; Stale those an earlier attempt of the
+	// claim left (made for another placeholder, or on another node), which
+	// the phase replaces and deletes and never counts. Both are read
+	// whether or not the policy asks for the phase, so a rollback deletes
+	// them whatever became of the policy.
+	Pods, Stale []*corev1.Pod
 	// Images is the selection, made only when the Pods may have to be
 	// created: at surge-ready, and in draining while the placeholder is
 	// kept and no Pod exists. Once one exists the rotation's Pods are
@@ -117,20 +120,24 @@ func (o *Observer) prePull(ctx context.Context, obs *Observation) error {
 }
 
 // prePullPods lists the rotation's pre-pull Pods from the cache, by their
-// prepull-for label, each namespace once (the controller's first), those
-// of an earlier attempt marked stale.
+// prepull-for label, each namespace once (the controller's first), apart
+// from those an earlier attempt left.
 func (o *Observer) prePullPods(ctx context.Context, obs *Observation) error {
 	list := &corev1.PodList{}
 	if err := o.Cache.List(ctx, list, client.MatchingLabels{v1alpha1.LabelPrePullFor: obs.SubjectName}); err != nil {
 		return fmt.Errorf("listing the pre-pull Pods of %s: %w", obs.SubjectName, err)
 	}
-	obs.PrePull.Pods = nil
+	obs.PrePull.Pods, obs.PrePull.Stale = nil, nil
 	for i := range list.Items {
 		pod := &list.Items[i]
-		if pod.Name != prepull.PodName(obs.SubjectName) {
-			continue // not one the controller names
+		switch {
+		case pod.Name != prepull.PodName(obs.SubjectName):
+			// not one the controller names
+		case stale(pod, obs, o.Namespace):
+			obs.PrePull.Stale = append(obs.PrePull.Stale, pod)
+		default:
+			obs.PrePull.Pods = append(obs.PrePull.Pods, pod)
 		}
-		obs.PrePull.Pods = append(obs.PrePull.Pods, stale(pod, obs, o.Namespace))
 	}
 	elsewhere := func(p *corev1.Pod) int {
 		if p.Namespace == o.Namespace {
@@ -161,27 +168,24 @@ func missing(images []prepull.Image, pods []*corev1.Pod, ns string) []string {
 	return out
 }
 
-// stale marks a Pod left by an earlier attempt — on another node, or
-// made for another placeholder: in the controller's namespace its owner,
-// elsewhere the attempt it names — as ended: the phase records it and
-// deletes it, and no image of this attempt waits on it.
-func stale(pod *corev1.Pod, obs *Observation, ns string) *corev1.Pod {
-	ours := obs.Placeholder != nil && obs.SurgeHost != nil && pod.Spec.NodeName == obs.SurgeHost.Name
+// stale reports a Pod an earlier attempt left: with this attempt's
+// placeholder there to tell by, one not on its surge node, or made for
+// another placeholder — in the controller's namespace by its owner,
+// elsewhere by the attempt it names (a Pod without that annotation, made
+// before it existed, is told by its node alone). Without a placeholder
+// the phase is being cut, and its Pods are taken as they are.
+func stale(pod *corev1.Pod, obs *Observation, ns string) bool {
+	ph := obs.Placeholder
 	switch {
-	case ours && pod.Namespace == ns:
-		ours = false
-		for _, ref := range pod.OwnerReferences {
-			ours = ours || ref.UID == obs.Placeholder.UID
-		}
-	case ours:
-		ours = pod.Annotations[prepull.AttemptAnnotation] == string(obs.Placeholder.UID)
+	case ph == nil:
+		return false
+	case obs.SurgeHost == nil || pod.Spec.NodeName != obs.SurgeHost.Name:
+		return true
+	case pod.Namespace == ns:
+		return !slices.ContainsFunc(pod.OwnerReferences, func(ref metav1.OwnerReference) bool { return ref.UID == ph.UID })
 	}
-	if ours {
-		return pod
-	}
-	pod = pod.DeepCopy()
-	pod.Status.Phase = corev1.PodFailed
-	return pod
+	attempt, ok := pod.Annotations[prepull.AttemptAnnotation]
+	return ok && attempt != string(ph.UID)
 }
 
 // selectImages chooses the images of the Pods the drain moves that the

@@ -155,8 +155,9 @@ func TestWhileDrainingThePhaseFollowsItsPod(t *testing.T) {
 		{"its Pod pulling", base(drainingPool(), surgeClaim(v1alpha1.StateDraining), prePullPod()), prePullRunning, v1alpha1.PrePullTimeout},
 		{"its Pod succeeded", base(drainingPool(), surgeClaim(v1alpha1.StateDraining), prePullPod(func(p *corev1.Pod) { p.Status.Phase = corev1.PodSucceeded })), prePullEnded, v1alpha1.PrePullSucceeded},
 		{"its Pod failed", base(drainingPool(), surgeClaim(v1alpha1.StateDraining), prePullPod(func(p *corev1.Pod) { p.Status.Phase = corev1.PodFailed })), prePullEnded, v1alpha1.PrePullFailed},
-		{"an earlier attempt's Pod", base(drainingPool(), surgeClaim(v1alpha1.StateDraining), prePullPod(func(p *corev1.Pod) { p.OwnerReferences[0].UID = "earlier" })), prePullEnded, v1alpha1.PrePullFailed},
-		{"a Pod on another node", base(drainingPool(), surgeClaim(v1alpha1.StateDraining), prePullPod(func(p *corev1.Pod) { p.Spec.NodeName = "node-c" })), prePullEnded, v1alpha1.PrePullFailed},
+		// an earlier attempt's Pod is replaced, not waited on nor counted
+		{"an earlier attempt's Pod", base(drainingPool(), surgeClaim(v1alpha1.StateDraining), prePullPod(func(p *corev1.Pod) { p.OwnerReferences[0].UID = "earlier" })), prePullAbsent, v1alpha1.PrePullTimeout},
+		{"a Pod on another node", base(drainingPool(), surgeClaim(v1alpha1.StateDraining), prePullPod(func(p *corev1.Pod) { p.Spec.NodeName = "node-c" })), prePullAbsent, v1alpha1.PrePullTimeout},
 		{"every image pulled, the no-ops running", base(drainingPool(), surgeClaim(v1alpha1.StateDraining), prePullPod(statuses("", ""))), prePullEnded, v1alpha1.PrePullSucceeded},
 		{"an image that cannot be pulled, the rest pulled", base(drainingPool(), surgeClaim(v1alpha1.StateDraining), prePullPod(statuses("", "InvalidImageName"))), prePullEnded, v1alpha1.PrePullFailed},
 		{"an image the kubelet retries, the rest pulled", base(drainingPool(), surgeClaim(v1alpha1.StateDraining), prePullPod(statuses("", "ImagePullBackOff"))), prePullRunning, v1alpha1.PrePullTimeout},
@@ -307,12 +308,19 @@ func TestWithPullSecretsThePhaseFollowsAPodPerNamespace(t *testing.T) {
 		t.Errorf("both ended: %q, record %+v; want ended, succeeded with 2 pulled", obs.PrePull.State(), r)
 	}
 	// an earlier attempt's Pod in apps, on the same surge node: told apart
-	// by the attempt it names, it ends the phase (failed) and is deleted
+	// by the attempt it names, it is not the phase's (the Pods are made
+	// again, it deleted first); one made before the annotation existed is
+	// told by its node alone
 	earlier := elsewhere.DeepCopy()
 	earlier.Annotations[prepull.AttemptAnnotation] = "an-earlier-placeholder"
-	obs = observe(true, home, earlier)
-	if r := obs.PrePull.Record; obs.PrePull.State() != prePullEnded || r == nil || r.Ended != v1alpha1.PrePullFailed {
-		t.Errorf("an earlier attempt's Pod: %q, record %+v; want ended, failed", obs.PrePull.State(), r)
+	obs = observe(true, earlier)
+	if obs.PrePull.State() != prePullAbsent || len(obs.PrePull.Pods) != 0 || len(obs.PrePull.Stale) != 1 || !slices.Equal(obs.PrePull.Missing, []string{ns, "apps"}) {
+		t.Errorf("an earlier attempt's Pod: %q, Pods %d, stale %d, missing %q; want absent, it stale, both to make", obs.PrePull.State(), len(obs.PrePull.Pods), len(obs.PrePull.Stale), obs.PrePull.Missing)
+	}
+	unmarked := elsewhere.DeepCopy()
+	delete(unmarked.Annotations, prepull.AttemptAnnotation)
+	if obs = observe(true, home, unmarked); len(obs.PrePull.Pods) != 2 || len(obs.PrePull.Stale) != 0 {
+		t.Errorf("a Pod without the attempt: Pods %d, stale %d; want it the attempt's", len(obs.PrePull.Pods), len(obs.PrePull.Stale))
 	}
 	// apps' Pod refused: no Pod is created after the first pass's, so the
 	// phase ends with the one that exists, apps' image failed and named
