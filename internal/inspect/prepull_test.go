@@ -80,16 +80,9 @@ func TestExplainGivesThePrePullBound(t *testing.T) {
 // their containers say, then those it skipped and why.
 func TestExplainListsEachImageAndItsFate(t *testing.T) {
 	objs, _ := prePullCluster(t, func(*karpv1.NodePool) {})
-	ex, err := inspector(t, objs...).ExplainClaim(context.Background(), "busy-a")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out strings.Builder
-	if err := RenderClaim(&out, ex, "table"); err != nil {
-		t.Fatal(err)
-	}
+	out := explained(t, objs)
 	columns := regexp.MustCompile(`(\S)  +`) // the table's padding, whatever its width
-	got := columns.ReplaceAllString(out.String(), "$1 | ")
+	got := columns.ReplaceAllString(out, "$1 | ")
 	for _, want := range []string{
 		"\nPre-pull | 3 images: 1 pulled, 1 retrying, 1 present\n",
 		"\n  example.com/app:1 | pulled\n",
@@ -97,7 +90,7 @@ func TestExplainListsEachImageAndItsFate(t *testing.T) {
 		"\n  example.com/cached:2 | present\n",
 	} {
 		if !strings.Contains(got, want) {
-			t.Errorf("explain:\n%s\nlacks %q", out.String(), want)
+			t.Errorf("explain:\n%s\nlacks %q", out, want)
 		}
 	}
 }
@@ -111,16 +104,23 @@ func TestExplainShowsThePhasesRecordOnceItEnded(t *testing.T) {
 		`{"ended":"x"}`: "NodePool busy: annotation noderotation.io/prepull: wait",
 	} {
 		objs, _ := prePullCluster(t, func(p *karpv1.NodePool) { p.Annotations[v1alpha1.AnnotationPrePull] = raw })
-		ex, err := inspector(t, objs...).ExplainClaim(context.Background(), "busy-a")
-		if err != nil {
-			t.Fatal(err)
-		}
-		var out strings.Builder
-		if err := RenderClaim(&out, ex, "table"); err != nil {
-			t.Fatal(err)
-		}
-		if !strings.Contains(out.String(), want) || strings.Contains(out.String(), "example.com/app:1") {
-			t.Errorf("explain:\n%s\nwant %q and no image of the deleted Pod's", out.String(), want)
+		out := explained(t, objs)
+		if !strings.Contains(out, want) || strings.Contains(out, "example.com/app:1") {
+			t.Errorf("explain:\n%s\nwant %q and no image of the deleted Pod's", out, want)
 		}
 	}
+}
+
+// explained is busy-a's explanation among objs, rendered as a table.
+func explained(t *testing.T, objs []client.Object) string {
+	t.Helper()
+	ex, err := inspector(t, objs...).ExplainClaim(context.Background(), "busy-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	if err := RenderClaim(&out, ex, "table"); err != nil {
+		t.Fatal(err)
+	}
+	return out.String()
 }
