@@ -5,6 +5,7 @@ package e2e_test
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -53,19 +54,28 @@ func startController(name string, extra ...string) *controller {
 }
 
 // startBinary runs bin as startController runs this checkout's controller.
+// A run that lost a listener's port to another process between FreePorts
+// and its bind is started again on fresh ports.
 func startBinary(bin, name string, extra ...string) *controller {
-	ports, err := process.FreePorts(2)
-	Expect(err).NotTo(HaveOccurred())
-	args := append([]string{"-kubeconfig", os.Getenv("KUBECONFIG"), "-namespace", fixtures.ControllerNamespace,
-		"-placeholder-priority-class", fixtures.PlaceholderPriorityClass, "-leader-elect=false", "-log-format=json",
-		fmt.Sprintf("-metrics-bind-address=127.0.0.1:%d", ports[0]), "-metrics-secure=false",
-		fmt.Sprintf("-health-probe-bind-address=127.0.0.1:%d", ports[1])}, extra...)
-	p, err := process.Start(bin, logDir, name, args...)
-	Expect(err).NotTo(HaveOccurred())
-	GinkgoWriter.Printf("controller %s: %s pid %d, log %s\n", name, bin, p.Pid(), p.Log)
-	c := &controller{Controller: p, metricsPort: ports[0]}
-	DeferCleanup(c.stop)
-	return c
+	for attempt := 1; ; attempt++ {
+		ports, err := process.FreePorts(2)
+		Expect(err).NotTo(HaveOccurred())
+		args := append([]string{"-kubeconfig", os.Getenv("KUBECONFIG"), "-namespace", fixtures.ControllerNamespace,
+			"-placeholder-priority-class", fixtures.PlaceholderPriorityClass, "-leader-elect=false", "-log-format=json",
+			fmt.Sprintf("-metrics-bind-address=127.0.0.1:%d", ports[0]), "-metrics-secure=false",
+			fmt.Sprintf("-health-probe-bind-address=127.0.0.1:%d", ports[1])}, extra...)
+		p, err := process.Start(bin, logDir, name, args...)
+		Expect(err).NotTo(HaveOccurred())
+		GinkgoWriter.Printf("controller %s: %s pid %d, log %s\n", name, bin, p.Pid(), p.Log)
+		c := &controller{Controller: p, metricsPort: ports[0]}
+		DeferCleanup(c.stop)
+		// Any other early exit is the spec's to judge from the log.
+		if err := p.AwaitServing(process.ServingLine, 30*time.Second); errors.Is(err, process.ErrPortTaken) && attempt < 3 {
+			GinkgoWriter.Printf("controller %s: %v; starting it again\n", name, err)
+			continue
+		}
+		return c
+	}
 }
 
 // stop ends the run with SIGTERM (SIGKILL after 15 s) and, when the spec

@@ -6,9 +6,7 @@
 package process
 
 import (
-	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -180,27 +178,6 @@ func (c *Controller) LogLines(substr string) []string {
 		}
 	}
 	return out
-}
-
-// FreePorts are n distinct loopback TCP ports free at the time of the call,
-// for the controller's metrics and probe listeners.
-func FreePorts(n int) ([]int, error) {
-	var ls []net.Listener
-	defer func() {
-		for _, l := range ls {
-			l.Close()
-		}
-	}()
-	ports := make([]int, 0, n)
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, errors.Join(errors.New("no free loopback port"), err)
-		}
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
 }
 
 // UpgradeFromEnv names the binary of an earlier commit to run instead of

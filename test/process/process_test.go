@@ -80,16 +80,6 @@ func TestBinaryPrefersTheEnvironment(t *testing.T) {
 	}
 }
 
-func TestFreePortsAreDistinct(t *testing.T) {
-	ports, err := FreePorts(3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ports[0] == ports[1] || ports[1] == ports[2] || ports[0] == ports[2] {
-		t.Fatalf("ports %v are not distinct", ports)
-	}
-}
-
 func waitForLine(t *testing.T, c *Controller, line string) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
