@@ -40,9 +40,11 @@ func newController() *controller {
 	return &controller{dir: dir}
 }
 
-// start starts a new process run. Its listeners take free loopback ports:
-// a killed run's ports are free again at once, but fresh ones never race
-// another suite's controller either.
+// start starts a new process run. Its listeners take fresh loopback ports
+// (never one an earlier run of this process had), so a run cannot meet
+// its killed predecessor's listeners. A port another test process takes
+// before the bind ends the run by itself, which the spec reports: it is
+// not retried here, since start holds c.mu, which a kill hook needs.
 func (c *controller) start() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -53,7 +55,10 @@ func (c *controller) start() {
 		"-kubeconfig", proxyKC, "-namespace", fixtures.ControllerNamespace,
 		"-placeholder-priority-class", fixtures.PlaceholderPriorityClass, "-leader-elect=false", "-log-format=json",
 		fmt.Sprintf("-metrics-bind-address=127.0.0.1:%d", ports[0]), "-metrics-secure=false",
-		fmt.Sprintf("-health-probe-bind-address=127.0.0.1:%d", ports[1]))
+		fmt.Sprintf("-health-probe-bind-address=127.0.0.1:%d", ports[1]),
+		// as the chart's prePull.usePullSecrets: a policy's usePullSecrets
+		// takes effect, the cache holds our Pods in every namespace
+		"-prepull-use-pull-secrets")
 	Expect(err).NotTo(HaveOccurred())
 	c.cur = p
 	c.runs = append(c.runs, &run{Controller: p})

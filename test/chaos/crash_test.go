@@ -18,6 +18,7 @@ import (
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
+	"github.com/noderotation/node-rotation-controller/internal/prepull"
 	"github.com/noderotation/node-rotation-controller/internal/schedule"
 	"github.com/noderotation/node-rotation-controller/internal/surge"
 	"github.com/noderotation/node-rotation-controller/test/apiproxy"
@@ -361,6 +362,48 @@ var _ = Describe("crash campaign", Label("crash"), Ordered, func() {
 
 		It("holds every invariant after a kill right after each write the phase adds", func(ctx SpecContext) {
 			w.killEach(ctx, &c, &notKilled, "prepull", prePulled, iteration{setup: on(ctx), rotate: true})
+		}, NodeTimeout(15*time.Minute))
+	})
+
+	// Pods whose images need their imagePullSecrets are pre-pulled by a Pod
+	// in their own namespace, owned by the old claim and deleted by the
+	// rotation itself: its create and its delete are new kill points.
+	Context("with usePullSecrets (docs/design.md#pre-pull-secrets)", func() {
+		var prePulled []step
+		on := func(ctx context.Context) func() {
+			return func() {
+				w.editPolicy(ctx, func(p *v1alpha1.RotationPolicy) {
+					p.Spec.PrePull = v1alpha1.PrePullSpec{Enabled: true, Timeout: "10s", UsePullSecrets: true}
+				})
+			}
+		}
+		BeforeAll(func(ctx SpecContext) { w.needPullSecrets(ctx) }, NodeTimeout(4*time.Minute))
+		AfterAll(func(ctx SpecContext) {
+			w.editPolicy(ctx, func(p *v1alpha1.RotationPolicy) { p.Spec.PrePull = v1alpha1.PrePullSpec{} })
+		})
+
+		It("learns the writes of a rotation that pre-pulls in the workload's namespace", func(ctx SpecContext) {
+			o := w.iterate(ctx, &c, iteration{label: "recording: pre-pulled with pull secrets", setup: on(ctx), rotate: true})
+			Expect(o.report.Violations).To(BeEmpty())
+			Expect(o.anchored).To(HaveLen(1))
+			var created []string
+			for _, wr := range o.writes {
+				if wr.Verb == "POST" && wr.Resource == "pods" && wr.Subresource == "" {
+					created = append(created, wr.Namespace+"/"+wr.Name)
+				}
+			}
+			Expect(created).To(Equal([]string{fixtures.ControllerNamespace + "/" + surge.PlaceholderName(o.anchored[0]),
+				w.ns + "/" + prepull.PodName(o.anchored[0])}), "the placeholder, then one pre-pull Pod, in the workload's namespace")
+			prePulled = objectSteps(steps(o.writes), success)
+			if !slices.Contains(prePulled, step{"DELETE pods", 1}) {
+				prePulled = append(prePulled, step{"DELETE pods", 1}) // as in the context above
+			}
+			GinkgoWriter.Printf("a rotation pre-pulling with pull secrets adds %d steps:\n  %s\n", len(prePulled), strings.Join(stepStrings(prePulled), "\n  "))
+			Expect(prePulled).To(ContainElements(step{"POST pods", 2}, step{"DELETE pods", 1}, step{"DELETE pods", 2}))
+		}, NodeTimeout(8*time.Minute))
+
+		It("holds every invariant after a kill right after each of those writes", func(ctx SpecContext) {
+			w.killEach(ctx, &c, &notKilled, "prepull-secrets", prePulled, iteration{setup: on(ctx), rotate: true})
 		}, NodeTimeout(15*time.Minute))
 	})
 

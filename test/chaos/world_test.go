@@ -134,9 +134,45 @@ func (w *world) tight(ctx context.Context) resource.Quantity {
 	return limit
 }
 
-// deployment is one podCPU-core Pod per node.
+// deployment is one podCPU-core Pod per node. A rollout (needPullSecrets)
+// replaces one Pod at a time in its node's room: a surge Pod would not fit
+// and Karpenter would provision a node no rotation asked for.
 func (w *world) deployment() *appsv1.Deployment {
-	return fixtures.Workload(w.ns, "web", w.pool, int32(w.replicas()), fmt.Sprint(podCPU), w.app)
+	d := fixtures.Workload(w.ns, "web", w.pool, int32(w.replicas()), fmt.Sprint(podCPU), w.app)
+	d.Spec.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType,
+		RollingUpdate: &appsv1.RollingUpdateDeployment{MaxSurge: ptr.To(intstr.FromInt32(0)), MaxUnavailable: ptr.To(intstr.FromInt32(1))}}
+	return d
+}
+
+// needPullSecrets gives the Deployment's Pods an imagePullSecret (kwok
+// pulls nothing, so the Secret's content is never read) and waits until
+// every Pod has it: with usePullSecrets their image is pre-pulled by a Pod
+// in this namespace (docs/design.md#pre-pull-secrets).
+func (w *world) needPullSecrets(ctx context.Context) {
+	const secret = "chaos-registry"
+	Expect(kube.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: secret, Namespace: w.ns},
+		Type: corev1.SecretTypeDockerConfigJson, Data: map[string][]byte{corev1.DockerConfigJsonKey: []byte(`{"auths":{}}`)}})).To(Succeed())
+	Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		d := &appsv1.Deployment{}
+		if err := kube.Get(ctx, client.ObjectKey{Namespace: w.ns, Name: "web"}, d); err != nil {
+			return err
+		}
+		d.Spec.Template.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: secret}}
+		return kube.Update(ctx, d)
+	})).To(Succeed())
+	Eventually(func() string {
+		pods := &corev1.PodList{}
+		Expect(kube.List(ctx, pods, client.InNamespace(w.ns), client.MatchingLabels(w.app))).To(Succeed())
+		for _, p := range pods.Items {
+			if len(p.Spec.ImagePullSecrets) == 0 {
+				return "Pod " + p.Name + " without the secret"
+			}
+		}
+		if h := w.healthy(ctx); h != w.replicas() || len(pods.Items) != w.replicas() {
+			return fmt.Sprintf("%d Pods, %d of %d healthy", len(pods.Items), h, w.replicas())
+		}
+		return ""
+	}).WithContext(ctx).WithTimeout(3*time.Minute).WithPolling(time.Second).Should(BeEmpty(), "the rollout with the pull secret")
 }
 
 // policy governs the pool with rotations paused; each iteration resumes
@@ -266,9 +302,20 @@ func (w *world) quiet(ctx context.Context) string {
 	if len(pods.Items) > 0 {
 		return "placeholder " + pods.Items[0].Name + " exists"
 	}
+	claims := map[string]bool{}
 	for _, c := range w.claims(ctx) {
 		if c.DeletionTimestamp != nil {
 			return "NodeClaim " + c.Name + " deleting"
+		}
+		claims[c.Name] = true
+	}
+	// A pre-pull Pod outside the controller's namespace that is deleting,
+	// or whose owner (the old claim) is gone, is the garbage collector's;
+	// one whose claim lives on is the checker's to report.
+	Expect(kube.List(ctx, pods, client.InNamespace(w.ns), client.HasLabels{v1alpha1.LabelPrePullFor})).To(Succeed())
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp != nil || !claims[p.Labels[v1alpha1.LabelPrePullFor]] {
+			return "pre-pull Pod " + p.Name + " going"
 		}
 	}
 	if h := w.healthy(ctx); h != w.replicas() {

@@ -32,6 +32,7 @@ const (
 	InFlight           = "rotation-in-flight"     // the pool still anchors a rotation after quiescence
 	PoolKeyLeft        = "pool-key-left"          // a rotation-scoped key outlived its rotation
 	PlaceholderLeft    = "placeholder-left"       // a placeholder Pod outlived its rotation
+	PrePullLeft        = "prepull-left"           // a pre-pull Pod, in any namespace, outlived its rotation
 	NodeMarked         = "node-marked"            // surge-for, our do-not-disrupt or our cordon left on a node
 	ClaimInFlight      = "claim-in-flight"        // a claim left pending or draining
 	NotRotated         = "original-not-rotated"   // an original claim still exists
@@ -154,6 +155,9 @@ func Check(ctx context.Context, in Input) (*Report, error) {
 	if err := checkPlaceholders(ctx, in, pools, r); err != nil {
 		return nil, err
 	}
+	if err := checkPrePullPods(ctx, in, pools, r); err != nil {
+		return nil, err
+	}
 	if err := checkNodes(ctx, in, pools, r); err != nil {
 		return nil, err
 	}
@@ -203,6 +207,9 @@ func checkPlaceholders(ctx context.Context, in Input, pools map[string]bool, r *
 	}
 	r.Checks++ // one check however many Pods: none may be a placeholder
 	for _, p := range pods.Items {
+		if _, prePull := p.Labels[v1alpha1.LabelPrePullFor]; prePull {
+			continue // checkPrePullPods' to judge
+		}
 		ours := pools[p.Labels[v1alpha1.LabelNodePool]]
 		for pool := range pools {
 			ours = ours || strings.HasPrefix(p.Name, surge.PlaceholderName(pool+"-"))
@@ -210,6 +217,24 @@ func checkPlaceholders(ctx context.Context, in Input, pools map[string]bool, r *
 		if ours {
 			r.Violations = append(r.Violations, Violation{PlaceholderLeft, "Pod/" + p.Namespace + "/" + p.Name,
 				fmt.Sprintf("placeholder for %q (phase %s, deleting %v)", p.Labels[v1alpha1.LabelSurgeFor], p.Status.Phase, p.DeletionTimestamp != nil)})
+		}
+	}
+	return nil
+}
+
+// checkPrePullPods: no pre-pull Pod of the pools is left in any namespace:
+// with usePullSecrets the rotation makes them in its moving Pods'
+// namespaces too (docs/design.md#pre-pull-secrets).
+func checkPrePullPods(ctx context.Context, in Input, pools map[string]bool, r *Report) error {
+	pods := &corev1.PodList{}
+	if err := in.Client.List(ctx, pods, client.HasLabels{v1alpha1.LabelPrePullFor}); err != nil {
+		return fmt.Errorf("listing pre-pull Pods: %w", err)
+	}
+	r.Checks++ // one check however many Pods: none may be left
+	for _, p := range pods.Items {
+		if pools[p.Labels[v1alpha1.LabelNodePool]] {
+			r.Violations = append(r.Violations, Violation{PrePullLeft, "Pod/" + p.Namespace + "/" + p.Name,
+				fmt.Sprintf("pre-pull Pod for %q (phase %s, deleting %v)", p.Labels[v1alpha1.LabelPrePullFor], p.Status.Phase, p.DeletionTimestamp != nil)})
 		}
 	}
 	return nil

@@ -210,6 +210,14 @@ func TestEachViolationIsDetected(t *testing.T) {
 		{"a placeholder Pod that lost its labels", func(w *world) {
 			w.objs = append(w.objs, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "nrc-surge-chaos-pool-b", Namespace: ns}})
 		}, PlaceholderLeft, "Pod/" + ns + "/nrc-surge-chaos-pool-b"},
+		{"a pre-pull Pod left in the controller's namespace", func(w *world) {
+			w.objs = append(w.objs, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "nrc-prepull-chaos-pool-b", Namespace: ns,
+				Labels: map[string]string{v1alpha1.LabelPrePullFor: "chaos-pool-b", v1alpha1.LabelNodePool: pool}}})
+		}, PrePullLeft, "Pod/" + ns + "/nrc-prepull-chaos-pool-b"},
+		{"a pre-pull Pod left in a moving Pod's namespace", func(w *world) {
+			w.objs = append(w.objs, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "nrc-prepull-chaos-pool-b", Namespace: "shop",
+				Labels: map[string]string{v1alpha1.LabelPrePullFor: "chaos-pool-b", v1alpha1.LabelNodePool: pool}}})
+		}, PrePullLeft, "Pod/shop/nrc-prepull-chaos-pool-b"},
 		{"a node paired with a rotation", func(w *world) {
 			n := node("node-s")
 			n.Labels[v1alpha1.LabelSurgeFor] = "chaos-pool-a"
@@ -394,7 +402,9 @@ func TestOtherPoolsAreIgnored(t *testing.T) {
 	other := claim("other-a", v1alpha1.StatePending)
 	other.Labels[karpv1.NodePoolLabelKey] = "other"
 	w.objs = append(w.objs, n, other, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "nrc-surge-other-a", Namespace: ns,
-		Labels: map[string]string{v1alpha1.LabelSurgeFor: "other-a", v1alpha1.LabelNodePool: "other"}}})
+		Labels: map[string]string{v1alpha1.LabelSurgeFor: "other-a", v1alpha1.LabelNodePool: "other"}}},
+		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "nrc-prepull-other-a", Namespace: "shop",
+			Labels: map[string]string{v1alpha1.LabelPrePullFor: "other-a", v1alpha1.LabelNodePool: "other"}}})
 	w.logs[0] = append(w.logs[0], strings.Replace(completeLine("chaos-pool-a"), pool, "other", 1))
 	if r := w.check(t); len(r.Violations) != 0 {
 		t.Fatalf("another pool's state judged:\n%s", r)
