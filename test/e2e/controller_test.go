@@ -70,9 +70,13 @@ func startBinary(bin, name string, extra ...string) *controller {
 		c := &controller{Controller: p, metricsPort: ports[0]}
 		DeferCleanup(c.stop)
 		// Any other early exit is the spec's to judge from the log.
-		if err := p.AwaitServing(process.ServingLine, 30*time.Second); errors.Is(err, process.ErrPortTaken) && attempt < 3 {
+		err = p.AwaitServing(process.ServingLine, 30*time.Second)
+		if errors.Is(err, process.ErrPortTaken) && attempt < 3 {
 			GinkgoWriter.Printf("controller %s: %v; starting it again\n", name, err)
 			continue
+		}
+		if err != nil {
+			GinkgoWriter.Printf("controller %s: %v\n", name, err)
 		}
 		return c
 	}

@@ -222,7 +222,9 @@ func checkPlaceholders(ctx context.Context, in Input, pools map[string]bool, r *
 	return nil
 }
 
-// checkPrePullPods: no pre-pull Pod of the pools is left in any namespace:
+// checkPrePullPods: no pre-pull Pod of the pools is left in any namespace
+// (labelled for one of them, or for one of their claims should the pool
+// label have been lost):
 // with usePullSecrets the rotation makes them in its moving Pods'
 // namespaces too (docs/design.md#pre-pull-secrets).
 func checkPrePullPods(ctx context.Context, in Input, pools map[string]bool, r *Report) error {
@@ -232,7 +234,11 @@ func checkPrePullPods(ctx context.Context, in Input, pools map[string]bool, r *R
 	}
 	r.Checks++ // one check however many Pods: none may be left
 	for _, p := range pods.Items {
-		if pools[p.Labels[v1alpha1.LabelNodePool]] {
+		ours := pools[p.Labels[v1alpha1.LabelNodePool]]
+		for pool := range pools {
+			ours = ours || strings.HasPrefix(p.Labels[v1alpha1.LabelPrePullFor], pool+"-")
+		}
+		if ours {
 			r.Violations = append(r.Violations, Violation{PrePullLeft, "Pod/" + p.Namespace + "/" + p.Name,
 				fmt.Sprintf("pre-pull Pod for %q (phase %s, deleting %v)", p.Labels[v1alpha1.LabelPrePullFor], p.Status.Phase, p.DeletionTimestamp != nil)})
 		}

@@ -218,6 +218,10 @@ func TestEachViolationIsDetected(t *testing.T) {
 			w.objs = append(w.objs, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "nrc-prepull-chaos-pool-b", Namespace: "shop",
 				Labels: map[string]string{v1alpha1.LabelPrePullFor: "chaos-pool-b", v1alpha1.LabelNodePool: pool}}})
 		}, PrePullLeft, "Pod/shop/nrc-prepull-chaos-pool-b"},
+		{"a pre-pull Pod that lost its pool label", func(w *world) {
+			w.objs = append(w.objs, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "nrc-prepull-chaos-pool-b", Namespace: "shop",
+				Labels: map[string]string{v1alpha1.LabelPrePullFor: "chaos-pool-b"}}})
+		}, PrePullLeft, "Pod/shop/nrc-prepull-chaos-pool-b"},
 		{"a node paired with a rotation", func(w *world) {
 			n := node("node-s")
 			n.Labels[v1alpha1.LabelSurgeFor] = "chaos-pool-a"
