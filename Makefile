@@ -274,7 +274,7 @@ quiet-day-one: testbin-cluster ## watch a default pool rotate under the demo pol
 # plane's (test/world/testbin.sh K8S_VERSION) they run on with the default
 # Karpenter (README.md, "Supported versions").
 KARPENTER_MATRIX ?= 1.0.8 1.6.4 1.10.0 1.12.1 1.13.0 1.14.3
-KUBERNETES_MATRIX ?= 1.30.14 1.37.2
+KUBERNETES_MATRIX ?= 1.30.14
 MATRIX_JOBS = $(addprefix kubernetes:,$(KUBERNETES_MATRIX)) $(addprefix matrix:,$(KARPENTER_MATRIX))
 
 test-e2e-matrix: testbin-cluster $(if $(IMAGE_BUILT),,image) ## only the e2e smoke and rotation on each Karpenter version of KARPENTER_MATRIX and each Kubernetes version of KUBERNETES_MATRIX (a cluster each, SUITE_CONCURRENCY at once)

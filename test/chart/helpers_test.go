@@ -62,7 +62,7 @@ type renderOpts struct {
 	// apiVersions are extra API versions the cluster serves (Capabilities).
 	apiVersions []string
 	// kubeVersion is the cluster's Kubernetes version as its /version
-	// endpoint says it (default v1.35.4).
+	// endpoint says it (default v1.37.2, the test world's).
 	kubeVersion string
 	includeCRDs bool
 }
@@ -90,7 +90,7 @@ func render(t *testing.T, c *chart.Chart, vals map[string]any, o renderOpts) (*r
 		// The SDK's own default is its client-go's version (the helm
 		// binary stamps one in at build time): the Kubernetes of
 		// test/world/testbin.sh instead.
-		kv = "v1.35.4"
+		kv = "v1.37.2"
 	}
 	var err error
 	if install.KubeVersion, err = common.ParseKubeVersion(kv); err != nil {

@@ -23,7 +23,7 @@
 # version is three more, its control plane, beside them too.
 set -euo pipefail
 
-K8S_VERSION=${K8S_VERSION:-1.35.4}
+K8S_VERSION=${K8S_VERSION:-1.37.2}
 ETCD_VERSION=${ETCD_VERSION:-3.6.16}
 KWOK_VERSION=${KWOK_VERSION:-0.8.0}
 # the default Karpenter: what go.mod builds against and every suite runs on
