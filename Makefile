@@ -280,11 +280,28 @@ MATRIX_JOBS = $(addprefix kubernetes:,$(KUBERNETES_MATRIX)) $(addprefix matrix:,
 test-e2e-matrix: testbin-cluster $(if $(IMAGE_BUILT),,image) ## only the e2e smoke and rotation on each Karpenter version of KARPENTER_MATRIX and each Kubernetes version of KUBERNETES_MATRIX (a cluster each, SUITE_CONCURRENCY at once)
 	$(SUITES_ENV) test/world/suites.sh $(MATRIX_JOBS)
 
-test-all: ## everything CI runs: make test, the image, then every suite on real Karpenter (make test-e2e) with, beside them, the image built twice to one digest and the release twice to one manifest
-	@start=$$(date +%s); \
-	  $(MAKE) --no-print-directory test && \
+test-all: ## everything CI runs: make test (the test world's binaries building beside it), the image, then every suite on real Karpenter (make test-e2e) with, beside them, the image built twice to one digest and the release twice to one manifest
+	@start=$$(date +%s); log=$(CURDIR)/dist/early-builds.log; mkdir -p dist; \
+	  echo "==> [$$(date +%T)] beside make test, at nice 19: the test world's binaries (output: $$log)"; \
+	  setsid bash -c '$(EARLY_BUILDS)' >"$$log" 2>&1 & eb=$$!; \
+	  trap 'kill -- -$$eb 2>/dev/null || true' EXIT; \
+	  $(MAKE) --no-print-directory test || exit 1; \
+	  kill -- -$$eb 2>/dev/null && { wait $$eb 2>/dev/null || true; }; \
+	  built=$$({ grep -a -o '[^ ]* [^ ]*: built in [0-9]*s' $$log || true; } | tr '\n' ',' | sed 's/,$$//;s/,/, /g'); \
+	  echo "==> [$$(date +%T)] the builds beside make test built: $${built:-nothing (every binary cached)}"; \
 	  $(MAKE) --no-print-directory suites-beside-builds && \
 	  echo "==> [$$(date +%T)] make test-all done in $$(( $$(date +%s) - start ))s"
+
+# EARLY_BUILDS: what make test-all builds beside make test, at nice 19, so
+# only the CPU make test leaves idle (module downloads, envtest suites
+# waiting on their API servers, one link at a time): the cluster's
+# binaries, then each matrix version's. On a warm machine every one is
+# cached and this ends at once; on a cold one it takes what the suites'
+# stage would otherwise build (docs/test-world.md, "CI time"). test-all
+# stops it when make test ends; what it had compiled stays in the Go build
+# cache, and what it had not finished is built as before (testbin.sh's
+# locks keep the two from building one binary at once).
+EARLY_BUILDS = nice -n 19 $(TESTBIN) cluster && nice -n 19 $(TESTBIN) karpenter $(KARPENTER_MATRIX) && nice -n 19 $(TESTBIN) kubernetes $(KUBERNETES_MATRIX)
 
 # suites-beside-builds: the image, then the suites (make test-e2e) and, at
 # the same time, niced, the image's and the release's reproducibility

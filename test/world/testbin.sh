@@ -62,15 +62,37 @@ toolchain() {
   if [ "$(printf '%s\n%s\n' "$want" "$have" | sort -V | tail -n 1)" = "$have" ]; then echo local; else echo "$NEWER_TOOLCHAIN"; fi
 }
 
-# gobuild NAME VERSION DIR PKG [LDFLAGS]: one go build at a time, niced.
+# locked UNIT CMD...: CMD holding UNIT's lock, so two testbin.sh runs at
+# once (make test-all's early builds beside make test's own) never build
+# one binary or write one work directory together: the second waits, then
+# finds the binary cached. Every step under a lock can be killed halfway
+# and redone (a marker file ends each), as test-all kills its early builds.
+locked() {
+  local unit=$1; shift
+  (
+    flock -n 9 || { log "$unit: another testbin.sh run is building it; waiting"; flock 9 || exit 1; }
+    "$@"
+  ) 9>"$work/.lock-$unit"
+}
+
+# GCFLAGS: the compiler flags of a build. The matrix versions' binaries
+# (a Karpenter version's kwok provider, a Kubernetes version's control
+# plane besides the shared one) are built without optimizations or
+# inlining (-N -l): the same program, a quarter less to compile on a cold
+# machine (a kwok provider: 153 s against 199 s, docs/test-world.md "CI
+# time"), run only by one short matrix job each. The shared binaries every
+# suite runs are built optimized.
+UNOPTIMIZED="all=-N -l"
+
+# gobuild NAME VERSION DIR PKG [LDFLAGS [GCFLAGS]]: one go build at a time, niced.
 gobuild() {
-  local name=$1 version=$2 dir=$3 pkg=$4 ldflags=${5:-}
+  local name=$1 version=$2 dir=$3 pkg=$4 ldflags=${5:-} gcflags=${6:-}
   if fresh "$name" "$version"; then log "$name $version: cached"; return; fi
   local tc
   tc=$(toolchain "$dir")
-  log "$name $version: building $pkg with Go $tc (this can take minutes on a cold cache)"
+  log "$name $version: building $pkg with Go $tc${gcflags:+, gcflags $gcflags} (this can take minutes on a cold cache)"
   local t0=$SECONDS
-  (cd "$dir" && GOTOOLCHAIN=$tc nice -n 10 go build -trimpath -ldflags "-s -w $ldflags" -o "$bin/$name.tmp" "$pkg")
+  (cd "$dir" && GOTOOLCHAIN=$tc nice -n 10 go build -trimpath -gcflags "$gcflags" -ldflags "-s -w $ldflags" -o "$bin/$name.tmp" "$pkg")
   mv "$bin/$name.tmp" "$bin/$name"
   stamp "$name" "$version"
   log "$name $version: built in $((SECONDS - t0))s"
@@ -82,9 +104,10 @@ etcd() {
   # a throwaway main module requires the server and etcdctl modules instead.
   local d="$work/etcd-$ETCD_VERSION"
   mkdir -p "$d"
-  if [ ! -f "$d/go.mod" ]; then
-    (cd "$d" && go mod init testbin/etcd >/dev/null 2>&1 &&
+  if [ ! -f "$d/.ready" ]; then
+    (cd "$d" && rm -f go.mod go.sum && go mod init testbin/etcd >/dev/null 2>&1 &&
       go get "go.etcd.io/etcd/server/v3@v$ETCD_VERSION" "go.etcd.io/etcd/etcdctl/v3@v$ETCD_VERSION" >/dev/null 2>&1)
+    touch "$d/.ready"
   fi
   gobuild etcd "$ETCD_VERSION" "$d" go.etcd.io/etcd/server/v3
   gobuild etcdctl "$ETCD_VERSION" "$d" go.etcd.io/etcd/etcdctl/v3
@@ -125,7 +148,8 @@ kube() {
   local want=("$@") missing=()
   for b in "${want[@]}"; do fresh "$b$suffix" "$v" || missing+=("$b"); done
   if [ ${#missing[@]} -eq 0 ]; then log "${want[*]} $v: cached"; return; fi
-  local d minor=${v#1.}
+  local d minor=${v#1.} gc=""
+  [ -z "$suffix" ] || gc=$UNOPTIMIZED
   d=$(kube_module "$v")
   minor=${minor%%.*}
   local ld=""
@@ -133,15 +157,16 @@ kube() {
     ld+=" -X $p.gitVersion=v$v -X $p.gitMajor=1 -X $p.gitMinor=$minor -X $p.gitTreeState=clean"
   done
   for b in "${missing[@]}"; do
-    gobuild "$b$suffix" "$v" "$d" "k8s.io/kubernetes/cmd/$b" "$ld"
+    gobuild "$b$suffix" "$v" "$d" "k8s.io/kubernetes/cmd/$b" "$ld" "$gc"
   done
 }
 
 kwok() {
   local d="$work/kwok-$KWOK_VERSION"
   mkdir -p "$d"
-  if [ ! -f "$d/go.mod" ]; then
-    (cd "$d" && go mod init testbin/kwok >/dev/null 2>&1 && go get "sigs.k8s.io/kwok@v$KWOK_VERSION" >/dev/null 2>&1)
+  if [ ! -f "$d/.ready" ]; then
+    (cd "$d" && rm -f go.mod go.sum && go mod init testbin/kwok >/dev/null 2>&1 && go get "sigs.k8s.io/kwok@v$KWOK_VERSION" >/dev/null 2>&1)
+    touch "$d/.ready"
   fi
   gobuild kwok "$KWOK_VERSION" "$d" sigs.k8s.io/kwok/cmd/kwok
   # The Stage definitions that make fake nodes and pods behave (ready,
@@ -181,18 +206,22 @@ karpenter() {
     sed -i 's/fmt.Sprintf(":%d"/fmt.Sprintf("127.0.0.1:%d"/g' "$d/pkg/operator/operator.go"
     touch "$d/.patched"
   fi
-  gobuild "karpenter-kwok-$v" "$v-loopback" "$d" ./kwok
+  local gc=""
+  [ "$v" = "$KARPENTER_VERSION" ] || gc=$UNOPTIMIZED
+  gobuild "karpenter-kwok-$v" "$v-loopback" "$d" ./kwok "" "$gc"
 }
 
 case "${1:-all}" in
   path) echo "$bin" ;;
   kube-version) echo "$K8S_VERSION" ;;
-  envtest) etcd; kube "$K8S_VERSION" "" kube-apiserver ;;
-  cluster|all) etcd; kube "$K8S_VERSION" "" kube-apiserver kube-controller-manager kube-scheduler kubectl; kwok; karpenter "$KARPENTER_VERSION" ;;
+  envtest) locked etcd etcd; locked "kubernetes-$K8S_VERSION" kube "$K8S_VERSION" "" kube-apiserver ;;
+  cluster|all) locked etcd etcd
+    locked "kubernetes-$K8S_VERSION" kube "$K8S_VERSION" "" kube-apiserver kube-controller-manager kube-scheduler kubectl
+    locked kwok kwok; locked "karpenter-$KARPENTER_VERSION" karpenter "$KARPENTER_VERSION" ;;
   karpenter) shift; [ $# -gt 0 ] || { echo "usage: $0 karpenter VERSION..." >&2; exit 2; }
-    for v in "$@"; do karpenter "$v"; done ;;
+    for v in "$@"; do locked "karpenter-$v" karpenter "$v"; done ;;
   kubernetes) shift; [ $# -gt 0 ] || { echo "usage: $0 kubernetes VERSION..." >&2; exit 2; }
-    for v in "$@"; do kube "$v" "-$v" "${CONTROL_PLANE[@]}"; done ;;
+    for v in "$@"; do locked "kubernetes-$v" kube "$v" "-$v" "${CONTROL_PLANE[@]}"; done ;;
   *) echo "usage: $0 [envtest|cluster|all|path|kube-version|karpenter VERSION...|kubernetes VERSION...]" >&2; exit 2 ;;
 esac
 case "${1:-all}" in path | kube-version) ;; *) log "binaries ready in $bin" ;; esac
