@@ -280,10 +280,10 @@ MATRIX_JOBS = $(addprefix kubernetes:,$(KUBERNETES_MATRIX)) $(addprefix matrix:,
 test-e2e-matrix: testbin-cluster $(if $(IMAGE_BUILT),,image) ## only the e2e smoke and rotation on each Karpenter version of KARPENTER_MATRIX and each Kubernetes version of KUBERNETES_MATRIX (a cluster each, SUITE_CONCURRENCY at once)
 	$(SUITES_ENV) test/world/suites.sh $(MATRIX_JOBS)
 
-test-all: ## everything CI runs: make test (the test world's binaries building beside it), the image, then every suite on real Karpenter (make test-e2e) with, beside them, the image built twice to one digest and the release twice to one manifest
+test-all: ## everything CI runs: make test (with make early-builds beside it), the image, then every suite on real Karpenter (make test-e2e) with, beside them, the image built twice to one digest and the release twice to one manifest
 	@start=$$(date +%s); log=$(CURDIR)/dist/early-builds.log; mkdir -p dist; \
-	  echo "==> [$$(date +%T)] beside make test, at nice 19: the test world's binaries (output: $$log)"; \
-	  setsid bash -c '$(EARLY_BUILDS)' >"$$log" 2>&1 & eb=$$!; \
+	  echo "==> [$$(date +%T)] beside make test, at nice 19: make early-builds (output: $$log)"; \
+	  setsid nice -n 19 $(MAKE) --no-print-directory early-builds >"$$log" 2>&1 & eb=$$!; \
 	  trap 'kill -- -$$eb 2>/dev/null || true' EXIT; \
 	  $(MAKE) --no-print-directory test || exit 1; \
 	  kill -- -$$eb 2>/dev/null && { wait $$eb 2>/dev/null || true; }; \
@@ -292,16 +292,35 @@ test-all: ## everything CI runs: make test (the test world's binaries building b
 	  $(MAKE) --no-print-directory suites-beside-builds && \
 	  echo "==> [$$(date +%T)] make test-all done in $$(( $$(date +%s) - start ))s"
 
-# EARLY_BUILDS: what make test-all builds beside make test, at nice 19, so
-# only the CPU make test leaves idle (module downloads, envtest suites
-# waiting on their API servers, one link at a time): the cluster's
-# binaries, then each matrix version's. On a warm machine every one is
-# cached and this ends at once; on a cold one it takes what the suites'
-# stage would otherwise build (docs/test-world.md, "CI time"). test-all
-# stops it when make test ends; what it had compiled stays in the Go build
-# cache, and what it had not finished is built as before (testbin.sh's
-# locks keep the two from building one binary at once).
-EARLY_BUILDS = nice -n 19 $(TESTBIN) cluster && nice -n 19 $(TESTBIN) karpenter $(KARPENTER_MATRIX) && nice -n 19 $(TESTBIN) kubernetes $(KUBERNETES_MATRIX)
+# early-builds: what make test-all builds beside make test, at nice 19, so
+# that it takes only the CPU make test leaves idle (module downloads,
+# envtest suites waiting on their API servers, one link at a time): the
+# cluster's binaries (envtest's first), the packages of the image's
+# binary, each matrix version's binaries, then the packages of the
+# release's binaries — in the order the run needs them. On a warm machine
+# each is cached and this ends within seconds; on a cold one it does early
+# what would otherwise be built after make test (docs/test-world.md, "CI
+# time"). test-all stops it when make test ends: what it had compiled
+# stays in the Go build cache, what it had not is built where it was
+# before (testbin.sh's locks keep two runs from building one binary at
+# once), and a failure here is left for that later build to report.
+.PHONY: early-builds
+early-builds: ## what test-all builds beside make test, niced: the image's and release's packages, the test world's binaries (cached ones cost nothing)
+	-$(TESTBIN) cluster
+	-@$(call compile_only,linux/$(IMAGE_ARCH),./cmd/node-rotation-controller)
+	-$(TESTBIN) karpenter $(KARPENTER_MATRIX)
+	-$(TESTBIN) kubernetes $(KUBERNETES_MATRIX)
+	-@for a in $(RELEASE_IMAGE_ARCHES); do $(call compile_only,linux/$$a,./cmd/node-rotation-controller); done
+	-@for p in $(RELEASE_CLI_PLATFORMS); do $(call compile_only,$$p,./cmd/rotationctl); done
+
+# compile_only PLATFORM,PKGS: compiles every package the main packages PKGS
+# import (the standard library's with them), as make image and make release
+# build them for PLATFORM, into the Go build cache, without linking (a
+# cached package costs nothing), and says how many it compiled, if any.
+compile_only = t0=$$(date +%s); p=$(1); os=$$(dirname $$p); arch=$$(basename $$p); \
+  pkgs=$$(CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) list -deps -f '{{if and (not .Standard) (ne .Name "main")}}{{.ImportPath}}{{end}}' $(2)) && \
+  n=$$(CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -v $(IMAGE_GOBUILD_FLAGS) $$pkgs 2>&1 | wc -l) && \
+  if [ "$$n" -gt 0 ]; then echo "packages $$p: built in $$(( $$(date +%s) - t0 ))s ($$n compiled)"; fi
 
 # suites-beside-builds: the image, then the suites (make test-e2e) and, at
 # the same time, niced, the image's and the release's reproducibility
