@@ -283,12 +283,12 @@ test-e2e-matrix: testbin-cluster $(if $(IMAGE_BUILT),,image) ## only the e2e smo
 test-all: ## everything CI runs: make test (with make early-builds beside it), the image, then every suite on real Karpenter (make test-e2e) with, beside them, the image built twice to one digest and the release twice to one manifest
 	@start=$$(date +%s); log=$(CURDIR)/dist/early-builds.log; mkdir -p dist; \
 	  echo "==> [$$(date +%T)] beside make test, at nice 19: make early-builds (output: $$log)"; \
-	  setsid nice -n 19 $(MAKE) --no-print-directory early-builds >"$$log" 2>&1 & eb=$$!; \
+	  setsid test/world/niced.sh 19 $(MAKE) --no-print-directory early-builds >"$$log" 2>&1 & eb=$$!; \
 	  trap 'kill -- -$$eb 2>/dev/null || true' EXIT; \
 	  $(MAKE) --no-print-directory test || exit 1; \
-	  kill -- -$$eb 2>/dev/null && { wait $$eb 2>/dev/null || true; }; \
+	  ended="ended by itself"; if kill -- -$$eb 2>/dev/null; then ended="stopped as make test ended"; wait $$eb 2>/dev/null || true; fi; trap - EXIT; \
 	  built=$$({ grep -a -o '[^ ]* [^ ]*: built in [0-9]*s' $$log || true; } | tr '\n' ',' | sed 's/,$$//;s/,/, /g'); \
-	  echo "==> [$$(date +%T)] the builds beside make test built: $${built:-nothing (every binary cached)}"; \
+	  echo "==> [$$(date +%T)] the builds beside make test ($$ended) built: $${built:-nothing}"; \
 	  $(MAKE) --no-print-directory suites-beside-builds && \
 	  echo "==> [$$(date +%T)] make test-all done in $$(( $$(date +%s) - start ))s"
 
@@ -306,6 +306,7 @@ test-all: ## everything CI runs: make test (with make early-builds beside it), t
 # once), and a failure here is left for that later build to report.
 .PHONY: early-builds
 early-builds: ## what test-all builds beside make test, niced: the image's and release's packages, the test world's binaries (cached ones cost nothing)
+	-$(TESTBIN) envtest
 	-$(TESTBIN) cluster
 	-@$(call compile_only,linux/$(IMAGE_ARCH),./cmd/node-rotation-controller)
 	-$(TESTBIN) karpenter $(KARPENTER_MATRIX)
@@ -320,22 +321,23 @@ early-builds: ## what test-all builds beside make test, niced: the image's and r
 compile_only = t0=$$(date +%s); p=$(1); os=$$(dirname $$p); arch=$$(basename $$p); \
   pkgs=$$(CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) list -deps -f '{{if and (not .Standard) (ne .Name "main")}}{{.ImportPath}}{{end}}' $(2)) && \
   n=$$(CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -v $(IMAGE_GOBUILD_FLAGS) $$pkgs 2>&1 | wc -l) && \
-  if [ "$$n" -gt 0 ]; then echo "packages $$p: built in $$(( $$(date +%s) - t0 ))s ($$n compiled)"; fi
+  if [ "$$n" -gt 0 ]; then echo "packages of $(notdir $(2)) $$p: built in $$(( $$(date +%s) - t0 ))s ($$n compiled)"; fi
 
 # suites-beside-builds: the image, then the suites (make test-e2e) and, at
-# the same time, niced, the image's and the release's reproducibility
-# builds — CPU the suites, which mostly wait on boot delays and
-# Karpenter's batch window, leave idle (docs/test-world.md, "CI time").
-# They start once the cluster's binaries are built (every cluster waits
-# for those), never touch the image's binary the suites run, and run in a
-# session of their own, so an interrupted run stops them too. Their stage
-# lines follow the suites' table (their whole log when they failed);
-# either failing fails the target.
+# the same time, at nice 15 (test/world/niced.sh: its session's autogroup
+# too), the image's and the release's reproducibility builds — CPU the
+# suites, which mostly wait on boot delays and Karpenter's batch window,
+# leave idle (docs/test-world.md, "CI time"). They start once the
+# cluster's binaries are built (every cluster waits for those), never
+# touch the image's binary the suites run, and run in a session of their
+# own, so an interrupted run stops them too. Their stage lines follow the
+# suites' table (their whole log when they failed); either failing fails
+# the target.
 .PHONY: suites-beside-builds
 suites-beside-builds: image testbin-cluster
 	@log=$(CURDIR)/dist/beside-suites.log; mkdir -p dist; rm -f $$log.rc; t0=$$(date +%s); \
 	  echo "==> [$$(date +%T)] beside the suites, niced: make image-reproducible release-reproducible (output: $$log)"; \
-	  setsid bash -c 'r=0; nice -n 15 $(MAKE) --no-print-directory image-reproducible release-reproducible IMAGE_BUILT=1 >"$$1" 2>&1 || r=$$?; \
+	  setsid test/world/niced.sh 15 bash -c 'r=0; $(MAKE) --no-print-directory image-reproducible release-reproducible IMAGE_BUILT=1 >"$$1" 2>&1 || r=$$?; \
 	    echo "$$r $$(( $$(date +%s) - $$2 ))" >"$$1.rc"' _ "$$log" "$$t0" & bg=$$!; \
 	  trap 'kill -- -$$bg 2>/dev/null || true' EXIT; \
 	  rc=0; $(MAKE) --no-print-directory test-e2e IMAGE_BUILT=1 CLUSTER_BINS_BUILT=1 || rc=$$?; \

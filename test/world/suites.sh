@@ -128,8 +128,9 @@ compile() {
 
 # What a matrix job runs on is built one at a time, in the background
 # while the other jobs run (cold, three kwok providers took 3–7 minutes
-# the suites would otherwise wait for, docs/test-world.md; testbin.sh
-# builds niced, so the suites, which mostly wait, keep their share): a
+# the suites would otherwise wait for, docs/test-world.md; at nice 10,
+# its session's autogroup too (niced.sh), so the suites, which mostly
+# wait, keep their share): a
 # Karpenter version's kwok provider, a Kubernetes version's control plane.
 # A matrix job starts once its build is done. builds is the queue of
 # jobs, building the job whose build is in hand.
@@ -143,9 +144,9 @@ start_build() {
   building=${builds[0]} builds=("${builds[@]:1}")
   build_t0[$building]=$SECONDS
   if [[ $building == matrix:* ]]; then
-    setsid "$here/testbin.sh" karpenter "${building#matrix:}" >"$(buildlog "$building")" 2>&1 &
+    setsid "$here/niced.sh" 10 "$here/testbin.sh" karpenter "${building#matrix:}" >"$(buildlog "$building")" 2>&1 &
   else
-    setsid "$here/testbin.sh" kubernetes "${building#kubernetes:}" >"$(buildlog "$building")" 2>&1 &
+    setsid "$here/niced.sh" 10 "$here/testbin.sh" kubernetes "${building#kubernetes:}" >"$(buildlog "$building")" 2>&1 &
   fi
   build_pid=$!
   stage "$(what "$building"): building beside the suites"

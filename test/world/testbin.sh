@@ -62,40 +62,61 @@ toolchain() {
   if [ "$(printf '%s\n%s\n' "$want" "$have" | sort -V | tail -n 1)" = "$have" ]; then echo local; else echo "$NEWER_TOOLCHAIN"; fi
 }
 
-# locked UNIT CMD...: CMD holding UNIT's lock, so two testbin.sh runs at
-# once (make test-all's early builds beside make test's own) never build
-# one binary or write one work directory together: the second waits, then
-# finds the binary cached. Every step under a lock can be killed halfway
-# and redone (a marker file ends each), as test-all kills its early builds.
+# locked UNIT CMD...: CMD holding UNIT's lock (flock), so two testbin.sh
+# runs at once (make test-all's early builds beside make test's own) never
+# build one binary or write one work directory together: the second
+# waits for that one binary or directory, then finds it done. Each step
+# under a lock can be killed halfway and redone (a binary is moved into
+# place and stamped last, a work directory gets its marker file last), as
+# test-all kills its early builds.
 locked() {
   local unit=$1; shift
   (
-    flock -n 9 || { log "$unit: another testbin.sh run is building it; waiting"; flock 9 || exit 1; }
+    flock -n 9 || { log "$unit: another testbin.sh run has it; waiting"; flock 9 || exit 1; }
     "$@"
   ) 9>"$work/.lock-$unit"
 }
 
-# GCFLAGS: the compiler flags of a build. The matrix versions' binaries
-# (a Karpenter version's kwok provider, a Kubernetes version's control
-# plane besides the shared one) are built without optimizations or
-# inlining (-N -l): the same program, a quarter less to compile on a cold
-# machine (a kwok provider: 153 s against 199 s, docs/test-world.md "CI
-# time"), run only by one short matrix job each. The shared binaries every
-# suite runs are built optimized.
+# UNOPTIMIZED: the compiler flags of the matrix versions' binaries (a
+# Karpenter version's kwok provider, a Kubernetes version's control plane
+# besides the shared one): no optimizations or inlining. The same
+# program, run only by one short matrix job each, and a quarter less to
+# compile cold (docs/test-world.md, "CI time"). Their stamp says so; the
+# shared binaries every suite runs are built optimized, and only an
+# optimized binary is fresh for them.
 UNOPTIMIZED="all=-N -l"
 
-# gobuild NAME VERSION DIR PKG [LDFLAGS [GCFLAGS]]: one go build at a time, niced.
+# built NAME VERSION GCFLAGS: $bin/NAME is VERSION, optimized or built
+# with GCFLAGS (an optimized one serves a build that asks for less).
+built() { fresh "$1" "$2" || { [ -n "$3" ] && fresh "$1" "$2 gcflags=$3"; }; }
+
+# gobuild NAME VERSION DIR PKG [LDFLAGS [GCFLAGS]]: one go build at a time,
+# niced, holding NAME's lock.
 gobuild() {
+  if built "$1" "$2" "${6:-}"; then log "$1 $2: cached"; return; fi
+  locked "bin-$1" gobuild_locked "$@"
+}
+gobuild_locked() {
   local name=$1 version=$2 dir=$3 pkg=$4 ldflags=${5:-} gcflags=${6:-}
-  if fresh "$name" "$version"; then log "$name $version: cached"; return; fi
+  if built "$name" "$version" "$gcflags"; then log "$name $version: cached (built meanwhile)"; return; fi
   local tc
   tc=$(toolchain "$dir")
   log "$name $version: building $pkg with Go $tc${gcflags:+, gcflags $gcflags} (this can take minutes on a cold cache)"
   local t0=$SECONDS
   (cd "$dir" && GOTOOLCHAIN=$tc nice -n 10 go build -trimpath -gcflags "$gcflags" -ldflags "-s -w $ldflags" -o "$bin/$name.tmp" "$pkg")
   mv "$bin/$name.tmp" "$bin/$name"
-  stamp "$name" "$version"
+  stamp "$name" "$version${gcflags:+ gcflags=$gcflags}"
   log "$name $version: built in $((SECONDS - t0))s"
+}
+
+# module_dir DIR NAME MODULE@VERSION...: a throwaway main module NAME in
+# DIR requiring each MODULE at VERSION (done once: .ready).
+module_dir() {
+  local d=$1 name=$2; shift 2
+  [ ! -f "$d/.ready" ] || return 0
+  mkdir -p "$d"
+  (cd "$d" && rm -f go.mod go.sum && go mod init "$name" >/dev/null 2>&1 && go get "$@" >/dev/null 2>&1)
+  touch "$d/.ready"
 }
 
 etcd() {
@@ -103,12 +124,8 @@ etcd() {
   # `go install etcd@version` is refused (replace directives in its go.mod), so
   # a throwaway main module requires the server and etcdctl modules instead.
   local d="$work/etcd-$ETCD_VERSION"
-  mkdir -p "$d"
-  if [ ! -f "$d/.ready" ]; then
-    (cd "$d" && rm -f go.mod go.sum && go mod init testbin/etcd >/dev/null 2>&1 &&
-      go get "go.etcd.io/etcd/server/v3@v$ETCD_VERSION" "go.etcd.io/etcd/etcdctl/v3@v$ETCD_VERSION" >/dev/null 2>&1)
-    touch "$d/.ready"
-  fi
+  locked "src-etcd-$ETCD_VERSION" module_dir "$d" testbin/etcd \
+    "go.etcd.io/etcd/server/v3@v$ETCD_VERSION" "go.etcd.io/etcd/etcdctl/v3@v$ETCD_VERSION"
   gobuild etcd "$ETCD_VERSION" "$d" go.etcd.io/etcd/server/v3
   gobuild etcdctl "$ETCD_VERSION" "$d" go.etcd.io/etcd/etcdctl/v3
 }
@@ -145,12 +162,12 @@ kube_module() {
 # matrix version's beside it as BIN-VERSION.
 kube() {
   local v=$1 suffix=$2; shift 2
-  local want=("$@") missing=()
-  for b in "${want[@]}"; do fresh "$b$suffix" "$v" || missing+=("$b"); done
-  if [ ${#missing[@]} -eq 0 ]; then log "${want[*]} $v: cached"; return; fi
-  local d minor=${v#1.} gc=""
+  local want=("$@") missing=() gc=""
   [ -z "$suffix" ] || gc=$UNOPTIMIZED
-  d=$(kube_module "$v")
+  for b in "${want[@]}"; do built "$b$suffix" "$v" "$gc" || missing+=("$b"); done
+  if [ ${#missing[@]} -eq 0 ]; then log "${want[*]} $v: cached"; return; fi
+  local d minor=${v#1.}
+  d=$(locked "src-kubernetes-$v" kube_module "$v")
   minor=${minor%%.*}
   local ld=""
   for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
@@ -163,11 +180,7 @@ kube() {
 
 kwok() {
   local d="$work/kwok-$KWOK_VERSION"
-  mkdir -p "$d"
-  if [ ! -f "$d/.ready" ]; then
-    (cd "$d" && rm -f go.mod go.sum && go mod init testbin/kwok >/dev/null 2>&1 && go get "sigs.k8s.io/kwok@v$KWOK_VERSION" >/dev/null 2>&1)
-    touch "$d/.ready"
-  fi
+  locked "src-kwok-$KWOK_VERSION" module_dir "$d" testbin/kwok "sigs.k8s.io/kwok@v$KWOK_VERSION"
   gobuild kwok "$KWOK_VERSION" "$d" sigs.k8s.io/kwok/cmd/kwok
   # The Stage definitions that make fake nodes and pods behave (ready,
   # heartbeat, completion, deletion) ship inside the module.
@@ -187,41 +200,45 @@ kwok() {
 # karpenter VERSION: builds karpenter-kwok-VERSION; its CRDs stay in
 # $work/karpenter-VERSION (cluster.sh installs the ones of the version it runs).
 karpenter() {
-  local v=$1
-  fresh "karpenter-kwok-$v" "$v-loopback" && { log "karpenter-kwok $v: cached"; return; }
-  # Karpenter binds its metrics and health listeners to ":port" with no host
-  # option; a copy of the module whose operator binds 127.0.0.1 keeps every
-  # listener of the test world on loopback.
-  local d="$work/karpenter-$v"
-  if [ ! -f "$d/.patched" ]; then
-    local src
-    # (the newer Go: the local one refuses to download a module whose go
-    # line asks for more than it is)
-    src=$(cd "$work" && GOTOOLCHAIN=$NEWER_TOOLCHAIN go mod download -json "sigs.k8s.io/karpenter@v$v" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
-    [ -n "$src" ] || { log "karpenter $v: the Go module proxy did not give sigs.k8s.io/karpenter@v$v"; exit 1; }
-    rm -rf "$d" && cp -r "$src" "$d" && chmod -R u+w "$d"
-    local n
-    n=$(grep -c 'fmt.Sprintf(":%d"' "$d/pkg/operator/operator.go" || true)
-    [ "$n" = 2 ] || { log "karpenter: expected 2 listener formats in operator.go, found $n"; exit 1; }
-    sed -i 's/fmt.Sprintf(":%d"/fmt.Sprintf("127.0.0.1:%d"/g' "$d/pkg/operator/operator.go"
-    touch "$d/.patched"
-  fi
-  local gc=""
+  local v=$1 gc=""
   [ "$v" = "$KARPENTER_VERSION" ] || gc=$UNOPTIMIZED
+  built "karpenter-kwok-$v" "$v-loopback" "$gc" && { log "karpenter-kwok $v: cached"; return; }
+  local d="$work/karpenter-$v"
+  locked "src-karpenter-$v" karpenter_source "$v" "$d"
   gobuild "karpenter-kwok-$v" "$v-loopback" "$d" ./kwok "" "$gc"
+}
+
+# karpenter_source VERSION DIR: Karpenter binds its metrics and health
+# listeners to ":port" with no host option; a copy of the module in DIR
+# whose operator binds 127.0.0.1 keeps every listener of the test world
+# on loopback (done once: .patched).
+karpenter_source() {
+  local v=$1 d=$2
+  [ ! -f "$d/.patched" ] || return 0
+  local src
+  # (the newer Go: the local one refuses to download a module whose go
+  # line asks for more than it is)
+  src=$(cd "$work" && GOTOOLCHAIN=$NEWER_TOOLCHAIN go mod download -json "sigs.k8s.io/karpenter@v$v" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
+  [ -n "$src" ] || { log "karpenter $v: the Go module proxy did not give sigs.k8s.io/karpenter@v$v"; exit 1; }
+  # a copy a killed run left is read-only like the module cache it came from
+  if [ -e "$d" ]; then chmod -R u+w "$d"; rm -rf "$d"; fi
+  cp -r "$src" "$d" && chmod -R u+w "$d"
+  local n
+  n=$(grep -c 'fmt.Sprintf(":%d"' "$d/pkg/operator/operator.go" || true)
+  [ "$n" = 2 ] || { log "karpenter: expected 2 listener formats in operator.go, found $n"; exit 1; }
+  sed -i 's/fmt.Sprintf(":%d"/fmt.Sprintf("127.0.0.1:%d"/g' "$d/pkg/operator/operator.go"
+  touch "$d/.patched"
 }
 
 case "${1:-all}" in
   path) echo "$bin" ;;
   kube-version) echo "$K8S_VERSION" ;;
-  envtest) locked etcd etcd; locked "kubernetes-$K8S_VERSION" kube "$K8S_VERSION" "" kube-apiserver ;;
-  cluster|all) locked etcd etcd
-    locked "kubernetes-$K8S_VERSION" kube "$K8S_VERSION" "" kube-apiserver kube-controller-manager kube-scheduler kubectl
-    locked kwok kwok; locked "karpenter-$KARPENTER_VERSION" karpenter "$KARPENTER_VERSION" ;;
+  envtest) etcd; kube "$K8S_VERSION" "" kube-apiserver ;;
+  cluster|all) etcd; kube "$K8S_VERSION" "" kube-apiserver kube-controller-manager kube-scheduler kubectl; kwok; karpenter "$KARPENTER_VERSION" ;;
   karpenter) shift; [ $# -gt 0 ] || { echo "usage: $0 karpenter VERSION..." >&2; exit 2; }
-    for v in "$@"; do locked "karpenter-$v" karpenter "$v"; done ;;
+    for v in "$@"; do karpenter "$v"; done ;;
   kubernetes) shift; [ $# -gt 0 ] || { echo "usage: $0 kubernetes VERSION..." >&2; exit 2; }
-    for v in "$@"; do locked "kubernetes-$v" kube "$v" "-$v" "${CONTROL_PLANE[@]}"; done ;;
+    for v in "$@"; do kube "$v" "-$v" "${CONTROL_PLANE[@]}"; done ;;
   *) echo "usage: $0 [envtest|cluster|all|path|kube-version|karpenter VERSION...|kubernetes VERSION...]" >&2; exit 2 ;;
 esac
 case "${1:-all}" in path | kube-version) ;; *) log "binaries ready in $bin" ;; esac
