@@ -80,8 +80,9 @@ locked() {
 # UNOPTIMIZED: the compiler flags of the matrix versions' binaries (a
 # Karpenter version's kwok provider, a Kubernetes version's control plane
 # besides the shared one): no optimizations or inlining. The same
-# program, run only by one short matrix job each, and a quarter less to
-# compile cold (docs/test-world.md, "CI time"). Their stamp says so; the
+# program, run only by one short matrix job each, and cheaper to compile
+# cold (a provider: 153 s against 199 s; docs/test-world.md, "CI time",
+# says what it gives up). Their stamp says so; the
 # shared binaries every suite runs are built optimized, and only an
 # optimized binary is fresh for them.
 UNOPTIMIZED="all=-N -l"
