@@ -10,6 +10,14 @@ SHELL := /usr/bin/env bash
 # (docs/design.md#toolchain). `make GOTOOLCHAIN=local` runs a local Go >= 1.26.9.
 GOTOOLCHAIN ?= go1.27.3
 export GOTOOLCHAIN
+# Every go command here compiles with the flags of the image and the
+# release (static, -trimpath): a package vet or a test compiled is then the
+# one make image and make release link, not compiled again with other
+# flags, and the tests run the code as it ships (docs/test-world.md, "CI
+# time"). The Go build cache keys each compiled package by its flags.
+CGO_ENABLED ?= 0
+export CGO_ENABLED
+export GOFLAGS := $(strip $(GOFLAGS) -trimpath -buildvcs=false)
 GO ?= go
 TESTBIN := test/world/testbin.sh
 CLUSTER := test/world/cluster.sh

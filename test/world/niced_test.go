@@ -1,4 +1,5 @@
-// Package world holds the tests of the test world's scripts.
+// Package world holds the tests of the test world: its scripts, and what
+// keeps a cold run from compiling a package twice.
 package world
 
 import (
