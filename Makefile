@@ -10,15 +10,19 @@ SHELL := /usr/bin/env bash
 # (docs/design.md#toolchain). `make GOTOOLCHAIN=local` runs a local Go >= 1.26.9.
 GOTOOLCHAIN ?= go1.27.3
 export GOTOOLCHAIN
+GO ?= go
 # Every go command here compiles with the flags of the image and the
 # release (static, -trimpath): a package vet or a test compiled is then the
 # one make image and make release link, not compiled again with other
 # flags, and the tests run the code as it ships (docs/test-world.md, "CI
-# time"). The Go build cache keys each compiled package by its flags.
+# time"). The Go build cache keys each compiled package by its flags. An
+# exported GOFLAGS hides the go env file's, so that one is read in first.
 CGO_ENABLED ?= 0
 export CGO_ENABLED
-export GOFLAGS := $(strip $(GOFLAGS) -trimpath -buildvcs=false)
-GO ?= go
+ifeq ($(origin GOFLAGS),undefined)
+GOFLAGS := $(shell GOTOOLCHAIN=local $(GO) env GOFLAGS 2>/dev/null)
+endif
+export GOFLAGS := $(strip $(filter-out -trimpath -buildvcs=false,$(GOFLAGS)) -trimpath -buildvcs=false)
 TESTBIN := test/world/testbin.sh
 CLUSTER := test/world/cluster.sh
 FUZZTIME ?= 5s
@@ -303,9 +307,10 @@ test-all: ## everything CI runs: make test (with make early-builds beside it), t
 # early-builds: what make test-all builds beside make test, at nice 19, so
 # that it takes only the CPU make test leaves idle (module downloads,
 # envtest suites waiting on their API servers, one link at a time): the
-# cluster's binaries (envtest's first), the packages of the image's
-# binary, each matrix version's binaries, then the packages of the
-# release's binaries — in the order the run needs them. On a warm machine
+# cluster's binaries (envtest's first), each matrix version's binaries,
+# then the packages of the release's binaries — in the order the run needs
+# them. (The image's packages are not among them: make test's go vet
+# compiles them, with the same flags.) On a warm machine
 # each is cached and this ends within seconds; on a cold one it does early
 # what would otherwise be built after make test (docs/test-world.md, "CI
 # time"). test-all stops it when make test ends: what it had compiled
@@ -313,10 +318,9 @@ test-all: ## everything CI runs: make test (with make early-builds beside it), t
 # before (testbin.sh's locks keep two runs from building one binary at
 # once), and a failure here is left for that later build to report.
 .PHONY: early-builds
-early-builds: ## what test-all builds beside make test, niced: the image's and release's packages, the test world's binaries (cached ones cost nothing)
+early-builds: ## what test-all builds beside make test, niced: the test world's binaries, the release's packages (cached ones cost nothing)
 	-$(TESTBIN) envtest
 	-$(TESTBIN) cluster
-	-@$(call compile_only,linux/$(IMAGE_ARCH),./cmd/node-rotation-controller)
 	-$(TESTBIN) karpenter $(KARPENTER_MATRIX)
 	-$(TESTBIN) kubernetes $(KUBERNETES_MATRIX)
 	-@for a in $(RELEASE_IMAGE_ARCHES); do $(call compile_only,linux/$$a,./cmd/node-rotation-controller); done
