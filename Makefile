@@ -309,8 +309,9 @@ test-all: ## everything CI runs: make test (with make early-builds beside it), t
 # envtest suites waiting on their API servers, one link at a time): the
 # cluster's binaries (envtest's first), each matrix version's binaries,
 # then the packages of the release's binaries — in the order the run needs
-# them. (The image's packages are not among them: make test's go vet
-# compiles them, with the same flags.) On a warm machine
+# them. (Neither the image's packages nor the release's for the machine's
+# own platform are among them: make test's go vet compiles those, with the
+# same flags.) On a warm machine
 # each is cached and this ends within seconds; on a cold one it does early
 # what would otherwise be built after make test (docs/test-world.md, "CI
 # time"). test-all stops it when make test ends: what it had compiled
@@ -323,8 +324,8 @@ early-builds: ## what test-all builds beside make test, niced: the test world's 
 	-$(TESTBIN) cluster
 	-$(TESTBIN) karpenter $(KARPENTER_MATRIX)
 	-$(TESTBIN) kubernetes $(KUBERNETES_MATRIX)
-	-@for a in $(RELEASE_IMAGE_ARCHES); do $(call compile_only,linux/$$a,./cmd/node-rotation-controller); done
-	-@for p in $(RELEASE_CLI_PLATFORMS); do $(call compile_only,$$p,./cmd/rotationctl); done
+	-@for a in $(filter-out $(IMAGE_ARCH),$(RELEASE_IMAGE_ARCHES)); do $(call compile_only,linux/$$a,./cmd/node-rotation-controller); done
+	-@for p in $(filter-out linux/$(IMAGE_ARCH),$(RELEASE_CLI_PLATFORMS)); do $(call compile_only,$$p,./cmd/rotationctl); done
 
 # compile_only PLATFORM,PKGS: compiles every package the main packages PKGS
 # import (the standard library's with them), as make image and make release
