@@ -10,7 +10,16 @@ SHELL := /usr/bin/env bash
 # (docs/design.md#toolchain). `make GOTOOLCHAIN=local` runs a local Go >= 1.26.9.
 GOTOOLCHAIN ?= go1.27.3
 export GOTOOLCHAIN
-GO ?= go
+# The compilers' collector (docs/test-world.md, "CI time"): every go
+# command here runs its compiler, linker and vet with GOGC=800, the heap
+# let grow to nine times what is live between collections, under a soft
+# limit of 4 GiB a process (GOMEMLIMIT): a fifth less CPU for the same
+# packages (measured: k8s.io/api and client-go from an empty build cache,
+# 255 CPU-seconds against 321). The programs the tests run keep the
+# runtime's defaults: GOTEST hands its test binaries an environment
+# without the two (the controller sets its own GOGC, limits.go).
+GO_BUILD_ENV ?= GOGC=800 GOMEMLIMIT=4GiB
+GO ?= $(GO_BUILD_ENV) go
 # Every go command here compiles with the flags of the image and the
 # release (static, -trimpath): a package vet or a test compiled is then the
 # one make image and make release link, not compiled again with other
@@ -27,7 +36,7 @@ TESTBIN := test/world/testbin.sh
 CLUSTER := test/world/cluster.sh
 FUZZTIME ?= 5s
 
-.PHONY: all build demo test test-all test-e2e test-e2e-matrix lint generate fuzz testbin testbin-cluster cluster-up cluster-down cluster-smoke clean bench-scale bench-throughput quiet-day-one
+.PHONY: all build demo test test-all test-matrix test-e2e test-e2e-matrix lint generate fuzz testbin testbin-cluster cluster-up cluster-down cluster-smoke clean bench-scale bench-throughput quiet-day-one
 
 all: build
 
@@ -175,19 +184,29 @@ testbin-cluster: ## build every binary the local cluster needs (cached)
 	@echo "==> [$$(date +%T)] test binaries for the local cluster"
 	$(TESTBIN) cluster
 
-test: lint testbin ## unit + envtest + a short run of every fuzz target (CI runs test-all, which runs this first)
+# go test's own vet is off (-vet=off): make lint's go vet ran every
+# analyzer, a superset of go test's, over the same packages and their
+# test files, each module with every build tag. The unit tests need no
+# test binary, so they run before envtest's are built (make test-all
+# builds those beside, make early-builds).
+GOTEST := $(GO) test -count=1 -vet=off -exec "env -u GOGC -u GOMEMLIMIT"
+
+test: lint ## unit + envtest + the CRD compatibility of every supported version + a short run of every fuzz target (CI runs test-all, which runs this first)
 	@echo "==> [$$(date +%T)] unit and golden tests, no test binaries (everything outside test/)"
-	env -u KUBEBUILDER_ASSETS $(GO) test -count=1 $$($(GO) list ./... | grep -v '/test/')
+	env -u KUBEBUILDER_ASSETS $(GOTEST) $$($(GO) list ./... | grep -v '/test/')
+	@$(MAKE) --no-print-directory testbin
 	@echo "==> [$$(date +%T)] envtest and layering suites: go test ./test/... (envtest assets: $$($(TESTBIN) path))"
-	KUBEBUILDER_ASSETS=$$($(TESTBIN) path) $(GO) test -count=1 ./test/...
+	KUBEBUILDER_ASSETS=$$($(TESTBIN) path) $(GOTEST) $$($(GO) list ./test/... | grep -v '/test/compat$$')
+	@echo "==> [$$(date +%T)] CRD compatibility: the controller's reads and writes on the CRDs of every supported Karpenter version, and on the Kubernetes minimum where its control plane is built (test/compat)"
+	KUBEBUILDER_ASSETS=$$($(TESTBIN) path) $(GOTEST) -v ./test/compat/
 	@echo "==> [$$(date +%T)] PromQL of the chart's alerts and dashboard (module test/promql)"
-	cd test/promql && $(GO) test -count=1 ./...
+	cd test/promql && $(GOTEST) ./...
 	@echo "==> [$$(date +%T)] chart tests (module test/chart)"
-	cd test/chart && KUBEBUILDER_ASSETS=$$($(CURDIR)/$(TESTBIN) path) $(GO) test -count=1 ./...
+	cd test/chart && KUBEBUILDER_ASSETS=$$($(CURDIR)/$(TESTBIN) path) $(GOTEST) ./...
 	@echo "==> [$$(date +%T)] the image builder (module build/image)"
-	cd build/image && $(GO) test -count=1 ./...
+	cd build/image && $(GOTEST) ./...
 	@echo "==> [$$(date +%T)] the release tool and workflow (module build/release; its dist tests run in make release)"
-	cd build/release && env -u NRC_RELEASE_DIST $(GO) test -count=1 ./...
+	cd build/release && env -u NRC_RELEASE_DIST $(GOTEST) ./...
 	@$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME)
 	@echo "==> [$$(date +%T)] make test done"
 
@@ -197,7 +216,7 @@ fuzz: ## run each fuzz target for FUZZTIME (default 5s; try FUZZTIME=2m)
 	@for dir in $$(grep -l '^func Fuzz' $$(git ls-files '*_test.go' 2>/dev/null || find . -name '*_test.go') | xargs -n1 dirname | sort -u); do \
 	  for target in $$(grep -h '^func Fuzz' $$dir/*_test.go | sed 's/func \(Fuzz[A-Za-z0-9_]*\).*/\1/'); do \
 	    echo "==> [$$(date +%T)] fuzz $$dir $$target for $(FUZZTIME)"; \
-	    $(GO) test -run='^$$' -fuzz="^$$target$$" -fuzztime=$(FUZZTIME) ./$$dir || exit 1; \
+	    $(GO) test -exec "env -u GOGC -u GOMEMLIMIT" -run='^$$' -fuzz="^$$target$$" -fuzztime=$(FUZZTIME) ./$$dir || exit 1; \
 	  done; \
 	done
 
@@ -233,7 +252,7 @@ NODE_BOOT_DELAY_MS ?= 8000
 E2E_SUITES ?= crash-slots crash e2e.2 e2e.1 e2e.4 e2e.3 faults identity
 SUITE_CONCURRENCY ?= 4
 SUITES_ENV = NODE_BOOT_DELAY_MS=$(NODE_BOOT_DELAY_MS) SUITE_CONCURRENCY=$(SUITE_CONCURRENCY) KARPENTER_MATRIX="$(KARPENTER_MATRIX)" KUBERNETES_MATRIX="$(KUBERNETES_MATRIX)" \
-  NRC_CONTROLLER_BIN=$(CURDIR)/$(IMAGE_DIR)/extracted/node-rotation-controller
+  NRC_CONTROLLER_BIN=$(CURDIR)/$(IMAGE_DIR)/extracted/node-rotation-controller NRC_ROW_RESULTS=$(NRC_ROW_RESULTS)
 
 # IMAGE_BUILT=1: the image of this checkout is built already;
 # CLUSTER_BINS_BUILT=1: so are the cluster's binaries (both: test-all).
@@ -258,7 +277,7 @@ SCALE_ROTATE_POOLS ?= 20
 
 bench-scale: ## measure the controller's memory, CPU and rotation overhead at fleet scale on its own local cluster (about 17 minutes; not in test-all)
 	@echo "==> [$$(date +%T)] fleet-scale benchmark: $(SCALE_NODES) nodes, $(SCALE_PODS) Pods, $(SCALE_POOLS) NodePools, $(SCALE_ROTATE_POOLS) pools rotating at once"
-	$(GO) run -tags scale ./test/scale -nodes $(SCALE_NODES) -pods $(SCALE_PODS) -pools $(SCALE_POOLS) -rotate-pools $(SCALE_ROTATE_POOLS)
+	$(GO) run -exec "env -u GOGC -u GOMEMLIMIT" -tags scale ./test/scale -nodes $(SCALE_NODES) -pods $(SCALE_PODS) -pools $(SCALE_POOLS) -rotate-pools $(SCALE_ROTATE_POOLS)
 
 # The throughput benchmark (docs/performance.md, "Several rotations of a
 # pool at once on real Karpenter"): on one local
@@ -284,63 +303,88 @@ quiet-day-one: testbin-cluster ## watch a default pool rotate under the demo pol
 # The Karpenter versions besides the default that the e2e smoke and rotation
 # run against, and the Kubernetes versions besides the shared control
 # plane's (test/world/testbin.sh K8S_VERSION) they run on with the default
-# Karpenter (README.md, "Supported versions").
+# Karpenter (README.md, "Supported versions"): the compatibility rows.
 KARPENTER_MATRIX ?= 1.0.8 1.6.4 1.10.0 1.12.1 1.13.0 1.14.3
 KUBERNETES_MATRIX ?= 1.30.14
-MATRIX_JOBS = $(addprefix kubernetes:,$(KUBERNETES_MATRIX)) $(addprefix matrix:,$(KARPENTER_MATRIX))
+ALL_ROWS = $(addprefix kubernetes:,$(KUBERNETES_MATRIX)) $(addprefix matrix:,$(KARPENTER_MATRIX))
+# MATRIX_JOBS: the rows a run of make test-e2e runs (every row by default;
+# make test-all passes the gate's: the bookend row and those whose inputs
+# changed, test/world/proven.sh plan).
+MATRIX_JOBS ?= $(ALL_ROWS)
 
 test-e2e-matrix: testbin-cluster $(if $(IMAGE_BUILT),,image) ## only the e2e smoke and rotation on each Karpenter version of KARPENTER_MATRIX and each Kubernetes version of KUBERNETES_MATRIX (a cluster each, SUITE_CONCURRENCY at once)
-	$(SUITES_ENV) test/world/suites.sh $(MATRIX_JOBS)
+	$(SUITES_ENV) test/world/suites.sh $(ALL_ROWS)
 
-test-all: ## everything CI runs: make test (with make early-builds beside it), the image, then every suite on real Karpenter (make test-e2e) with, beside them, the image built twice to one digest and the release twice to one manifest
-	@start=$$(date +%s); log=$(CURDIR)/dist/early-builds.log; mkdir -p dist; \
-	  echo "==> [$$(date +%T)] beside make test, at nice 19: make early-builds (output: $$log)"; \
-	  setsid test/world/niced.sh 19 $(MAKE) --no-print-directory early-builds >"$$log" 2>&1 & eb=$$!; \
+# The per-submission gate (docs/test-world.md, "What each submission
+# proves, what each release proves"): make test (with make early-builds
+# beside it), the image, then every suite on the default Karpenter and the
+# gate's rows. Which rows: test/world/proven.sh plan, printed first, with
+# why each runs or is reused (proven by make test-matrix, inputs
+# unchanged); when a row besides the bookend must run, it says so at once,
+# with the make test-matrix that proves it once for every later run.
+test-all: ## everything CI runs: make test (with make early-builds beside it), the image, then every suite on the default Karpenter and the gate's compatibility rows (make test-e2e)
+	@start=$$(date +%s); plan=$$(test/world/proven.sh plan); \
+	  rows=$$(awk '$$1 == "run" { printf "%s ", $$2 }' <<<"$$plan"); \
+	  echo "==> [$$(date +%T)] compatibility rows: $$(grep -c '^run ' <<<"$$plan") to run, $$(grep -c '^reuse ' <<<"$$plan" || true) reused (test/world/proven.sh plan)"; \
+	  sed 's/^/    /' <<<"$$plan"; \
+	  extra=$$(grep '^run ' <<<"$$plan" | grep -vc 'the bookend row' || true); \
+	  if [ "$$extra" -gt 0 ]; then \
+	    echo "==> [$$(date +%T)] $$extra row(s) besides the bookend must run: each builds its own kwok provider or control plane (on a cold 2-core machine 4-8 minutes each, one at a time beside the suites; docs/test-world.md, \"CI time\")."; \
+	    echo "    Run make test-matrix first and commit test/world/proven.yaml and README.md: the rows are then proven once and reused until their inputs change."; \
+	  fi; \
+	  log=$(CURDIR)/dist/early-builds.log; mkdir -p dist; \
+	  echo "==> [$$(date +%T)] beside make test, at nice 19: make early-builds ROWS=\"$$rows\" (output: $$log)"; \
+	  setsid test/world/niced.sh 19 $(MAKE) --no-print-directory early-builds ROWS="$$rows" >"$$log" 2>&1 & eb=$$!; \
 	  trap 'kill -- -$$eb 2>/dev/null || true' EXIT; \
 	  $(MAKE) --no-print-directory test || exit 1; \
 	  ended="ended by itself"; if kill -- -$$eb 2>/dev/null; then ended="stopped as make test ended"; wait $$eb 2>/dev/null || true; fi; trap - EXIT; \
 	  built=$$({ grep -a -o '[^ ]* [^ ]*: built in [0-9]*s' $$log || true; } | tr '\n' ',' | sed 's/,$$//;s/,/, /g'); \
 	  echo "==> [$$(date +%T)] the builds beside make test ($$ended) built: $${built:-nothing}"; \
-	  $(MAKE) --no-print-directory suites-beside-builds && \
+	  $(MAKE) --no-print-directory test-e2e MATRIX_JOBS="$$rows" && \
 	  echo "==> [$$(date +%T)] make test-all done in $$(( $$(date +%s) - start ))s"
+
+# The release gate (docs/releasing.md; the release workflow runs it before
+# it pushes anything): every compatibility row on real Karpenter and,
+# beside them, the image built twice to one digest and the release twice
+# to one manifest; then test/world/proven.yaml records each row's result
+# with the fingerprint of its inputs, and README.md's versions table is
+# made from it. Commit both: the per-submission gate then reuses each
+# passing row until its inputs change.
+test-matrix: testbin-cluster image ## the release gate: every compatibility row (KARPENTER_MATRIX, KUBERNETES_MATRIX) and the reproducibility builds; records each row in test/world/proven.yaml and README.md
+	@results=$(CURDIR)/dist/row-results.txt; mkdir -p dist; rm -f $$results; rc=0; \
+	  $(MAKE) --no-print-directory suites-beside-builds MATRIX_JOBS="$(ALL_ROWS)" E2E_SUITES= NRC_ROW_RESULTS=$$results IMAGE_BUILT=1 || rc=$$?; \
+	  if [ -s $$results ]; then \
+	    mapfile -t r <$$results; test/world/proven.sh record "$${r[@]}"; \
+	    test/world/proven.sh readme; \
+	    echo "==> [$$(date +%T)] recorded in test/world/proven.yaml and README.md's versions table:"; sed 's/^/    /' $$results; \
+	  fi; \
+	  exit $$rc
 
 # early-builds: what make test-all builds beside make test, at nice 19, so
 # that it takes only the CPU make test leaves idle (module downloads,
 # envtest suites waiting on their API servers, one link at a time): the
-# cluster's binaries (envtest's first), each matrix version's binaries,
-# then the packages of the release's binaries — in the order the run needs
-# them. (Neither the image's packages nor the release's for the machine's
-# own platform are among them: make test's go vet compiles those, with the
-# same flags.) On a warm machine
-# each is cached and this ends within seconds; on a cold one it does early
-# what would otherwise be built after make test (docs/test-world.md, "CI
-# time"). test-all stops it when make test ends: what it had compiled
-# stays in the Go build cache, what it had not is built where it was
-# before (testbin.sh's locks keep two runs from building one binary at
-# once), and a failure here is left for that later build to report.
-.PHONY: early-builds
-early-builds: ## what test-all builds beside make test, niced: the test world's binaries, the release's packages (cached ones cost nothing)
+# cluster's binaries (envtest's first), then those of the gate's rows
+# (ROWS: the bookend's kwok provider, and any row whose inputs changed), in
+# the order the run needs them. On a warm machine each is cached and this
+# ends within seconds; on a cold one it does early what would otherwise be
+# built after make test (docs/test-world.md, "CI time"). test-all stops it
+# when make test ends: what it had compiled stays in the Go build cache,
+# what it had not is built where it was before (testbin.sh's locks keep
+# two runs from building one binary at once), and a failure here is left
+# for that later build to report.
+ROWS ?=
+.PHONY: early-builds test-matrix
+early-builds: ## what test-all builds beside make test, niced: the test world's binaries and those of ROWS (cached ones cost nothing)
 	-$(TESTBIN) envtest
 	-$(TESTBIN) cluster
-	-$(TESTBIN) karpenter $(KARPENTER_MATRIX)
-	-$(TESTBIN) kubernetes $(KUBERNETES_MATRIX)
-	-@for a in $(filter-out $(IMAGE_ARCH),$(RELEASE_IMAGE_ARCHES)); do $(call compile_only,linux/$$a,./cmd/node-rotation-controller); done
-	-@for p in $(filter-out linux/$(IMAGE_ARCH),$(RELEASE_CLI_PLATFORMS)); do $(call compile_only,$$p,./cmd/rotationctl); done
-
-# compile_only PLATFORM,PKGS: compiles every package the main packages PKGS
-# import (the standard library's with them), as make image and make release
-# build them for PLATFORM, into the Go build cache, without linking (a
-# cached package costs nothing), and says how many it compiled, if any.
-compile_only = t0=$$(date +%s); p=$(1); os=$$(dirname $$p); arch=$$(basename $$p); \
-  pkgs=$$(CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) list -deps -f '{{if and (not .Standard) (ne .Name "main")}}{{.ImportPath}}{{end}}' $(2)) && \
-  n=$$(CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -v $(IMAGE_GOBUILD_FLAGS) $$pkgs 2>&1 | wc -l) && \
-  if [ "$$n" -gt 0 ]; then echo "packages of $(notdir $(2)) $$p: built in $$(( $$(date +%s) - t0 ))s ($$n compiled)"; fi
+	-@for r in $(ROWS); do case $$r in matrix:*) $(TESTBIN) karpenter $${r#matrix:};; kubernetes:*) $(TESTBIN) kubernetes $${r#kubernetes:};; esac; done
 
 # suites-beside-builds: the image, then the suites (make test-e2e) and, at
 # the same time, at nice 15 (test/world/niced.sh: its session's autogroup
 # too), the image's and the release's reproducibility builds — CPU the
 # suites, which mostly wait on boot delays and Karpenter's batch window,
-# leave idle (docs/test-world.md, "CI time"). They start once the
+# leave idle (docs/test-world.md, "CI time"); make test-matrix runs it.
+# They start once the
 # cluster's binaries are built (every cluster waits for those), never
 # touch the image's binary the suites run, and run in a session of their
 # own, so an interrupted run stops them too. Their stage lines follow the

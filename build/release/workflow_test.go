@@ -119,8 +119,8 @@ func TestWorkflowPublishesEveryArtifact(t *testing.T) {
 	}
 	uploads := uploadGlobs(t, v)
 	script := run.String()
-	if !strings.Contains(script, "make release-reproducible") {
-		t.Error("the workflow does not build with make release-reproducible")
+	if !strings.Contains(script, "make test-matrix") {
+		t.Error("the workflow does not run the release gate, make test-matrix (which builds with make release-reproducible)")
 	}
 	files := []string{checksumsName, sbomName("node-rotation-controller", v), sbomName("rotationctl", v), crdsName(v),
 		"node-rotation-controller-" + v + ".tgz", krewName, manifestName}
@@ -196,4 +196,29 @@ func matchesAny(globs []string, name string) bool {
 		}
 	}
 	return false
+}
+
+// The release gate runs before anything leaves the runner: the step that
+// runs make test-matrix (every compatibility row, the reproducibility
+// builds) comes before every step that pushes, signs, attests or uploads.
+func TestWorkflowRunsTheReleaseGateBeforeItPushes(t *testing.T) {
+	w, _ := readWorkflow(t)
+	for name, j := range w.Jobs {
+		gate := -1
+		for i, s := range j.Steps {
+			if strings.Contains(s.Run, "make test-matrix") && gate < 0 {
+				gate = i
+			}
+			publishes := strings.HasPrefix(s.Uses, "actions/attest-build-provenance@")
+			for _, verb := range []string{"crane push", "helm push", "cosign sign", "cosign attest", "gh release"} {
+				publishes = publishes || strings.Contains(s.Run, verb)
+			}
+			if publishes && gate < 0 {
+				t.Errorf("job %s: step %d (%q) publishes before make test-matrix has run", name, i, s.Name)
+			}
+		}
+		if gate < 0 {
+			t.Errorf("job %s never runs make test-matrix", name)
+		}
+	}
 }

@@ -188,6 +188,14 @@ const UpgradeFromEnv = "NRC_UPGRADE_FROM_BIN"
 // repoRoot: $NRC_UPGRADE_FROM_BIN, or one built into dir from a temporary
 // git worktree of commit (removed after the build), reused when dir already
 // holds it. The checkout must have the commit: a shallow clone does not.
+//
+// The earlier commit's code is built against this checkout's go.mod and
+// go.sum, with the Makefile's flags and compilers' collector: what an
+// upgrade test holds is the earlier build's own logic and the state it
+// leaves, not its dependencies, and so a cold run compiles only its own
+// packages, every dependency already in the Go build cache (its own go.mod
+// made a cold run compile an older Kubernetes client and controller-runtime
+// besides: docs/test-world.md, "CI time").
 func BinaryAt(repoRoot, commit, dir string) (string, error) {
 	if bin := os.Getenv(UpgradeFromEnv); bin != "" {
 		return filepath.Abs(bin)
@@ -214,7 +222,17 @@ func BinaryAt(repoRoot, commit, dir string) (string, error) {
 		return "", err
 	}
 	defer func() { _ = run(repoRoot, "git", "worktree", "remove", "--force", src) }()
-	if err := run(src, "go", "build", "-o", out, "./cmd/node-rotation-controller"); err != nil {
+	for _, f := range []string{"go.mod", "go.sum"} {
+		b, err := os.ReadFile(filepath.Join(repoRoot, f))
+		if err == nil {
+			err = os.WriteFile(filepath.Join(src, f), b, 0o644)
+		}
+		if err != nil {
+			return "", fmt.Errorf("this checkout's %s into the worktree of %s: %w", f, commit, err)
+		}
+	}
+	if err := run(src, "env", "CGO_ENABLED=0", "GOFLAGS=-trimpath -buildvcs=false", "GOGC=800", "GOMEMLIMIT=4GiB",
+		"go", "build", "-o", out, "./cmd/node-rotation-controller"); err != nil {
 		return "", err
 	}
 	return out, nil

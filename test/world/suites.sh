@@ -19,9 +19,14 @@
 # brought down on exit, pass or fail. A table of each job's wall time ends
 # the run.
 #
-# Usage: test/world/suites.sh [job...]
+# Usage: test/world/suites.sh [job...] | --versions-table
 #   (default: crash-slots crash e2e.2 e2e.1 e2e.4 e2e.3 faults identity, matrix:V for V in
-#   KARPENTER_MATRIX and kubernetes:V for V in KUBERNETES_MATRIX: the longest first)
+#   KARPENTER_MATRIX and kubernetes:V for V in KUBERNETES_MATRIX: the longest first;
+#   make test-all passes the default's jobs and the compatibility rows
+#   test/world/proven.sh plans, make test-matrix every row)
+#   --versions-table  README.md's versions table, from test/world/proven.yaml
+# NRC_ROW_RESULTS=FILE: each row run written there as ROW=RESULT (make
+# test-matrix records them).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
@@ -116,11 +121,13 @@ compile() {
     esac
   done
   local t0=$SECONDS b
+  # the compilers' collector as the Makefile sets it (GO_BUILD_ENV)
+  local GO="env ${GO_BUILD_ENV:-GOGC=800 GOMEMLIMIT=4GiB} $GO"
   for b in $(printf '%s\n' "${need[@]}" | sort -u); do
     case "$b" in
-      e2e) "$GO" test -c -tags e2e -o "$out/bin/e2e.test" ./test/e2e/ ;;
-      chaos) "$GO" test -c -tags e2e -o "$out/bin/chaos.test" ./test/chaos/ ;;
-      identity) (cd test/chart && "$GO" test -c -tags e2e -o "$out/bin/identity.test" ./identity/) ;;
+      e2e) $GO test -c -tags e2e -o "$out/bin/e2e.test" ./test/e2e/ ;;
+      chaos) $GO test -c -tags e2e -o "$out/bin/chaos.test" ./test/chaos/ ;;
+      identity) (cd test/chart && $GO test -c -tags e2e -o "$out/bin/identity.test" ./identity/) ;;
     esac
   done
   stage "test binaries compiled in $((SECONDS - t0))s: $(ls "$out/bin" | tr '\n' ' ')"
@@ -281,56 +288,73 @@ launch() {
   stage "$j started on slot $slot"
 }
 
-# versions_table: the versions this run tested, as README.md's table
+# versions_table [record]: the supported versions as README.md's table
 # "Supported versions" prints them, line for line
 # (cmd/node-rotation-controller/versions_test.go holds the README to the
-# versions configured here): a row per matrix job, and the default's row
-# when every suite on the default Karpenter ran.
+# versions configured here): the default's row (every suite, every
+# submission), then a row per compatibility row (test/world/proven.sh
+# rows): the Karpenter ones, then the Kubernetes ones. A row this run ran
+# has this run's result; any other, and every row with "record", what
+# test/world/proven.yaml holds (make test-matrix wrote it).
 versions_table() {
-  local j v rows=() bad=() all=1 k8s karpenter
+  local j v rows=() bad=() all=1 k8s karpenter from_record=${1:-} bookend
   k8s=${K8S_VERSION:-$(sed -n 's/^K8S_VERSION=\${K8S_VERSION:-\(.*\)}$/\1/p' "$here/testbin.sh")}
   karpenter=$(sed -n 's/^KARPENTER_VERSION=\${KARPENTER_VERSION:-\(.*\)}$/\1/p' "$here/testbin.sh")
+  bookend=$(KARPENTER_MATRIX=$KARPENTER_MATRIX "$here/proven.sh" bookend)
   for j in "${DEFAULT_JOBS[@]}"; do
-    [ -n "${outcome[$j]:-}" ] || { all=; continue; }
-    [ "${outcome[$j]}" = passed ] || bad+=("$j")
+    [ -n "$from_record" ] || [ -n "${outcome[$j]:-}" ] || { all=; continue; }
+    [ -n "$from_record" ] || [ "${outcome[$j]}" = passed ] || bad+=("$j")
   done
   if [ -n "$all" ]; then
-    rows+=("| **v$karpenter** (default: \`go.mod\` builds against it) | v$k8s | every suite on real Karpenter: the e2e scenarios, chart identity, the crash and fault campaigns | $(result "${bad[*]}") |")
+    rows+=("| **v$karpenter** (default: \`go.mod\` builds against it) | v$k8s | every suite on real Karpenter: the e2e scenarios, chart identity, the crash and fault campaigns; every submission (\`make test-all\`) | $(result "${bad[*]}") |")
   fi
   for v in $(printf '%s\n' "${!KARPENTER_FAILING[@]}" | sort -V); do
-    [[ " ${jobs_[*]} " != *" matrix:$v "* ]] || continue # run anyway: its own row says
     rows+=("| v$v | v$k8s | the e2e smoke and the happy-path rotation, not run | ${KARPENTER_FAILING[$v]} |")
   done
-  # the Karpenter rows, then the Kubernetes ones, whatever the jobs' order
-  for j in $(printf '%s\n' "${jobs_[@]}" | grep '^matrix:') $(printf '%s\n' "${jobs_[@]}" | grep '^kubernetes:'); do
-    case "${outcome[$j]}" in
-      passed) v=passes ;;
-      "build FAILED") if [[ $j == matrix:* ]]; then v="its kwok provider does not build"; else v="its control plane does not build"; fi ;;
-      "FAILED (rc 3)") v="fails: its cluster does not come up (its CRDs, Karpenter or the control plane)" ;;
-      *) v="fails" ;;
-    esac
+  for j in $(KARPENTER_MATRIX=$KARPENTER_MATRIX KUBERNETES_MATRIX=$KUBERNETES_MATRIX "$here/proven.sh" rows); do
+    local when at
+    at=$("$here/proven.sh" recorded "$j" commit)
+    if [ -z "$from_record" ] && [ -n "${outcome[$j]:-}" ]; then
+  v=$(row_result "$j")
+      when="run by this run ($(date -u +%F))"
+    elif [ -n "$at" ]; then
+      v=$("$here/proven.sh" recorded "$j" result)
+      when="\`make test-matrix\` at $at on $("$here/proven.sh" recorded "$j" date)"
+    else
+      v="not proven: no record in test/world/proven.yaml"
+      when="\`make test-matrix\`"
+    fi
+    if [ "$j" = "$bookend" ]; then when+="; every submission (the bookend row)"; else when+="; a submission that changes its inputs"; fi
     if [[ $j == matrix:* ]]; then
       local with=${KARPENTER_ARGS[${j#matrix:}]:-}
-      rows+=("| v${j#matrix:} | v$k8s | the e2e smoke and the happy-path rotation (\`make test-e2e-matrix\`)${with:+, the controller run with \`$with\`} | $v |")
+      rows+=("| v${j#matrix:} | v$k8s | the e2e smoke and the happy-path rotation${with:+, the controller run with \`$with\`}: $when | $v |")
     else
-      rows+=("| v$karpenter | v${j#kubernetes:} | the e2e smoke and the happy-path rotation (\`make test-e2e-matrix\`) | $v |")
+      rows+=("| v$karpenter | v${j#kubernetes:} | the e2e smoke and the happy-path rotation: $when | $v |")
     fi
   done
   [ ${#rows[@]} -gt 0 ] || return 0
-  echo "| Karpenter | Kubernetes | tested by \`make test-all\` | result |"
+  echo "| Karpenter | Kubernetes | tested by | result |"
   echo "|---|---|---|---|"
   printf '%s\n' "${rows[@]}"
+}
+# row_result JOB: a row's result as the table and the record say it.
+row_result() {
+  case "${outcome[$1]}" in
+    passed) echo passes ;;
+    "build FAILED") if [[ $1 == matrix:* ]]; then echo "fails: its kwok provider does not build"; else echo "fails: its control plane does not build"; fi ;;
+    "FAILED (rc 3)") echo "fails: its cluster does not come up (its CRDs, Karpenter or the control plane)" ;;
+    *) echo fails ;;
+  esac
 }
 # result JOBS: a row's result, given the jobs that failed.
 result() { if [ -z "$1" ]; then echo passes; else echo "fails ($1)"; fi; }
 
-# --versions-table: the table a run of the default jobs printing every
-# job passed would print (versions_test.go compares README.md with it).
+# --versions-table: the table of the record (test/world/proven.yaml),
+# the default's row passing (every submission runs it); versions_test.go
+# compares README.md with it and test/world/proven.sh readme writes it.
 if [ "${jobs_[0]:-}" = --versions-table ]; then
   trap - EXIT # no cluster of its own, and another run's are not its to stop
-  default_run
-  for j in "${jobs_[@]}"; do outcome[$j]=passed; done
-  versions_table
+  versions_table record
   exit 0
 fi
 
@@ -385,6 +409,11 @@ for j in "${jobs_[@]}"; do
   printf '  %-16s %-8s %s%s\n' "$j" "${took[$j]}" "${outcome[$j]}" "$extra"
   [ "${outcome[$j]}" = passed ] || failed+=("$j")
 done
+# NRC_ROW_RESULTS=FILE: each row this run ran, as ROW=RESULT a line (make
+# test-matrix records them: test/world/proven.sh record).
+if [ -n "${NRC_ROW_RESULTS:-}" ]; then
+  for j in "${jobs_[@]}"; do ! versioned "$j" || echo "$j=$(row_result "$j")"; done >"$NRC_ROW_RESULTS"
+fi
 echo "==> supported versions, as this run found them on $(date -u +%F) (README.md, \"Supported versions\"):"
 versions_table
 if [ ${#failed[@]} -gt 0 ]; then
