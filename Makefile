@@ -391,7 +391,7 @@ early-builds: ## what test-all builds beside make test, niced: the test world's 
 # suites' table (their whole log when they failed); either failing fails
 # the target.
 .PHONY: suites-beside-builds
-suites-beside-builds: image testbin-cluster
+suites-beside-builds: $(if $(IMAGE_BUILT),,image) testbin-cluster
 	@log=$(CURDIR)/dist/beside-suites.log; mkdir -p dist; rm -f $$log.rc; t0=$$(date +%s); \
 	  echo "==> [$$(date +%T)] beside the suites, niced: make image-reproducible release-reproducible (output: $$log)"; \
 	  setsid test/world/niced.sh 15 bash -c 'r=0; $(MAKE) --no-print-directory image-reproducible release-reproducible IMAGE_BUILT=1 >"$$1" 2>&1 || r=$$?; \
