@@ -15,9 +15,12 @@ export GOTOOLCHAIN
 # let grow to nine times what is live between collections, under a soft
 # limit of 4 GiB a process (GOMEMLIMIT): a fifth less CPU for the same
 # packages (measured: k8s.io/api and client-go from an empty build cache,
-# 255 CPU-seconds against 321). The programs the tests run keep the
-# runtime's defaults: GOTEST hands its test binaries an environment
-# without the two (the controller sets its own GOGC, limits.go).
+# 255 CPU-seconds against 321). The test binaries keep the runtime's
+# defaults: GOTEST hands them an environment without the two (the
+# controller sets its own GOGC, limits.go); bench-scale's go run does the
+# same, and so do the release's dist tests and cluster-smoke. The release
+# tool's and the image builder's go run do run with them: short programs
+# whose collector nothing measures.
 GO_BUILD_ENV ?= GOGC=800 GOMEMLIMIT=4GiB
 GO ?= $(GO_BUILD_ENV) go
 # Every go command here compiles with the flags of the image and the
@@ -151,7 +154,7 @@ release: ## the release in dist/release: multi-arch image index, rotationctl arc
 	cd build/release && SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) $(GO) run . -version $(VERSION) -dist $(CURDIR)/$(RELEASE_DIR) \
 	  -repository $(IMAGE_REPOSITORY) -repo-root $(CURDIR)
 	@echo "==> [$$(date +%T)] release $(VERSION): reading dist back (build/release dist tests)"
-	cd build/release && NRC_RELEASE_DIST=$(CURDIR)/$(RELEASE_DIR) $(GO) test -count=1 -run '^TestDist' .
+	cd build/release && NRC_RELEASE_DIST=$(CURDIR)/$(RELEASE_DIR) $(GO) test -count=1 -exec "env -u GOGC -u GOMEMLIMIT" -run '^TestDist' .
 
 .PHONY: release-reproducible
 release-reproducible: ## make release twice into two directories: the same manifest.json, digest for digest
@@ -238,7 +241,7 @@ cluster-down: ## stop the local e2e cluster by recorded PIDs
 
 cluster-smoke: ## prove the local cluster provisions, drains and surges
 	@echo "==> cluster smoke"
-	KUBECONFIG=$$($(CLUSTER) kubeconfig) $(GO) test -count=1 -v -tags e2e ./test/e2e/ -ginkgo.label-filter=smoke -ginkgo.v
+	KUBECONFIG=$$($(CLUSTER) kubeconfig) $(GO) test -count=1 -exec "env -u GOGC -u GOMEMLIMIT" -v -tags e2e ./test/e2e/ -ginkgo.label-filter=smoke -ginkgo.v
 
 # The suites on real Karpenter (test/world/suites.sh), each on its own
 # local cluster whose nodes boot in NODE_BOOT_DELAY_MS, as a cloud's do (the
@@ -312,7 +315,7 @@ ALL_ROWS = $(addprefix kubernetes:,$(KUBERNETES_MATRIX)) $(addprefix matrix:,$(K
 # changed, test/world/proven.sh plan).
 MATRIX_JOBS ?= $(ALL_ROWS)
 
-test-e2e-matrix: testbin-cluster $(if $(IMAGE_BUILT),,image) ## only the e2e smoke and rotation on each Karpenter version of KARPENTER_MATRIX and each Kubernetes version of KUBERNETES_MATRIX (a cluster each, SUITE_CONCURRENCY at once)
+test-e2e-matrix: testbin-cluster $(if $(IMAGE_BUILT),,image) ## only the e2e smoke and rotation on each Karpenter version of KARPENTER_MATRIX and each Kubernetes version of KUBERNETES_MATRIX (a cluster each, SUITE_CONCURRENCY at once); it records nothing: make test-matrix does
 	$(SUITES_ENV) test/world/suites.sh $(ALL_ROWS)
 
 # The per-submission gate (docs/test-world.md, "What each submission
@@ -346,17 +349,29 @@ test-all: ## everything CI runs: make test (with make early-builds beside it), t
 # The release gate (docs/releasing.md; the release workflow runs it before
 # it pushes anything): every compatibility row on real Karpenter and,
 # beside them, the image built twice to one digest and the release twice
-# to one manifest; then test/world/proven.yaml records each row's result
-# with the fingerprint of its inputs, and README.md's versions table is
-# made from it. Commit both: the per-submission gate then reuses each
-# passing row until its inputs change.
-test-matrix: testbin-cluster image ## the release gate: every compatibility row (KARPENTER_MATRIX, KUBERNETES_MATRIX) and the reproducibility builds; records each row in test/world/proven.yaml and README.md
-	@results=$(CURDIR)/dist/row-results.txt; mkdir -p dist; rm -f $$results; rc=0; \
-	  $(MAKE) --no-print-directory suites-beside-builds MATRIX_JOBS="$(ALL_ROWS)" E2E_SUITES= NRC_ROW_RESULTS=$$results IMAGE_BUILT=1 || rc=$$?; \
-	  if [ -s $$results ]; then \
-	    mapfile -t r <$$results; test/world/proven.sh record "$${r[@]}"; \
+# to one manifest; then the CRD compatibility check on the Kubernetes
+# minimum's own API server, built by its row by then (test/compat); then
+# test/world/proven.yaml records each row's result with the fingerprint of
+# its inputs as the run began (a snapshot taken before anything is built:
+# a row whose inputs changed while it ran is recorded not proven), and
+# README.md's versions table is made from it. Commit both: the
+# per-submission gate then reuses each passing row until its inputs
+# change. PROVE names a subset (`make test-matrix PROVE=matrix:1.6.4`):
+# the record keeps every other row as it was.
+PROVE ?= $(ALL_ROWS)
+.PHONY: proven-snapshot
+proven-snapshot:
+	@test -n "$(strip $(PROVE))" || { echo "make test-matrix: PROVE names no row (every row: $(strip $(ALL_ROWS)))" >&2; exit 2; }
+	@mkdir -p dist && test/world/proven.sh snapshot >dist/proven-snapshot.txt
+test-matrix: proven-snapshot testbin-cluster image ## the release gate: every compatibility row (KARPENTER_MATRIX, KUBERNETES_MATRIX; PROVE a subset) and the reproducibility builds; records each row in test/world/proven.yaml and README.md
+	@results="$(CURDIR)/dist/row-results.txt"; rm -f "$$results"; rc=0; \
+	  $(MAKE) --no-print-directory suites-beside-builds MATRIX_JOBS="$(PROVE)" E2E_SUITES= NRC_ROW_RESULTS="$$results" IMAGE_BUILT=1 || rc=$$?; \
+	  echo "==> [$$(date +%T)] CRD compatibility on the Kubernetes minimum's API server (test/compat)"; \
+	  NRC_COMPAT_REQUIRE_MINIMUM=1 KUBEBUILDER_ASSETS=$$($(TESTBIN) path) $(GOTEST) -v -run 'TestTheKubernetesMinimumServesTheController' ./test/compat/ || rc=$$?; \
+	  if [ -s "$$results" ]; then \
+	    mapfile -t r <"$$results"; test/world/proven.sh record --from dist/proven-snapshot.txt "$${r[@]}" || rc=$$?; \
 	    test/world/proven.sh readme; \
-	    echo "==> [$$(date +%T)] recorded in test/world/proven.yaml and README.md's versions table:"; sed 's/^/    /' $$results; \
+	    echo "==> [$$(date +%T)] recorded in test/world/proven.yaml and README.md's versions table:"; sed 's/^/    /' "$$results"; \
 	  fi; \
 	  exit $$rc
 
@@ -373,7 +388,7 @@ test-matrix: testbin-cluster image ## the release gate: every compatibility row 
 # two runs from building one binary at once), and a failure here is left
 # for that later build to report.
 ROWS ?=
-.PHONY: early-builds test-matrix
+.PHONY: early-builds
 early-builds: ## what test-all builds beside make test, niced: the test world's binaries and those of ROWS (cached ones cost nothing)
 	-$(TESTBIN) envtest
 	-$(TESTBIN) cluster

@@ -20,15 +20,68 @@ type workflow struct {
 		} `json:"push"`
 	} `json:"on"`
 	Permissions map[string]string `json:"permissions"`
-	Jobs        map[string]struct {
-		Steps []struct {
-			Name string            `json:"name"`
-			Uses string            `json:"uses"`
-			With map[string]any    `json:"with"`
-			Run  string            `json:"run"`
-			Env  map[string]string `json:"env"`
-		} `json:"steps"`
-	} `json:"jobs"`
+	Jobs        map[string]job    `json:"jobs"`
+}
+
+type job struct {
+	If          string            `json:"if"`
+	Needs       any               `json:"needs"` // a job's name or a list of them
+	Permissions map[string]string `json:"permissions"`
+	Steps       []step            `json:"steps"`
+}
+
+type step struct {
+	Name            string            `json:"name"`
+	Uses            string            `json:"uses"`
+	With            map[string]any    `json:"with"`
+	Run             string            `json:"run"`
+	Env             map[string]string `json:"env"`
+	If              string            `json:"if"`
+	ContinueOnError any               `json:"continue-on-error"`
+}
+
+// needs are the jobs j waits for.
+func (j job) needs() []string {
+	switch n := j.Needs.(type) {
+	case string:
+		return []string{n}
+	case []any:
+		var out []string
+		for _, v := range n {
+			out = append(out, stringOf(v))
+		}
+		return out
+	}
+	return nil
+}
+
+// runsTheGate: one line of the step's script is exactly make test-matrix
+// (not echoed, not `|| true`, not another target), and the step is
+// neither conditional nor allowed to fail.
+func (s step) runsTheGate() bool {
+	if s.If != "" || s.ContinueOnError != nil {
+		return false
+	}
+	for _, l := range strings.Split(s.Run, "\n") {
+		if strings.TrimSpace(l) == "make test-matrix" {
+			return true
+		}
+	}
+	return false
+}
+
+// publishes: the step pushes, signs, attests, uploads or logs in to a
+// registry (credentials must not exist where the gate runs).
+func (s step) publishes() bool {
+	if strings.HasPrefix(s.Uses, "actions/attest-build-provenance@") {
+		return true
+	}
+	for _, verb := range []string{"crane push", "helm push", "cosign sign", "cosign attest", "gh release", "auth login", "registry login"} {
+		if strings.Contains(s.Run, verb) {
+			return true
+		}
+	}
+	return false
 }
 
 func readWorkflow(t *testing.T) (workflow, string) {
@@ -76,9 +129,18 @@ func TestWorkflowIsPinned(t *testing.T) {
 	if len(w.On.Push.Tags) != 1 || w.On.Push.Tags[0] != "v*" {
 		t.Errorf("on.push.tags = %v, want [v*]", w.On.Push.Tags)
 	}
+	if len(w.Permissions) != 0 {
+		t.Errorf("workflow permissions %v: each job names its own", w.Permissions)
+	}
+	publisher := ""
+	for name, j := range w.Jobs {
+		if slices.ContainsFunc(j.Steps, step.publishes) {
+			publisher = name
+		}
+	}
 	for k, v := range map[string]string{"contents": "write", "packages": "write", "id-token": "write", "attestations": "write"} {
-		if w.Permissions[k] != v {
-			t.Errorf("permissions.%s = %q, want %s", k, w.Permissions[k], v)
+		if got := w.Jobs[publisher].Permissions[k]; got != v {
+			t.Errorf("job %q, the one that publishes: permissions.%s = %q, want %s", publisher, k, got, v)
 		}
 	}
 	for job, j := range w.Jobs {
@@ -100,6 +162,14 @@ func TestWorkflowIsPinned(t *testing.T) {
 
 func stringOf(v any) string { s, _ := v.(string); return s }
 
+func allSteps(w workflow) []step {
+	var out []step
+	for _, j := range w.Jobs {
+		out = append(out, j.Steps...)
+	}
+	return out
+}
+
 // Everything make release writes is published: the image index pushed,
 // signed, its SBOM attested and its provenance; the chart pushed, signed
 // and attested; every file uploaded to the release. The names are the
@@ -119,7 +189,7 @@ func TestWorkflowPublishesEveryArtifact(t *testing.T) {
 	}
 	uploads := uploadGlobs(t, v)
 	script := run.String()
-	if !strings.Contains(script, "make test-matrix") {
+	if !slices.ContainsFunc(allSteps(w), step.runsTheGate) {
 		t.Error("the workflow does not run the release gate, make test-matrix (which builds with make release-reproducible)")
 	}
 	files := []string{checksumsName, sbomName("node-rotation-controller", v), sbomName("rotationctl", v), crdsName(v),
@@ -198,27 +268,44 @@ func matchesAny(globs []string, name string) bool {
 	return false
 }
 
-// The release gate runs before anything leaves the runner: the step that
-// runs make test-matrix (every compatibility row, the reproducibility
-// builds) comes before every step that pushes, signs, attests or uploads.
+// The release gate runs before anything leaves the runner, and where no
+// credential does: one job runs make test-matrix (every compatibility
+// row, the reproducibility builds) unconditionally, with read-only
+// permissions and no publishing step; every job that publishes, signs,
+// attests, uploads or logs in needs it.
 func TestWorkflowRunsTheReleaseGateBeforeItPushes(t *testing.T) {
 	w, _ := readWorkflow(t)
+	gate := ""
 	for name, j := range w.Jobs {
-		gate := -1
-		for i, s := range j.Steps {
-			if strings.Contains(s.Run, "make test-matrix") && gate < 0 {
-				gate = i
-			}
-			publishes := strings.HasPrefix(s.Uses, "actions/attest-build-provenance@")
-			for _, verb := range []string{"crane push", "helm push", "cosign sign", "cosign attest", "gh release"} {
-				publishes = publishes || strings.Contains(s.Run, verb)
-			}
-			if publishes && gate < 0 {
-				t.Errorf("job %s: step %d (%q) publishes before make test-matrix has run", name, i, s.Name)
-			}
+		if slices.ContainsFunc(j.Steps, step.runsTheGate) {
+			gate = name
 		}
-		if gate < 0 {
-			t.Errorf("job %s never runs make test-matrix", name)
+	}
+	if gate == "" {
+		t.Fatal("no job runs make test-matrix unconditionally (a line of its own, no if, no continue-on-error)")
+	}
+	g := w.Jobs[gate]
+	if g.If != "" {
+		t.Errorf("job %s, the gate, runs only if %s", gate, g.If)
+	}
+	for k, v := range g.Permissions {
+		if k != "contents" || v != "read" {
+			t.Errorf("job %s, the gate: permissions.%s = %s, want only contents: read (it runs third-party code)", gate, k, v)
+		}
+	}
+	if len(g.Permissions) == 0 {
+		t.Errorf("job %s, the gate, names no permissions: it would get the workflow's", gate)
+	}
+	for name, j := range w.Jobs {
+		for i, s := range j.Steps {
+			if !s.publishes() {
+				continue
+			}
+			if name == gate {
+				t.Errorf("job %s, the gate: step %d (%q) publishes", name, i, s.Name)
+			} else if !slices.Contains(j.needs(), gate) {
+				t.Errorf("job %s: step %d (%q) publishes, and the job does not need %s", name, i, s.Name, gate)
+			}
 		}
 	}
 }

@@ -173,7 +173,7 @@ func TestREADMEVersionsTableIsWhatTheSuitesPrint(t *testing.T) {
 	cmd := exec.Command("bash", "../../test/world/suites.sh", "--versions-table")
 	for _, kv := range os.Environ() {
 		switch k, _, _ := strings.Cut(kv, "="); k {
-		case "KARPENTER_MATRIX", "KUBERNETES_MATRIX", "K8S_VERSION", "SUITE_SLOT_BASE", "SUITE_CONCURRENCY", "TMPDIR", "NRC_SUITES_DIR":
+		case "KARPENTER_MATRIX", "KUBERNETES_MATRIX", "K8S_VERSION", "SUITE_SLOT_BASE", "SUITE_CONCURRENCY", "TMPDIR", "NRC_SUITES_DIR", "NRC_PROVEN_FILE":
 		default:
 			cmd.Env = append(cmd.Env, kv)
 		}

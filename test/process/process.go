@@ -6,10 +6,12 @@
 package process
 
 import (
+	"crypto/sha256"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -187,20 +189,33 @@ const UpgradeFromEnv = "NRC_UPGRADE_FROM_BIN"
 // BinaryAt is the controller binary of an earlier commit of the checkout at
 // repoRoot: $NRC_UPGRADE_FROM_BIN, or one built into dir from a temporary
 // git worktree of commit (removed after the build), reused when dir already
-// holds it. The checkout must have the commit: a shallow clone does not.
+// holds one built from the same commit, go.mod, go.sum and toolchain. The
+// checkout must have the commit: a shallow clone does not.
 //
 // The earlier commit's code is built against this checkout's go.mod and
-// go.sum, with the Makefile's flags and compilers' collector: what an
-// upgrade test holds is the earlier build's own logic and the state it
-// leaves, not its dependencies, and so a cold run compiles only its own
-// packages, every dependency already in the Go build cache (its own go.mod
-// made a cold run compile an older Kubernetes client and controller-runtime
-// besides: docs/test-world.md, "CI time").
+// go.sum, with the Makefile's flags (its GOFLAGS, as make exports them)
+// and compilers' collector: what an upgrade test holds is the earlier
+// build's own logic and the state it leaves, not its dependencies, and so
+// a cold run compiles only its own packages, every dependency already in
+// the Go build cache (its own go.mod made a cold run compile an older
+// Kubernetes client and controller-runtime besides: docs/test-world.md,
+// "CI time"). When the earlier code no longer builds against them (a
+// dependency dropped or changed its API), it is built against its own
+// go.mod and go.sum, and that is said on stderr.
 func BinaryAt(repoRoot, commit, dir string) (string, error) {
 	if bin := os.Getenv(UpgradeFromEnv); bin != "" {
 		return filepath.Abs(bin)
 	}
-	out := filepath.Join(dir, "node-rotation-controller-"+commit)
+	mods := sha256.New()
+	for _, f := range []string{"go.mod", "go.sum"} {
+		b, err := os.ReadFile(filepath.Join(repoRoot, f))
+		if err != nil {
+			return "", fmt.Errorf("this checkout's %s: %w", f, err)
+		}
+		mods.Write(b)
+	}
+	fmt.Fprintf(mods, "%s %s", runtime.Version(), os.Getenv("GOTOOLCHAIN"))
+	out := filepath.Join(dir, fmt.Sprintf("node-rotation-controller-%s-%x", commit, mods.Sum(nil)[:6]))
 	if _, err := os.Stat(out); err == nil {
 		return out, nil
 	}
@@ -231,9 +246,19 @@ func BinaryAt(repoRoot, commit, dir string) (string, error) {
 			return "", fmt.Errorf("this checkout's %s into the worktree of %s: %w", f, commit, err)
 		}
 	}
-	if err := run(src, "env", "CGO_ENABLED=0", "GOFLAGS=-trimpath -buildvcs=false", "GOGC=800", "GOMEMLIMIT=4GiB",
-		"go", "build", "-o", out, "./cmd/node-rotation-controller"); err != nil {
-		return "", err
+	flags := os.Getenv("GOFLAGS")
+	if flags == "" {
+		flags = "-trimpath -buildvcs=false"
+	}
+	build := []string{"env", "CGO_ENABLED=0", "GOFLAGS=" + flags, "GOGC=800", "GOMEMLIMIT=4GiB", "go", "build", "-o", out, "./cmd/node-rotation-controller"}
+	if err := run(src, build...); err != nil {
+		fmt.Fprintf(os.Stderr, "process.BinaryAt: %s does not build against this checkout's go.mod and go.sum; building it against its own\n%v\n", commit, err)
+		if err := run(src, "git", "checkout", "--", "go.mod", "go.sum"); err != nil {
+			return "", err
+		}
+		if err := run(src, build...); err != nil {
+			return "", err
+		}
 	}
 	return out, nil
 }

@@ -122,7 +122,7 @@ compile() {
   done
   local t0=$SECONDS b
   # the compilers' collector as the Makefile sets it (GO_BUILD_ENV)
-  local GO="env ${GO_BUILD_ENV:-GOGC=800 GOMEMLIMIT=4GiB} $GO"
+  local GO="env ${GO_BUILD_ENV-GOGC=800 GOMEMLIMIT=4GiB} $GO"
   for b in $(printf '%s\n' "${need[@]}" | sort -u); do
     case "$b" in
       e2e) $GO test -c -tags e2e -o "$out/bin/e2e.test" ./test/e2e/ ;;

@@ -49,7 +49,7 @@ export GOTOOLCHAIN=local
 
 # The compilers' collector, as the Makefile's GO_BUILD_ENV sets it for
 # every go command (docs/test-world.md, "CI time"): a fifth less CPU.
-BUILD_ENV="env ${GO_BUILD_ENV:-GOGC=800 GOMEMLIMIT=4GiB}"
+BUILD_ENV="env ${GO_BUILD_ENV-GOGC=800 GOMEMLIMIT=4GiB}"
 
 log() { printf '[testbin %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 
