@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -115,8 +116,24 @@ func placeholderPriority(ctx context.Context, c client.Client, namespace, priori
 		},
 	}
 	err := c.Create(ctx, pod, client.DryRunAll)
+	// A namespace created a moment ago (helm install --create-namespace)
+	// may not have its default ServiceAccount yet: the ServiceAccount
+	// admission plugin refuses a Pod until the controller-manager creates
+	// it, seconds later. Seen in the chart-identity e2e, the controller
+	// started 2 s after the namespace.
+	for deadline := time.Now().Add(ServiceAccountWait); noServiceAccountYet(err) && time.Now().Before(deadline); {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("preflight: waiting for the default ServiceAccount of %s: %w", namespace, ctx.Err())
+		case <-time.After(ServiceAccountPoll):
+		}
+		pod.Spec.Priority, pod.Spec.PreemptionPolicy = nil, nil
+		err = c.Create(ctx, pod, client.DryRunAll)
+	}
 	var status apierrors.APIStatus
 	switch {
+	case noServiceAccountYet(err):
+		return fmt.Errorf("preflight: the namespace %s has no default ServiceAccount after %s (the controller-manager creates it; the placeholders run under it): %w", namespace, ServiceAccountWait, err)
 	case err != nil && errors.As(err, &status) && strings.Contains(err.Error(), "PriorityClass"):
 		return fmt.Errorf("preflight: the placeholder PriorityClass %q is missing (install it with the chart): %s", priorityClass, status.Status().Message)
 	case err != nil:
@@ -127,6 +144,16 @@ func placeholderPriority(ctx context.Context, c client.Client, namespace, priori
 		return fmt.Errorf("preflight: the placeholder PriorityClass %q must set preemptionPolicy: Never", priorityClass)
 	}
 	return nil
+}
+
+// ServiceAccountWait is how long the dry-run waits for a new namespace's
+// default ServiceAccount, trying again every ServiceAccountPoll.
+var ServiceAccountWait, ServiceAccountPoll = 30 * time.Second, 500 * time.Millisecond
+
+// noServiceAccountYet: the ServiceAccount admission plugin refused the Pod
+// because the namespace's ServiceAccount does not exist (yet).
+func noServiceAccountYet(err error) bool {
+	return apierrors.IsForbidden(err) && strings.Contains(err.Error(), "error looking up service account")
 }
 
 func derefOr(p *int32) int32 {

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -61,6 +62,7 @@ type cluster struct {
 	denied    map[string]bool // "verb resource" pairs RBAC refuses
 	ssarErr   error           // returned for every SelfSubjectAccessReview
 	podErr    error           // returned for the dry-run Pod instead of admission
+	podErrs   []error         // returned, one a create, before podErr or admission
 	asked     []string        // "verb resource" of every review, in order
 	podDryRun []bool          // whether each Pod create was a dry run
 	client    client.Client
@@ -100,6 +102,11 @@ func (c *cluster) create(ctx context.Context, cl client.WithWatch, obj client.Ob
 		co := &client.CreateOptions{}
 		co.ApplyOptions(opts)
 		c.podDryRun = append(c.podDryRun, slices.Contains(co.DryRun, metav1.DryRunAll))
+		if len(c.podErrs) > 0 {
+			err := c.podErrs[0]
+			c.podErrs = c.podErrs[1:]
+			return err
+		}
 		if c.podErr != nil {
 			return c.podErr
 		}
@@ -200,6 +207,42 @@ func TestCheckFailures(t *testing.T) {
 				t.Errorf("reviews %v and %d pod creates before failing, want %d and %d", c.asked, len(c.podDryRun), tc.asked, tc.pods)
 			}
 		})
+	}
+}
+
+// noServiceAccount is the ServiceAccount admission plugin's refusal in a
+// namespace whose default ServiceAccount the controller-manager has not
+// created yet (as the kube-apiserver words it).
+var noServiceAccount = apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "nrc-preflight-",
+	errors.New(`error looking up service account nrc/default: serviceaccount "default" not found`))
+
+// A namespace created a moment before the controller started: the dry-run
+// is tried again until its default ServiceAccount exists (the
+// chart-identity e2e failed on this, 2026-12-07), and a namespace that
+// never gets one fails naming it, after the wait.
+func TestCheckWaitsForTheNamespacesServiceAccount(t *testing.T) {
+	wait, poll := ServiceAccountWait, ServiceAccountPoll
+	t.Cleanup(func() { ServiceAccountWait, ServiceAccountPoll = wait, poll })
+	ServiceAccountWait, ServiceAccountPoll = 2*time.Second, 10*time.Millisecond
+
+	c := newCluster(t, class(-10, ptr.To(corev1.PreemptNever)))
+	c.podErrs = []error{noServiceAccount, noServiceAccount}
+	if err := Check(context.Background(), serveDiscovery(t, "nodeclaims", "nodepools"), c.client, "nrc", "placeholder"); err != nil {
+		t.Fatalf("preflight with the ServiceAccount created after two tries: %v", err)
+	}
+	if len(c.podDryRun) != 3 {
+		t.Errorf("%d dry-run creates, want 3", len(c.podDryRun))
+	}
+
+	ServiceAccountWait = 100 * time.Millisecond
+	c = newCluster(t, class(-10, ptr.To(corev1.PreemptNever)))
+	c.podErr = noServiceAccount
+	err := Check(context.Background(), serveDiscovery(t, "nodeclaims", "nodepools"), c.client, "nrc", "placeholder")
+	if want := "preflight: the namespace nrc has no default ServiceAccount after 100ms"; err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "\n") {
+		t.Errorf("error = %v, want one line containing %q", err, want)
+	}
+	if len(c.podDryRun) < 2 {
+		t.Errorf("%d dry-run creates: the wait tried again none", len(c.podDryRun))
 	}
 }
 
