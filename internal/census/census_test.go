@@ -374,6 +374,33 @@ func TestTakeBurst(t *testing.T) {
 	}
 }
 
+// The base of a percentage leaves out the surge claims of the rotations
+// in flight (their deadlines too) and keeps every other claim, an old
+// one being deleted among them; PopulationOf, the policy status's,
+// agrees with Take (issue #53).
+func TestTakePopulationLeavesOutSurgeClaims(t *testing.T) {
+	deleting := claim("c", 10*time.Minute+20*time.Second, func(c *karpv1.NodeClaim) { c.DeletionTimestamp = &metav1.Time{Time: now} })
+	claims := []karpv1.NodeClaim{
+		claim("a", 10*time.Minute), claim("b", 10*time.Minute+10*time.Second), deleting,
+		claim("s1", 10*time.Minute+30*time.Second), claim("s2", 10*time.Minute+40*time.Second),
+	}
+	in := input(t, alwaysOpen(), claims...)
+	if r := Take(in); r.Population != (schedule.Population{Nodes: 5, Burst: 5}) {
+		t.Fatalf("without surge claims: population %+v, want 5 nodes, burst 5", r.Population)
+	}
+	in.Surge = map[string]bool{"s1": true, "s2": true, "not-in-the-pool": true}
+	r := Take(in)
+	if want := (schedule.Population{Nodes: 3, Burst: 3}); r.Population != want {
+		t.Errorf("population %+v, want %+v", r.Population, want)
+	}
+	if got := PopulationOf(claims, in.Surge, in.Derivation); got != r.Population {
+		t.Errorf("PopulationOf %+v, Take %+v", got, r.Population)
+	}
+	if _, ok := r.Figures["s1"]; !ok || r.Census.Total != 5 {
+		t.Errorf("a surge claim is still classified: figures %v, total %d", r.Figures, r.Census.Total)
+	}
+}
+
 // Instants are every claim's trigger and backoff end.
 func TestInstants(t *testing.T) {
 	r := Take(input(t, alwaysOpen(),

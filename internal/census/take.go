@@ -31,6 +31,10 @@ type Input struct {
 	// the candidate of another slot's start, whatever their state says
 	// yet (docs/design.md#throughput).
 	Anchored map[string]bool
+	// Surge are the claims that are surge claims of the pool's rotations
+	// in flight (surge.InFlight): classified like any claim, but left out
+	// of the population a percentage is of (docs/design.md#percentage-base).
+	Surge map[string]bool
 }
 
 // Result is a census and what it decided.
@@ -71,7 +75,7 @@ func Take(in Input) Result {
 		if !f.SkipUntil.IsZero() && !f.Deadline.IsZero() {
 			f.LastStart = lastStart(in, f)
 		}
-		if !f.Deadline.IsZero() {
+		if !f.Deadline.IsZero() && !in.Surge[c.Name] {
 			deadlines = append(deadlines, f.Deadline)
 		}
 		var ok bool
@@ -81,7 +85,7 @@ func Take(in Input) Result {
 			eligible = append(eligible, f)
 		}
 	}
-	r.Population = schedule.Population{Nodes: len(in.Claims), Burst: burst(deadlines, in.Derivation.Cycle.P)}
+	r.Population = schedule.Population{Nodes: base(in.Claims, in.Surge), Burst: burst(deadlines, in.Derivation.Cycle.P)}
 	if len(eligible) > 0 {
 		r.Candidate = r.pick(in, eligible)
 	}
@@ -294,16 +298,30 @@ func deadlineOf(c *karpv1.NodeClaim, d schedule.Derivation) (time.Time, bool) {
 }
 
 // PopulationOf is what layer 2 reads of a pool's claims under d, without
-// a census: how many there are and the most deadlines within one P of
-// each other — what Take computes, for the policy status.
-func PopulationOf(claims []karpv1.NodeClaim, d schedule.Derivation) schedule.Population {
+// a census: how many there are, the surge claims of the rotations in
+// flight left out, and the most deadlines within one P of each other —
+// what Take computes, for the policy status.
+func PopulationOf(claims []karpv1.NodeClaim, surge map[string]bool, d schedule.Derivation) schedule.Population {
 	deadlines := make([]time.Time, 0, len(claims))
 	for i := range claims {
-		if t, ok := deadlineOf(&claims[i], d); ok {
+		if t, ok := deadlineOf(&claims[i], d); ok && !surge[claims[i].Name] {
 			deadlines = append(deadlines, t)
 		}
 	}
-	return schedule.Population{Nodes: len(claims), Burst: burst(deadlines, d.Cycle.P)}
+	return schedule.Population{Nodes: base(claims, surge), Burst: burst(deadlines, d.Cycle.P)}
+}
+
+// base is the number a percentage of the pool is of: its claims but the
+// surge claims of its rotations in flight. An old claim being deleted
+// stays in it until it is gone (docs/design.md#percentage-base).
+func base(claims []karpv1.NodeClaim, surge map[string]bool) int {
+	n := len(claims)
+	for i := range claims {
+		if surge[claims[i].Name] {
+			n--
+		}
+	}
+	return n
 }
 
 // burst is the largest number of deadlines within one period P of each

@@ -98,8 +98,10 @@ type Observation struct {
 	Stranded     Stranded
 	AnchorPaired bool
 	paired       map[string]bool
-	// placeholders are the pool's placeholder Pods (a governed pool's).
+	// placeholders are the pool's placeholder Pods (a governed pool's);
+	// nodes are the pool's nodes.
 	placeholders []*corev1.Pod
+	nodes        []corev1.Node
 
 	// Lost is a claim of the pool lost to Karpenter's expiry that the pool
 	// does not record yet, the one deleted first; nil when none

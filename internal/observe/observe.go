@@ -87,6 +87,9 @@ func (o *Observer) Observe(ctx context.Context, pool string, cap Cap) (*Observat
 		return nil, fmt.Errorf("listing NodeClaims of %s: %w", pool, err)
 	}
 	obs.Claims = claims.Items
+	if err := o.artefacts(ctx, obs); err != nil {
+		return nil, err
+	}
 	if err := o.census(ctx, obs); err != nil {
 		return nil, err
 	}
@@ -150,7 +153,7 @@ func (o *Observer) census(ctx context.Context, obs *Observation) error {
 	obs.CensusInput = census.Input{
 		Now: obs.Now, Claims: obs.Claims, Settings: obs.Settings, Derivation: obs.Derivation,
 		OptedOut: func(c *karpv1.NodeClaim) bool { return o.optedOut(ctx, c) },
-		Anchored: map[string]bool{},
+		Anchored: map[string]bool{}, Surge: obs.surgeClaims(),
 	}
 	for _, a := range v1alpha1.Anchors(obs.Pool.Annotations) {
 		obs.CensusInput.Anchored[a.Claim] = true

@@ -13,6 +13,7 @@ import (
 
 	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
 	"github.com/noderotation/node-rotation-controller/internal/markers"
+	"github.com/noderotation/node-rotation-controller/internal/surge"
 )
 
 // Stranded are a pool's rotation artefacts that its anchor does not name:
@@ -50,6 +51,58 @@ func (s Stranded) Kind() string {
 	return strandedNone
 }
 
+// artefacts lists the pool's nodes and, for a governed pool, its
+// placeholders: once per pass, before the census, which leaves out of its
+// base the surge claims they pair with a rotation (surgeClaims), and the
+// stranded artefacts read them too.
+func (o *Observer) artefacts(ctx context.Context, obs *Observation) error {
+	nodes := &corev1.NodeList{}
+	if err := o.Cache.List(ctx, nodes, client.MatchingLabels{karpv1.NodePoolLabelKey: obs.Pool.Name}); err != nil {
+		return fmt.Errorf("listing the nodes of %s: %w", obs.Pool.Name, err)
+	}
+	obs.nodes = nodes.Items
+	if !obs.Governed() {
+		return nil
+	}
+	pods := &corev1.PodList{}
+	if err := o.Cache.List(ctx, pods, client.InNamespace(o.Namespace), client.MatchingLabels{v1alpha1.LabelNodePool: obs.Pool.Name}); err != nil {
+		return fmt.Errorf("listing the placeholders of %s: %w", obs.Pool.Name, err)
+	}
+	for i := range pods.Items {
+		if p := &pods.Items[i]; p.Labels[v1alpha1.LabelSurgeFor] != "" {
+			obs.placeholders = append(obs.placeholders, p)
+		}
+	}
+	return nil
+}
+
+// surgeClaims are the pool's claims that are surge claims of its
+// rotations in flight (surge.InFlight), paired by the nodes' surge-for
+// markers and the placeholders' bindings.
+func (obs *Observation) surgeClaims() map[string]bool {
+	pairs := map[string]string{}
+	for i := range obs.nodes {
+		if a := obs.nodes[i].Labels[v1alpha1.LabelSurgeFor]; a != "" {
+			pairs[obs.nodes[i].Name] = a
+		}
+	}
+	for _, p := range obs.placeholders {
+		if p.Spec.NodeName != "" {
+			pairs[p.Spec.NodeName] = p.Labels[v1alpha1.LabelSurgeFor]
+		}
+	}
+	return surge.InFlight(anchors(obs.Pool), obs.Claims, pairs)
+}
+
+// anchors are the claims the pool's slots name.
+func anchors(pool *karpv1.NodePool) []string {
+	var out []string
+	for _, a := range v1alpha1.Anchors(pool.Annotations) {
+		out = append(out, a.Claim)
+	}
+	return out
+}
+
 // stranded finds what no anchor of this pool names. Every repair re-checks
 // it on fresh reads: a cache that lags the pool's anchor only costs a read.
 // Only a governed pool is looked at: an ungoverned one starts nothing, so
@@ -60,13 +113,9 @@ func (o *Observer) stranded(ctx context.Context, obs *Observation) error {
 	for _, a := range v1alpha1.Anchors(obs.Pool.Annotations) {
 		anchored[a.Claim] = true
 	}
-	nodes := &corev1.NodeList{}
-	if err := o.Cache.List(ctx, nodes, client.MatchingLabels{karpv1.NodePoolLabelKey: obs.Pool.Name}); err != nil {
-		return fmt.Errorf("listing the nodes of %s: %w", obs.Pool.Name, err)
-	}
 	obs.paired = map[string]bool{}
-	for i := range nodes.Items {
-		if pair := nodes.Items[i].Labels[v1alpha1.LabelSurgeFor]; pair != "" {
+	for i := range obs.nodes {
+		if pair := obs.nodes[i].Labels[v1alpha1.LabelSurgeFor]; pair != "" {
 			obs.paired[pair] = true // a trace of that rotation, governed or not
 		}
 	}
@@ -86,22 +135,13 @@ func (o *Observer) stranded(ctx context.Context, obs *Observation) error {
 		}
 	}
 	sort.SliceStable(s.Claims, func(i, j int) bool { return furtherAlong(s.Claims[i], s.Claims[j]) })
-	pods := &corev1.PodList{}
-	if err := o.Cache.List(ctx, pods, client.InNamespace(o.Namespace), client.MatchingLabels{v1alpha1.LabelNodePool: obs.Pool.Name}); err != nil {
-		return fmt.Errorf("listing the placeholders of %s: %w", obs.Pool.Name, err)
-	}
-	for i := range pods.Items {
-		p := &pods.Items[i]
-		if p.Labels[v1alpha1.LabelSurgeFor] == "" {
-			continue
-		}
-		obs.placeholders = append(obs.placeholders, p)
+	for _, p := range obs.placeholders {
 		if !anchored[p.Labels[v1alpha1.LabelSurgeFor]] {
 			s.Placeholders = append(s.Placeholders, p)
 		}
 	}
-	for i := range nodes.Items {
-		n := &nodes.Items[i]
+	for i := range obs.nodes {
+		n := &obs.nodes[i]
 		pair := n.Labels[v1alpha1.LabelSurgeFor]
 		if !markers.Marked(n) || anchored[pair] || (pair == "" && anchoredNodes[n.Name]) {
 			continue

@@ -36,15 +36,12 @@ type Claim struct {
 // NodeName is the Node backing a claim created by the harness.
 func NodeName(claim string) string { return "node-" + claim }
 
-// CreateClaim creates a Ready NodeClaim and its Ready Node.
-func (k *Karpenter) CreateClaim(ctx context.Context, c Claim) (*karpv1.NodeClaim, error) {
+// LaunchClaim creates a NodeClaim as Karpenter does before the launch:
+// no node, no status yet.
+func (k *Karpenter) LaunchClaim(ctx context.Context, c Claim) (*karpv1.NodeClaim, error) {
 	if c.ExpireAfter == "" {
 		c.ExpireAfter = "720h"
 	}
-	if c.CPU == "" {
-		c.CPU = "4"
-	}
-	alloc := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(c.CPU), corev1.ResourceMemory: resource.MustParse("16Gi"), corev1.ResourcePods: resource.MustParse("110")}
 	nc := &karpv1.NodeClaim{
 		ObjectMeta: metav1.ObjectMeta{Name: c.Name, Labels: map[string]string{karpv1.NodePoolLabelKey: c.Pool}, Annotations: c.Annotations, Finalizers: []string{TerminationFinalizer}},
 		Spec: karpv1.NodeClaimSpec{
@@ -59,6 +56,19 @@ func (k *Karpenter) CreateClaim(ctx context.Context, c Claim) (*karpv1.NodeClaim
 	}
 	if err := k.Client.Create(ctx, nc); err != nil {
 		return nil, fmt.Errorf("creating NodeClaim %s: %w", c.Name, err)
+	}
+	return nc, nil
+}
+
+// CreateClaim creates a Ready NodeClaim and its Ready Node.
+func (k *Karpenter) CreateClaim(ctx context.Context, c Claim) (*karpv1.NodeClaim, error) {
+	if c.CPU == "" {
+		c.CPU = "4"
+	}
+	alloc := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(c.CPU), corev1.ResourceMemory: resource.MustParse("16Gi"), corev1.ResourcePods: resource.MustParse("110")}
+	nc, err := k.LaunchClaim(ctx, c)
+	if err != nil {
+		return nil, err
 	}
 	node := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: NodeName(c.Name), Labels: map[string]string{
@@ -87,7 +97,7 @@ func (k *Karpenter) CreateClaim(ctx context.Context, c Claim) (*karpv1.NodeClaim
 		},
 	}
 	// The controller may annotate the claim meanwhile: retry on conflict.
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		if err := k.Client.Get(ctx, client.ObjectKeyFromObject(nc), nc); err != nil {
 			return err
 		}
