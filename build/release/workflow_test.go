@@ -132,16 +132,20 @@ func TestWorkflowIsPinned(t *testing.T) {
 	if len(w.Permissions) != 0 {
 		t.Errorf("workflow permissions %v: each job names its own", w.Permissions)
 	}
-	publisher := ""
+	publishers := 0
 	for name, j := range w.Jobs {
-		if slices.ContainsFunc(j.Steps, step.publishes) {
-			publisher = name
+		if !slices.ContainsFunc(j.Steps, step.publishes) {
+			continue
+		}
+		publishers++
+		for k, v := range map[string]string{"contents": "write", "packages": "write", "id-token": "write", "attestations": "write"} {
+			if got := j.Permissions[k]; got != v {
+				t.Errorf("job %q publishes: permissions.%s = %q, want %s", name, k, got, v)
+			}
 		}
 	}
-	for k, v := range map[string]string{"contents": "write", "packages": "write", "id-token": "write", "attestations": "write"} {
-		if got := w.Jobs[publisher].Permissions[k]; got != v {
-			t.Errorf("job %q, the one that publishes: permissions.%s = %q, want %s", publisher, k, got, v)
-		}
+	if publishers == 0 {
+		t.Error("no job publishes")
 	}
 	for job, j := range w.Jobs {
 		for i, s := range j.Steps {
@@ -301,10 +305,13 @@ func TestWorkflowRunsTheReleaseGateBeforeItPushes(t *testing.T) {
 			if !s.publishes() {
 				continue
 			}
-			if name == gate {
+			switch {
+			case name == gate:
 				t.Errorf("job %s, the gate: step %d (%q) publishes", name, i, s.Name)
-			} else if !slices.Contains(j.needs(), gate) {
+			case !slices.Contains(j.needs(), gate):
 				t.Errorf("job %s: step %d (%q) publishes, and the job does not need %s", name, i, s.Name, gate)
+			case j.If != "":
+				t.Errorf("job %s publishes and runs if %s: an if (always(), failure()) could run it after a failed gate", name, j.If)
 			}
 		}
 	}
