@@ -39,6 +39,7 @@ const (
 	SurgeUnservable      Announcement = "SurgeUnservable"
 	WindowEnding         Announcement = "WindowEnding"
 	ClusterCap           Announcement = "ClusterCap"
+	DisruptionBudget     Announcement = "DisruptionBudget"
 	RotationRequested    Announcement = "RotationRequested"
 	SkipHeld             Announcement = "SkipHeld"
 	ExpiredUnrotated     Announcement = "ExpiredUnrotated"
@@ -54,7 +55,7 @@ var Announcements = []Announcement{
 	SurgeReady, DrainStarted, RotationFailed, RotationExpired, RotationCompleted,
 	GovernanceLost, WindowMissed, DrainStuck, AnchorRestored, StrandedRepaired, OrphanedAnchor,
 	DrainBlocked, SurgeUnservable, WindowEnding, ClusterCap, RotationRequested, SkipHeld,
-	ExpiredUnrotated, PrePullStarted, PrePullEnded, PrePullRefused,
+	ExpiredUnrotated, PrePullStarted, PrePullEnded, PrePullRefused, DisruptionBudget,
 }
 
 var announceAction = action{

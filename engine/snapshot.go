@@ -55,6 +55,15 @@ type PoolObservation struct {
 	// ClusterCapReached: -max-concurrent-rotations rotations are in flight
 	// in the cluster's other pools (docs/design.md#cluster-cap).
 	ClusterCapReached bool `json:"clusterCapReached,omitempty"`
+	// BudgetReached: as many of the pool's claims are being disrupted
+	// besides this slot's own rotation — by Karpenter's drift,
+	// consolidation or repair, or by the pool's other rotations, each once
+	// — as the number of rotations in force or the strictest NodePool
+	// disruption budget in force allows; that budget stops being in force
+	// at BudgetUntil (RFC 3339, empty without an end;
+	// docs/design.md#disruption-budget).
+	BudgetReached bool   `json:"budgetReached,omitempty"`
+	BudgetUntil   string `json:"budgetUntil,omitempty"`
 	// Blackout: one of the policy's blackouts is in force now;
 	// BlackoutSinceStamp: one overlapped the occurrence stamped in
 	// window-opened-at (docs/design.md#manual-controls).
@@ -140,6 +149,8 @@ var inputs = []input{
 	{"pool.windowOpen", cel.BoolType, func(s *Snapshot) any { return s.Pool.WindowOpen }, ""},
 	{"pool.windowEnding", cel.BoolType, func(s *Snapshot) any { return s.Pool.WindowEnding }, ""},
 	{"pool.clusterCapReached", cel.BoolType, func(s *Snapshot) any { return s.Pool.ClusterCapReached }, ""},
+	{"pool.budgetReached", cel.BoolType, func(s *Snapshot) any { return s.Pool.BudgetReached }, ""},
+	{"pool.budgetUntil", cel.StringType, func(s *Snapshot) any { return s.Pool.BudgetUntil }, ""},
 	{"pool.blackout", cel.BoolType, func(s *Snapshot) any { return s.Pool.Blackout }, ""},
 	{"pool.blackoutSinceStamp", cel.BoolType, func(s *Snapshot) any { return s.Pool.BlackoutSinceStamp }, ""},
 	{"pool.anchor", cel.StringType, func(s *Snapshot) any { return s.Pool.Anchor }, "noderotation.io/active-rotation"},

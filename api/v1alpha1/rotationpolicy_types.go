@@ -154,6 +154,19 @@ type SurgeSpec struct {
 	// +optional
 	MaxUnavailableCap *intstr.IntOrString `json:"maxUnavailableCap,omitempty"`
 
+	// nodePoolBudgets says whether the NodePool's own
+	// spec.disruption.budgets bound the rotations (docs/design.md#disruption-budget).
+	// Honor (the default): a rotation starts only while fewer of the pool's
+	// nodes are being disrupted — by Karpenter's drift, consolidation or
+	// repair or by a rotation, each once — than both maxUnavailable and the
+	// strictest budget in force allow, whatever reasons it lists. Ignore:
+	// the budgets bound Karpenter alone, for a pool whose budget of 0 hands
+	// node replacement to this controller.
+	// +kubebuilder:default=Honor
+	// +kubebuilder:validation:Enum=Honor;Ignore
+	// +optional
+	NodePoolBudgets BudgetMode `json:"nodePoolBudgets,omitempty"`
+
 	// readyTimeout bounds how long the surge may take to become ready before
 	// the attempt is rolled back. Must be greater than 0.
 	// +kubebuilder:default="15m"
@@ -225,6 +238,16 @@ type SurgeSpec struct {
 	// +optional
 	WholeNodeReservation bool `json:"wholeNodeReservation,omitempty"`
 }
+
+// BudgetMode is whether the NodePool's disruption budgets bound the
+// rotations: Honor or Ignore.
+type BudgetMode string
+
+// The values of spec.surge.nodePoolBudgets.
+const (
+	BudgetsHonor  BudgetMode = "Honor"
+	BudgetsIgnore BudgetMode = "Ignore"
+)
 
 // MatchNodeRequirements lists label keys replicated onto the placeholder.
 type MatchNodeRequirements struct {

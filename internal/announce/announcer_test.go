@@ -20,6 +20,7 @@ import (
 
 	"github.com/noderotation/node-rotation-controller/actions"
 	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
+	"github.com/noderotation/node-rotation-controller/internal/budget"
 	"github.com/noderotation/node-rotation-controller/internal/census"
 	_ "github.com/noderotation/node-rotation-controller/internal/golden"
 	"github.com/noderotation/node-rotation-controller/internal/metrics"
@@ -926,5 +927,37 @@ func TestAGarbledPrePullRecordIsNamed(t *testing.T) {
 	}
 	if !warned {
 		t.Errorf("events %+v: no InvalidAnnotation naming %s", h.rec.events, v1alpha1.AnnotationPrePull)
+	}
+}
+
+// DisruptionBudget says once, while the same budget and disruptions hold
+// the pool, that its candidate waits, naming the budget and its end in the
+// log line and in a Normal Event on the NodePool; a change of what holds it
+// is said again.
+func TestDisruptionBudgetSaidOnceWhileItHolds(t *testing.T) {
+	h := newHarness(t)
+	obs := observation(t)
+	sched, d := "0 9 * * mon-fri", metav1.Duration{Duration: 8 * time.Hour}
+	np := &karpv1.NodePool{}
+	np.Spec.Disruption.Budgets = []karpv1.Budget{{Nodes: "0", Schedule: &sched, Duration: &d}}
+	obs.Budget = budget.Of(np, 4, time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC))
+	obs.MaxUnavailable = 1
+	for range 3 {
+		h.announce(t, actions.DisruptionBudget, obs)
+		h.a.endPass("general")
+	}
+	l := h.one(t)
+	if l.msg != "not starting: the pool's disruption budget is used" || fmt.Sprint(l.kv["allowed"]) != "0" || l.kv["until"] != "2026-12-07T17:00:00Z" ||
+		l.kv["budget"] != `nodes=0 (schedule "0 9 * * mon-fri" for 8h)` || l.kv["candidate"] != "general-a" {
+		t.Errorf("line %q %v", l.msg, l.kv)
+	}
+	if len(h.rec.events) != 1 || h.rec.events[0].reason != "DisruptionBudget" ||
+		!strings.Contains(h.rec.events[0].message, `NodePool budget nodes=0 (schedule "0 9 * * mon-fri" for 8h), until 2026-12-07 17:00 UTC`) {
+		t.Errorf("events %+v: want one DisruptionBudget naming the budget and its end", h.rec.events)
+	}
+	obs.Disrupted = []string{"general-b"} // Karpenter begins a disruption: what holds it changed
+	h.announce(t, actions.DisruptionBudget, obs)
+	if len(h.rec.events) != 2 {
+		t.Errorf("%d Events: a change of what holds the pool is said again", len(h.rec.events))
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	a "github.com/noderotation/node-rotation-controller/actions"
 	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
+	"github.com/noderotation/node-rotation-controller/internal/budget"
 	"github.com/noderotation/node-rotation-controller/internal/census"
 	"github.com/noderotation/node-rotation-controller/internal/metrics"
 	"github.com/noderotation/node-rotation-controller/internal/schedule"
@@ -43,6 +44,7 @@ var handlers = map[a.Announcement]func(*Announcer, step){
 	a.SurgeUnservable:      (*Announcer).surgeUnservable,
 	a.WindowEnding:         (*Announcer).windowEnding,
 	a.ClusterCap:           (*Announcer).clusterCap,
+	a.DisruptionBudget:     (*Announcer).disruptionBudget,
 	a.RotationRequested:    (*Announcer).rotationRequested,
 	a.SkipHeld:             (*Announcer).skipHeld,
 	a.ExpiredUnrotated:     (*Announcer).expiredUnrotated,
@@ -378,6 +380,30 @@ func (an *Announcer) clusterCap(s step) {
 		kv = append(kv, "candidate", c.Claim.Name)
 	}
 	s.log.Info("not starting: the cluster's cap on rotations in flight is reached", kv...)
+}
+
+// disruptionBudget says once, while the same budget and the same
+// disruptions hold the pool, that its candidate waits for them
+// (docs/design.md#disruption-budget): a log line and a Normal Event on the
+// NodePool naming the budget and when it ends.
+func (an *Announcer) disruptionBudget(s step) {
+	v := s.view
+	why := budget.Why(v.Budget, v.Disrupted, v.MaxUnavailable)
+	if !an.seen.enter(s.pool(), string(a.DisruptionBudget), why) {
+		return
+	}
+	kv := []any{"disrupted", len(v.Disrupted), "disruptedClaims", v.Disrupted, "allowed", v.Budget.Allowed, "maxUnavailable", v.MaxUnavailable}
+	if v.Budget.Budget != "" {
+		kv = append(kv, "budget", v.Budget.Budget)
+	}
+	if !v.Budget.Until.IsZero() {
+		kv = append(kv, "until", v.Budget.Until.UTC().Format(time.RFC3339))
+	}
+	if c := v.Candidate(); c != nil {
+		kv = append(kv, "candidate", c.Claim.Name)
+	}
+	s.log.Info("not starting: the pool's disruption budget is used", kv...)
+	an.event(v.Pool, corev1.EventTypeNormal, string(a.DisruptionBudget), "not starting a rotation: "+why)
 }
 
 // rotationRequested: the rotation that started serves an operator's

@@ -203,4 +203,10 @@ func (a *Announcer) findings(v *View) {
 		a.warnKeyed(pool, "InvalidAnnotation/"+b.Object+"/"+b.Key, v.Pool, "InvalidAnnotation",
 			fmt.Sprintf("%s: annotation %s=%q is %s; %s", b.Object, b.Key, b.Value, b.Problem, effect))
 	}
+	if v.Budget.Err != nil {
+		// the NodePool's own field, read as Karpenter reads it
+		// (docs/design.md#disruption-budget)
+		a.warnKeyed(pool, "InvalidBudget", v.Pool, "InvalidBudget",
+			fmt.Sprintf("NodePool/%s: %v; counted as allowing no disruption, as Karpenter counts it", pool, v.Budget.Err))
+	}
 }

@@ -3,14 +3,17 @@ package announce
 import (
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/noderotation/node-rotation-controller/actions"
 	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
 	"github.com/noderotation/node-rotation-controller/engine"
+	"github.com/noderotation/node-rotation-controller/internal/budget"
 	"github.com/noderotation/node-rotation-controller/internal/census"
 	"github.com/noderotation/node-rotation-controller/internal/schedule"
 )
@@ -169,5 +172,24 @@ func TestHeartbeat(t *testing.T) {
 	quiet.a.heartbeat(11)
 	if len(*quiet.lines) != 0 || quiet.a.lastBeat.Load() != nil {
 		t.Errorf("heartbeat at V(0): %+v", *quiet.lines)
+	}
+}
+
+// A budget Karpenter cannot read is an InvalidBudget Warning on the pool,
+// naming the budget, once while it lasts.
+func TestPassWarnsOfAnUnreadableBudget(t *testing.T) {
+	h := newHarness(t)
+	v := observation(t)
+	bad := "not a schedule"
+	np := &karpv1.NodePool{}
+	np.Spec.Disruption.Budgets = []karpv1.Budget{{Nodes: "1", Schedule: &bad, Duration: &metav1.Duration{Duration: time.Hour}}}
+	v.Budget = budget.Of(np, 4, v.Now)
+	h.pass(t, Report{View: v})
+	h.pass(t, Report{View: v})
+	if !reflect.DeepEqual(h.reasons(), []string{"InvalidBudget"}) {
+		t.Fatalf("Events %v, want one InvalidBudget", h.reasons())
+	}
+	if msg := h.rec.events[0].message; !strings.Contains(msg, "NodePool/general: spec.disruption.budgets[0]") || !strings.Contains(msg, "counted as allowing no disruption") {
+		t.Errorf("message %q", msg)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
+	"github.com/noderotation/node-rotation-controller/internal/budget"
 	"github.com/noderotation/node-rotation-controller/internal/census"
 	"github.com/noderotation/node-rotation-controller/internal/policy"
 	"github.com/noderotation/node-rotation-controller/internal/schedule"
@@ -32,6 +33,12 @@ type View struct {
 	WindowEnd  WindowEnd
 	// ClusterInFlight and ClusterCap: the cluster cap's count and Max.
 	ClusterInFlight, ClusterCap int
+	// Budget, Disrupted and MaxUnavailable: the pool's NodePool budget in force,
+	// its claims being disrupted and the number of rotations in force
+	// (docs/design.md#disruption-budget).
+	Budget         budget.Allowance
+	Disrupted      []string
+	MaxUnavailable int
 
 	Claims []karpv1.NodeClaim
 	Census census.Result

@@ -102,11 +102,15 @@ func LeanNode(obj any) (any, error) {
 // class shared with its pool's other claims: shared.go),
 // its node name, provider ID, allocatable (the placeholder's clamp; shared
 // between the claims of an instance type), Ready
-// condition and a Launched condition that is not True (a surge claim's
-// launch failure, docs/design.md#fail-fast). Capacity, the requests
+// condition, a Launched condition that is not True (a surge claim's
+// launch failure, docs/design.md#fail-fast), and Initialized,
+// InstanceTerminating and Rebooting while True (whether Karpenter counts
+// the claim toward the pool's disruption budget and as disrupting it,
+// docs/design.md#disruption-budget; each changes a few times in a claim's
+// life at most). Capacity, the requests
 // Karpenter launched it for and the image ID move no fact; Karpenter's
-// other conditions (Launched once True, Registered, Initialized,
-// Consolidatable, Drifted, …) churn without moving one.
+// other conditions (Launched once True, Registered, Consolidatable,
+// Drifted, …) churn without moving one.
 func LeanClaim(obj any) (any, error) {
 	c, ok := obj.(*karpv1.NodeClaim)
 	if !ok {
@@ -120,7 +124,15 @@ func LeanClaim(obj any) (any, error) {
 	c.Status.Capacity = nil
 	c.Status.ImageID = ""
 	c.Status.Conditions = onlyCondition(c.Status.Conditions, func(s status.Condition) bool {
-		return s.Type == "Ready" || s.Type == karpv1.ConditionTypeLaunched && s.Status != metav1.ConditionTrue
+		switch s.Type {
+		case "Ready":
+			return true
+		case karpv1.ConditionTypeLaunched:
+			return s.Status != metav1.ConditionTrue
+		case karpv1.ConditionTypeInitialized, karpv1.ConditionTypeInstanceTerminating, karpv1.ConditionTypeRebooting:
+			return s.Status == metav1.ConditionTrue
+		}
+		return false
 	})
 	return c, nil
 }

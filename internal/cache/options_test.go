@@ -54,8 +54,10 @@ func TestLeanNode(t *testing.T) {
 	}
 }
 
-// LeanClaim keeps the Ready condition, and Launched only while it is not
-// True (a surge claim's launch failure).
+// LeanClaim keeps the Ready condition, Launched only while it is not
+// True (a surge claim's launch failure), and Initialized,
+// InstanceTerminating and Rebooting only while True (the disruption
+// budget's count).
 func TestLeanClaim(t *testing.T) {
 	c := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "c", ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "karpenter"}},
 		Labels: map[string]string{karpv1.NodePoolLabelKey: "general", corev1.LabelArchStable: "amd64", corev1.LabelHostname: "c", v1alpha1.LabelSurgeFor: "x"}}}
@@ -94,6 +96,13 @@ func TestLeanClaim(t *testing.T) {
 	got, _ = LeanClaim(c)
 	if cs := got.(*karpv1.NodeClaim).Status.Conditions; len(cs) != 1 || cs[0].Reason != "LaunchFailed" {
 		t.Errorf("a launch failure is what fail-fast reads; kept %+v", cs)
+	}
+	c.Status.Conditions = []status.Condition{{Type: "Initialized", Status: metav1.ConditionTrue}, {Type: "InstanceTerminating", Status: metav1.ConditionTrue},
+		{Type: "Rebooting", Status: metav1.ConditionTrue}, {Type: "Rebooting", Status: metav1.ConditionFalse},
+		{Type: "Initialized", Status: metav1.ConditionUnknown}, {Type: "InstanceTerminating", Status: metav1.ConditionFalse}}
+	got, _ = LeanClaim(c)
+	if cs := got.(*karpv1.NodeClaim).Status.Conditions; len(cs) != 3 || cs[0].Type != "Initialized" || cs[1].Type != "InstanceTerminating" || cs[2].Type != "Rebooting" {
+		t.Errorf("Initialized and InstanceTerminating once True are what the budget's count reads; kept %+v", cs)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 
 	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
 	"github.com/noderotation/node-rotation-controller/engine"
+	"github.com/noderotation/node-rotation-controller/internal/budget"
 	"github.com/noderotation/node-rotation-controller/internal/metrics"
 	"github.com/noderotation/node-rotation-controller/internal/observe"
 )
@@ -19,6 +20,10 @@ func gauges(obs *observe.Observation, decisions []engine.Decision) metrics.Pool 
 		Candidates: c.Candidates, InBackoff: c.InBackoff, ShortLead: c.ShortLead, MaxRetry: c.MaxRetry,
 		InFlight: len(v1alpha1.Anchors(obs.Pool.Annotations)), MaxUnavailable: obs.InForce.N, WindowOpen: obs.WindowOpen,
 		Derivation: obs.Derivation, DrainStuck: drainStuck(decisions), DrainBlocked: drainBlocked(obs),
+		Disrupted: len(obs.Disruption.Disrupted), BudgetAllowed: -1,
+	}
+	if obs.Budget.Allowed != budget.Unbounded && obs.Governed() {
+		p.BudgetAllowed = obs.Budget.Allowed
 	}
 	if t, err := time.Parse(time.RFC3339, obs.Pool.Annotations[v1alpha1.AnnotationFreeze]); err == nil && t.After(obs.Now) {
 		p.FreezeUntil = t

@@ -23,6 +23,7 @@ func cutView(obs *observe.Observation) *announce.View {
 		Derivation: obs.Derivation, Findings: obs.Findings,
 		WindowEnd:       announce.WindowEnd{Close: w.Close, Left: w.Left, Forecast: w.Forecast, Learned: w.Learned},
 		ClusterInFlight: obs.ClusterInFlight, ClusterCap: obs.ClusterCap,
+		Budget: obs.Budget, Disrupted: obs.Disruption.Disrupted, MaxUnavailable: max(obs.InForce.N, 1),
 		Claims: obs.Claims, Census: obs.Census,
 		Subject: obs.Subject, SubjectName: obs.SubjectName, OldNode: obs.OldNode,
 		Placeholder: obs.Placeholder, SurgeHost: obs.SurgeHost, SurgeHostClaim: obs.SurgeHostClaim,

@@ -178,6 +178,7 @@ func TestExplainClaims(t *testing.T) {
 		{"wide-a", census.ClassInFlight, "the pool's rotation in flight (state pending, pending.create-placeholder); its surge must be ready by", 0},
 		{"wide-b", census.ClassCandidate, "2 of 3 rotations in flight, slot 2 is free: the next start takes it", 1},
 		{"wide-c", census.ClassInFlight, "the pool's rotation in flight (state draining, draining.delete-claim)", 0},
+		{"budgeted-a", census.ClassCandidate, `the disruptionBudget gate holds the pool (NodePool budget nodes=0 (schedule "0 9 * * *" for 8h), until 2026-12-01 17:00 UTC allows 0 disrupted at once; 0 disrupted now (none)), every gate open at 2026-12-01T17:00:00Z`, 1},
 	}
 	var names []string
 	for _, c := range checks {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
 	"github.com/noderotation/node-rotation-controller/engine"
+	"github.com/noderotation/node-rotation-controller/internal/budget"
 	"github.com/noderotation/node-rotation-controller/internal/census"
 	"github.com/noderotation/node-rotation-controller/internal/observe"
 	"github.com/noderotation/node-rotation-controller/internal/schedule"
@@ -276,6 +277,7 @@ var (
 	startGateFact    = engine.UsesFact("startGate")
 	gateOpen         = engine.UsesFactValue("startGate", "open")
 	gateClusterCap   = engine.UsesFactValue("startGate", "clusterCap")
+	gateBudget       = engine.UsesFactValue("startGate", "disruptionBudget")
 	gateWindowEnding = engine.UsesFactValue("startGate", "windowEnding")
 	readyTimeoutFact = engine.UsesFact("readyTimeoutElapsed")
 	drainStuckFact   = engine.UsesFact("drainStuck")
@@ -303,6 +305,14 @@ func (st *PoolStatus) describeGate(eng *engine.Engine, obs *observe.Observation)
 	case gateClusterCap:
 		// it opens when another pool's rotation ends: no instant to show
 		st.GateWhy = fmt.Sprintf("%d rotations in flight in other pools, the cap is %d", obs.ClusterInFlight, obs.ClusterCap)
+	case gateBudget:
+		// it opens when the budget's schedule ends or a disruption does
+		st.GateWhy = budget.Why(obs.Budget, obs.Disruption.Disrupted, max(obs.InForce.N, 1))
+		if obs.Budget.Holds(len(obs.Disruption.Disrupted)) {
+			// held by the number in force instead, it opens when a
+			// disruption ends: no instant to show
+			st.GateUntil = obs.Budget.Until
+		}
 	default:
 		st.GateUntil = gatesOpen(obs)
 	}

@@ -34,6 +34,10 @@ type Pool struct {
 	// the pass did not look (in flight), which leaves the gauge as it was.
 	DrainBlocked map[string]int
 	Derivation   schedule.Derivation
+	// Disrupted counts the pool's claims being disrupted, whoever started
+	// it; BudgetAllowed is its budgets' allowance in force, -1 when none
+	// bounds it (docs/design.md#disruption-budget).
+	Disrupted, BudgetAllowed int
 }
 
 // The governance fact's values the gauges tell apart.
@@ -74,6 +78,8 @@ func Record(p Pool) {
 	}
 	FreezeUntil.WithLabelValues(name).Set(freeze)
 	DrainStuck.WithLabelValues(name).Set(b2f(p.DrainStuck))
+	DisruptedNodes.WithLabelValues(name).Set(float64(p.Disrupted))
+	BudgetAllowed.WithLabelValues(name).Set(float64(p.BudgetAllowed))
 	derived(p)
 }
 

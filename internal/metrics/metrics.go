@@ -39,6 +39,8 @@ var (
 	ShortLeadNodes     = gauge("short_lead_nodes", "NodeClaims whose own expireAfter can no longer guarantee K chances.")
 	DrainStuck         = gauge("drain_stuck", "1 while the in-flight drain exceeds tGP + buffer.")
 	RetryCount         = gauge("retry_count", "Highest retry-count across the pool's NodeClaims.")
+	DisruptedNodes     = gauge("disrupted_nodes", "NodeClaims of the pool being disrupted, by Karpenter's drift, consolidation or repair, an operator's delete, a NotReady node or a rotation, each once: what the disruptionBudget start gate counts (the pool's rotations alone under nodePoolBudgets: Ignore).")
+	BudgetAllowed      = gauge("budget_allowed_disruptions", "The strictest of the NodePool's spec.disruption.budgets in force, as Karpenter computes it (-1 when none is in force, or the policy says nodePoolBudgets: Ignore).")
 	DrainBlocked       = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "drain_blocked_nodes", Help: "Eligible NodeClaims passed over because Pods on their node would block Karpenter's drain, by reason (do-not-disrupt, pdb)."}, []string{"nodepool", "reason"})
 	Completed          = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "completed_total", Help: "Completed rotations by outcome (success, failure, expired)."}, []string{"nodepool", "outcome"})
 	ForcefulFallback   = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "forceful_fallback_total", Help: "Surge-less forceful-fallback rotations started."}, pool)
@@ -46,7 +48,7 @@ var (
 	ExpiredUnrotated   = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "expired_unrotated_total", Help: "NodeClaims of a governed pool that Karpenter deleted for expiry with no rotation of them in flight: the outcome the controller exists to prevent."}, pool)
 	Duration           = prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Name: "duration_seconds", Help: "Rotation phase durations: surge_wait (started-at → surge ready), prepull (draining-at → the pre-pull phase's end, when spec.prePull is on) and drain (the surge ready or the pre-pull's end → old NodeClaim gone).", Buckets: []float64{5, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200}}, []string{"nodepool", "phase"})
 	RulesInfo          = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "rules_info", Help: "The version of the transition table in force (value 1)."}, []string{"version"})
-	perPoolGauges      = []*prometheus.GaugeVec{Candidates, InBackoff, InProgress, MaxUnavailable, WindowActive, PolicyConflict, FreezeUntil, AgeThreshold, RotationChances, ThroughputCapacity, TRotEstimate, TRotBound, WindowPeriod, ShortLeadNodes, DrainStuck, RetryCount}
+	perPoolGauges      = []*prometheus.GaugeVec{Candidates, InBackoff, InProgress, MaxUnavailable, WindowActive, PolicyConflict, FreezeUntil, AgeThreshold, RotationChances, ThroughputCapacity, TRotEstimate, TRotBound, WindowPeriod, ShortLeadNodes, DrainStuck, RetryCount, DisruptedNodes, BudgetAllowed}
 	registerOnce       sync.Once
 )
 

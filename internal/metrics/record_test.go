@@ -78,12 +78,12 @@ var derivation = schedule.Derivation{
 func TestRecordGovernedPool(t *testing.T) {
 	freeze := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 	Record(Pool{Name: "rec-governed", Governance: "governed", Candidates: 2, InBackoff: 3, ShortLead: 1, MaxRetry: 4,
-		InFlight: 3, MaxUnavailable: 4, WindowOpen: true, FreezeUntil: freeze, DrainStuck: true, Derivation: derivation})
+		InFlight: 3, MaxUnavailable: 4, WindowOpen: true, FreezeUntil: freeze, DrainStuck: true, Derivation: derivation, Disrupted: 5, BudgetAllowed: 6})
 	want := map[*prometheus.GaugeVec]float64{
 		PolicyConflict: 0, Candidates: 2, InBackoff: 3, InProgress: 3, MaxUnavailable: 4, ShortLeadNodes: 1, RetryCount: 4, WindowActive: 1,
 		FreezeUntil: float64(freeze.Unix()), DrainStuck: 1,
 		AgeThreshold: (14*24*time.Hour - 49*time.Minute).Seconds(), RotationChances: 2, ThroughputCapacity: 404,
-		TRotEstimate: 900, TRotBound: 2820, WindowPeriod: 60,
+		TRotEstimate: 900, TRotBound: 2820, WindowPeriod: 60, DisruptedNodes: 5, BudgetAllowed: 6,
 	}
 	for g, v := range want {
 		if got := gaugeValue(t, g, "rec-governed"); got != v {
@@ -95,7 +95,7 @@ func TestRecordGovernedPool(t *testing.T) {
 	}
 	// The next pass overwrites every gauge: nothing sticks.
 	Record(Pool{Name: "rec-governed", Governance: "governed", Derivation: derivation})
-	for _, g := range []*prometheus.GaugeVec{Candidates, InBackoff, InProgress, MaxUnavailable, ShortLeadNodes, RetryCount, WindowActive, FreezeUntil, DrainStuck} {
+	for _, g := range []*prometheus.GaugeVec{Candidates, InBackoff, InProgress, MaxUnavailable, ShortLeadNodes, RetryCount, WindowActive, FreezeUntil, DrainStuck, DisruptedNodes, BudgetAllowed} {
 		if got := gaugeValue(t, g, "rec-governed"); got != 0 {
 			t.Errorf("%s = %v after a quiet pass, want 0", describe(g), got)
 		}

@@ -19,6 +19,7 @@ const (
 	heldInfeasible   = "infeasible"
 	heldSlotsFull    = "slotsFull"
 	heldClusterCap   = "clusterCap"
+	heldBudget       = "disruptionBudget"
 	heldOther        = "other"
 )
 
@@ -42,6 +43,8 @@ func startHeldBy(obs *Observation) string {
 		return heldSlotsFull
 	case obs.Snapshot.Pool.ClusterCapReached:
 		return heldClusterCap
+	case obs.FreeSlot().Snapshot.Pool.BudgetReached:
+		return heldBudget
 	}
 	return heldOther
 }
@@ -66,6 +69,7 @@ var whyClass = map[string]string{
 	"candidate:" + heldInfeasible:   "it was due, and the pool had a fatal finding",
 	"candidate:" + heldSlotsFull:    "it was due, and every rotation slot of the pool was in use",
 	"candidate:" + heldClusterCap:   "it was due, held by the cluster's -max-concurrent-rotations",
+	"candidate:" + heldBudget:       "it was due, held by the pool's disruption budget: Karpenter's disruptions and the pool's rotations used what the NodePool's budget or maxUnavailable allows",
 }
 
 // why says a remembered class in words; a claim this process never saw

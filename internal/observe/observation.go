@@ -8,6 +8,7 @@ import (
 
 	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
 	"github.com/noderotation/node-rotation-controller/engine"
+	"github.com/noderotation/node-rotation-controller/internal/budget"
 	"github.com/noderotation/node-rotation-controller/internal/census"
 	"github.com/noderotation/node-rotation-controller/internal/policy"
 	"github.com/noderotation/node-rotation-controller/internal/schedule"
@@ -52,6 +53,12 @@ type Observation struct {
 	ClusterInFlight int
 	// ClusterCap is the cap's Max, 0 when there is none.
 	ClusterCap int
+	// Disruption counts the pool's claims being disrupted, by Karpenter or
+	// by a rotation, and Budget is its NodePool budgets' allowance now
+	// (docs/design.md#disruption-budget); a governed pool's only, and with
+	// nodePoolBudgets: Ignore its rotations alone against no budget.
+	Disruption budget.Count
+	Budget     budget.Allowance
 
 	Claims []karpv1.NodeClaim // the pool's claims
 	// Census is the classification of Claims (only Total when the pool is

@@ -13,6 +13,7 @@ import (
 
 	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
 	"github.com/noderotation/node-rotation-controller/engine"
+	"github.com/noderotation/node-rotation-controller/internal/budget"
 	"github.com/noderotation/node-rotation-controller/internal/census"
 	"github.com/noderotation/node-rotation-controller/internal/policy"
 	"github.com/noderotation/node-rotation-controller/internal/schedule"
@@ -78,7 +79,7 @@ func (o *Observer) Observe(ctx context.Context, pool string, cap Cap) (*Observat
 		}
 		return nil, fmt.Errorf("reading NodePool %s: %w", pool, err)
 	}
-	obs := &Observation{Now: o.Clock(), Pool: np}
+	obs := &Observation{Now: o.Clock(), Pool: np, Budget: budget.Allowance{Allowed: budget.Unbounded}}
 	if err := o.governance(ctx, obs); err != nil {
 		return nil, err
 	}
@@ -100,6 +101,9 @@ func (o *Observer) Observe(ctx context.Context, pool string, cap Cap) (*Observat
 		return nil, err
 	}
 	obs.ClusterCap, obs.ClusterInFlight = cap.Max, cap.InFlight
+	if obs.Governed() && obs.PolicyErr == nil {
+		obs.disruption()
+	}
 	if err := o.slots(ctx, obs); err != nil {
 		return nil, err
 	}

@@ -30,6 +30,7 @@ func snapshot(obs *Observation) engine.Snapshot {
 			// the cap counts the rotations in flight everywhere: the other
 			// pools' and this pool's own other slots'
 			ClusterCapReached: obs.ClusterInFlight >= 0 && obs.ClusterInFlight+ownOthers(obs) >= obs.ClusterCap,
+			BudgetReached:     budgetReached(obs),
 			Blackout:          blackoutNow(obs), BlackoutSinceStamp: blackoutSinceStamp(obs),
 			Anchor: a[k(v1alpha1.AnnotationActiveRotation)], RotationState: a[k(v1alpha1.AnnotationActiveRotationState)], RotationMode: a[k(v1alpha1.AnnotationRotationMode)],
 			Freeze: a[v1alpha1.AnnotationFreeze], LastRotationAt: a[k(v1alpha1.AnnotationLastRotationAt)],
@@ -46,6 +47,10 @@ func snapshot(obs *Observation) engine.Snapshot {
 		Candidate:   candidateNone,
 		Stranded:    obs.Stranded.Kind(),
 		Outstanding: obs.Census.Census.Outstanding(),
+	}
+	if !obs.Budget.Until.IsZero() && obs.Budget.Holds(disruptedOthers(obs)) {
+		// the budget's end opens the gate only when the budget is what holds
+		s.Pool.BudgetUntil = obs.Budget.Until.UTC().Format(time.RFC3339)
 	}
 	if c := obs.Candidate(); c != nil {
 		s.Candidate, s.CandidateDrainBlocked, s.CandidateRequested = c.Kind, len(c.Blockers) > 0, c.Requested

@@ -37,6 +37,10 @@ type Settings struct {
 	ForcefulFallback     bool
 	WholeNodeReservation bool
 	PrePull              PrePull
+	// HonorBudgets: the NodePool's disruption budgets bound the starts
+	// (spec.surge.nodePoolBudgets, Honor unless Ignore;
+	// docs/design.md#disruption-budget).
+	HonorBudgets bool
 }
 
 // Resolve parses spec. Every problem is reported, each naming its field.
@@ -48,12 +52,18 @@ func Resolve(spec v1alpha1.RotationPolicySpec) (Settings, error) {
 		Preferred:            spec.Surge.MatchNodeRequirements.Preferred,
 		ForcefulFallback:     spec.Surge.ForcefulFallback.Enabled,
 		WholeNodeReservation: spec.Surge.WholeNodeReservation,
+		HonorBudgets:         spec.Surge.NodePoolBudgets != v1alpha1.BudgetsIgnore,
 	}
 	if s.MinRotationChances == 0 {
 		s.MinRotationChances = DefaultMinRotationChances
 	}
 	if s.MinRotationChances < 1 {
 		errs = append(errs, fmt.Errorf("spec.minRotationChances: %d is below the floor of 1", s.MinRotationChances))
+	}
+	switch spec.Surge.NodePoolBudgets {
+	case "", v1alpha1.BudgetsHonor, v1alpha1.BudgetsIgnore:
+	default:
+		errs = append(errs, fmt.Errorf("spec.surge.nodePoolBudgets: %q is neither %s nor %s", spec.Surge.NodePoolBudgets, v1alpha1.BudgetsHonor, v1alpha1.BudgetsIgnore))
 	}
 	var err error
 	s.Concurrency, err = concurrency(spec.Surge.MaxUnavailable, spec.Surge.MaxUnavailableCap)

@@ -108,6 +108,12 @@ func (w *world) nodePool() *karpv1.NodePool {
 	np := fixtures.RotationPool(w.pool)
 	np.Spec.Template.Spec.Requirements[3].Values = []string{fmt.Sprint(nodeCPU)}
 	np.Spec.Limits = karpv1.Limits{corev1.ResourceCPU: w.roomy()}
+	if w.n > 1 {
+		// the pool's own budget lets its n rotations be disrupted at once
+		// (Karpenter's default 10% of a few nodes is 1;
+		// docs/design.md#disruption-budget)
+		np.Spec.Disruption.Budgets = []karpv1.Budget{{Nodes: fmt.Sprint(w.n)}}
+	}
 	return np
 }
 

@@ -27,6 +27,11 @@ var poolFields = []field{
 	{[]string{"spec", "template", "spec", "taints"}, []any{map[string]any{"key": "dedicated", "value": "rotation", "effect": "NoSchedule"}},
 		"internal/surge/placeholder.go: the placeholder's tolerations"},
 	{[]string{"spec", "limits", "cpu"}, "64", "internal/surge/headroom.go: the pool's limits"},
+	// required beside the budgets by the CRDs before v1.15, which do not
+	// default it; not read by the controller
+	{[]string{"spec", "disruption", "consolidateAfter"}, "30s", "Karpenter v1.0–v1.14 require it in spec.disruption"},
+	{[]string{"spec", "disruption", "budgets"}, []any{map[string]any{"nodes": "0", "schedule": "0 9 * * mon-fri", "duration": "8h", "reasons": []any{"Underutilized"}}},
+		"internal/budget: the pool's disruption budgets (docs/design.md#disruption-budget)"},
 }
 
 // claimFields: what a pass reads of a NodeClaim's metadata and spec.
@@ -45,8 +50,9 @@ var claimStatusFields = []field{
 }
 
 // claimConditions: the conditions a pass reads (internal/census/take.go
-// Ready, internal/surge/unservable.go Launched).
-var claimConditions = []string{"Ready", "Launched"}
+// Ready, internal/surge/unservable.go Launched, internal/budget/count.go
+// Initialized, InstanceTerminating and Rebooting).
+var claimConditions = []string{"Ready", "Launched", "Initialized", "InstanceTerminating", "Rebooting"}
 
 // poolAnnotations and claimAnnotations: what the controller writes on
 // them, through internal/conditional's optimistic-lock merge patch.

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
 	"github.com/noderotation/node-rotation-controller/test/fixtures"
@@ -40,6 +41,10 @@ var _ = Describe("throughput benchmark: a twelve-node pool one at a time, then f
 	ctx := context.Background()
 	pool := fixtures.RotationPool("bench-throughput")
 	pool.Spec.Limits[corev1.ResourceCPU] = resource.MustParse("80")
+	// the pool's own budget lets four be disrupted at once, as the
+	// four-at-a-time phase needs (Karpenter's default 10% of 12 is 2;
+	// docs/design.md#disruption-budget)
+	pool.Spec.Disruption.Budgets = []karpv1.Budget{{Nodes: "4"}}
 	s := newScenario("bench-throughput", pool, 24, 1)
 	var (
 		ctrl    *controller

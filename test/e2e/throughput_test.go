@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
 	"github.com/noderotation/node-rotation-controller/test/fixtures"
@@ -32,6 +33,9 @@ var _ = Describe("several rotations of a pool at once on real Karpenter", Label(
 	pool := fixtures.RotationPool("throughput-e2e")
 	// twelve nodes, four surges and room for a launch Karpenter retries
 	pool.Spec.Limits[corev1.ResourceCPU] = resource.MustParse("80")
+	// the pool's own budget lets the four be disrupted at once
+	// (Karpenter's default 10% of 12 is 2; docs/design.md#disruption-budget)
+	pool.Spec.Disruption.Budgets = []karpv1.Budget{{Nodes: "4"}}
 	s := newScenario("throughput-e2e", pool, 24, 1)
 	var ctrl *controller
 	var samples []atOnceSample

@@ -24,6 +24,7 @@ var allowed = map[string][]string{
 	"internal/preflight":           {},
 	"internal/version":             {},
 	"internal/schedule":            {},
+	"internal/budget":              {},
 	"internal/scheme":              {"api/v1alpha1"},
 	"internal/surge":               {"api/v1alpha1"},
 	"internal/prepull":             {"api/v1alpha1", "internal/surge"},
@@ -37,11 +38,11 @@ var allowed = map[string][]string{
 	"actions":                      {"api/v1alpha1", "engine", "internal/conditional", "internal/markers"},
 	"internal/sweep":               {"api/v1alpha1", "internal/conditional", "internal/markers"},
 	"internal/table":               {"actions", "engine", "internal/census", "rules"},
-	"internal/observe":             {"api/v1alpha1", "engine", "internal/census", "internal/markers", "internal/policy", "internal/prepull", "internal/schedule", "internal/surge"},
-	"internal/announce":            {"actions", "api/v1alpha1", "engine", "internal/census", "internal/metrics", "internal/policy", "internal/prepull", "internal/schedule", "internal/surge"},
-	"internal/controller":          {"actions", "api/v1alpha1", "engine", "internal/announce", "internal/metrics", "internal/observe", "internal/policy", "internal/prepull", "internal/schedule", "internal/surge", "internal/sweep", "internal/table"},
+	"internal/observe":             {"api/v1alpha1", "engine", "internal/budget", "internal/census", "internal/markers", "internal/policy", "internal/prepull", "internal/schedule", "internal/surge"},
+	"internal/announce":            {"actions", "api/v1alpha1", "engine", "internal/budget", "internal/census", "internal/metrics", "internal/policy", "internal/prepull", "internal/schedule", "internal/surge"},
+	"internal/controller":          {"actions", "api/v1alpha1", "engine", "internal/announce", "internal/budget", "internal/metrics", "internal/observe", "internal/policy", "internal/prepull", "internal/schedule", "internal/surge", "internal/sweep", "internal/table"},
 	"cmd/node-rotation-controller": {"internal/cache", "internal/controller", "internal/preflight", "internal/prepull", "internal/scheme", "internal/surge", "internal/version"},
-	"internal/inspect":             {"api/v1alpha1", "engine", "internal/census", "internal/observe", "internal/prepull", "internal/schedule"},
+	"internal/inspect":             {"api/v1alpha1", "engine", "internal/budget", "internal/census", "internal/observe", "internal/prepull", "internal/schedule"},
 	"internal/inspect/inspecttest": {"api/v1alpha1"},
 	"internal/simulate":            {"api/v1alpha1", "engine", "internal/controller", "internal/observe", "internal/plan", "internal/policy", "internal/schedule", "internal/scheme", "internal/table"},
 	"cmd/rotationctl":              {"api/v1alpha1", "engine", "internal/cache", "internal/controller", "internal/inspect", "internal/plan", "internal/schedule", "internal/scheme", "internal/simulate", "internal/table", "internal/version", "rules"},
@@ -61,6 +62,7 @@ var forbidden = map[string][]string{
 	"internal/sweep":       {"actions", "internal/observe", "internal/announce", "internal/controller"},
 	"internal/observe":     {"actions", "internal/announce", "internal/metrics", "internal/controller", "internal/table", "rules"},
 	"internal/census":      {"internal/observe", "actions", "internal/announce", "internal/controller"},
+	"internal/budget":      {"*"},                                                                           // Karpenter's budget rule and the pool's count: nothing of this controller's
 	"internal/announce":    {"internal/observe", "internal/controller", "internal/table", "internal/sweep"}, // it reads a View the reconciler cuts
 }
 

@@ -63,6 +63,9 @@ func pool(name, team string, kv ...string) *karpv1.NodePool {
 	np.Spec.Template.Spec.NodeClassRef, np.Spec.Template.Spec.Requirements = nodeClass, onDemand
 	np.Spec.Template.Spec.ExpireAfter = karpv1.NillableDuration{Duration: &e}
 	np.Spec.Template.Spec.TerminationGracePeriod = &metav1.Duration{Duration: 30 * time.Minute}
+	// Karpenter's CRD defaults it so on a real API server (test/envtest
+	// reads the same pools): the in-memory fixtures carry it too
+	np.Spec.Disruption.Budgets = []karpv1.Budget{{Nodes: "10%"}}
 	for i := 0; i < len(kv); i += 2 {
 		np.Annotations[kv[i]] = kv[i+1]
 	}
@@ -80,7 +83,8 @@ func claim(name, pool string, left time.Duration, kv ...string) *karpv1.NodeClai
 	c.Spec.NodeClassRef, c.Spec.Requirements = nodeClass, onDemand
 	c.Spec.ExpireAfter = karpv1.NillableDuration{Duration: &e}
 	c.Status.NodeName = "node-" + name
-	c.Status.Conditions = []status.Condition{{Type: "Ready", Status: metav1.ConditionTrue, Reason: "Ready", LastTransitionTime: metav1.NewTime(Now.Add(-24 * time.Hour))}}
+	c.Status.Conditions = []status.Condition{{Type: "Ready", Status: metav1.ConditionTrue, Reason: "Ready", LastTransitionTime: metav1.NewTime(Now.Add(-24 * time.Hour))},
+		{Type: karpv1.ConditionTypeInitialized, Status: metav1.ConditionTrue, Reason: "Initialized", LastTransitionTime: metav1.NewTime(Now.Add(-24 * time.Hour))}}
 	for i := 0; i < len(kv); i += 2 {
 		c.Annotations[kv[i]] = kv[i+1]
 	}
@@ -207,15 +211,22 @@ func Scripted() []client.Object {
 		pool("tied", "tie"), claim("tied-a", "tied", time.Hour),
 		// two of three slots in flight: slot 1 waits on its surge, slot 3
 		// drains; slot 2 is free for the next start
-		pool("wide", "wide", v1alpha1.AnnotationActiveRotation, "wide-a", v1alpha1.AnnotationActiveRotationState, v1alpha1.StatePending,
+		// a budget of its own as wide as its maxUnavailable
+		budgets(pool("wide", "wide", v1alpha1.AnnotationActiveRotation, "wide-a", v1alpha1.AnnotationActiveRotationState, v1alpha1.StatePending,
 			v1alpha1.Slot(3).Key(v1alpha1.AnnotationActiveRotation), "wide-c", v1alpha1.Slot(3).Key(v1alpha1.AnnotationActiveRotationState), v1alpha1.StateDraining),
+			karpv1.Budget{Nodes: "3"}),
 		claim("wide-a", "wide", 25*time.Minute, v1alpha1.AnnotationState, v1alpha1.StatePending, v1alpha1.AnnotationStartedAt, stamp3339(Now.Add(-2*time.Minute))),
 		claim("wide-b", "wide", 35*time.Minute),
 		claim("wide-c", "wide", 30*time.Minute, v1alpha1.AnnotationState, v1alpha1.StateDraining, v1alpha1.AnnotationStartedAt, stamp3339(Now.Add(-6*time.Minute))),
 		// both slots in flight, started 2m and 10m ago: the next two starts
 		// follow each slot's own end, the older rotation's first
-		pool("pair", "pair", v1alpha1.AnnotationActiveRotation, "pair-a", v1alpha1.AnnotationActiveRotationState, v1alpha1.StatePending,
+		budgets(pool("pair", "pair", v1alpha1.AnnotationActiveRotation, "pair-a", v1alpha1.AnnotationActiveRotationState, v1alpha1.StatePending,
 			v1alpha1.Slot(2).Key(v1alpha1.AnnotationActiveRotation), "pair-b", v1alpha1.Slot(2).Key(v1alpha1.AnnotationActiveRotationState), v1alpha1.StatePending),
+			karpv1.Budget{Nodes: "2"}),
+		// a due claim held by the pool's business-hours budget of 0 nodes
+		// (docs/design.md#disruption-budget), in force until 17:00
+		budgets(pool("budgeted", "open"), karpv1.Budget{Nodes: "0", Schedule: ptrTo("0 9 * * *"), Duration: &metav1.Duration{Duration: 8 * time.Hour}}),
+		claim("budgeted-a", "budgeted", 20*time.Minute),
 		claim("pair-a", "pair", 25*time.Minute, v1alpha1.AnnotationState, v1alpha1.StatePending, v1alpha1.AnnotationStartedAt, stamp3339(Now.Add(-2*time.Minute))),
 		claim("pair-b", "pair", 30*time.Minute, v1alpha1.AnnotationState, v1alpha1.StatePending, v1alpha1.AnnotationStartedAt, stamp3339(Now.Add(-10*time.Minute))),
 		claim("pair-c", "pair", 35*time.Minute), claim("pair-d", "pair", 40*time.Minute),
@@ -288,6 +299,14 @@ func accepted(p *v1alpha1.RotationPolicy) *v1alpha1.RotationPolicy {
 	return p
 }
 
+// budgets replaces the pool's default budget.
+func budgets(np *karpv1.NodePool, b ...karpv1.Budget) *karpv1.NodePool {
+	np.Spec.Disruption.Budgets = b
+	return np
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
 func notReady(c *karpv1.NodeClaim) *karpv1.NodeClaim {
 	c.Status.Conditions[0].Status, c.Status.Conditions[0].Reason = metav1.ConditionFalse, "NodeNotReady"
 	return c
@@ -317,6 +336,6 @@ func placeholder(claim, pool string) *corev1.Pod {
 // ExplainedClaims are the claims the explain golden file explains, in its
 // order; ExplainedPools the pools.
 var (
-	ExplainedClaims = []string{"ready-e", "ready-a", "ready-b", "ready-c", "ready-d", "cooling-a", "static-a", "starting-a", "starting-b", "lost-a", "busy-a", "busy-b", "night-a", "night-b", "night-c", "night-d", "asked-a", "asked-b", "closing-a", "guarded-a", "guarded-b", "tied-a", "plain-a", "wide-a", "wide-b", "wide-c"}
-	ExplainedPools  = []string{"ready", "busy", "night", "frozen-night", "closing", "asked", "guarded", "garbled", "wide"}
+	ExplainedClaims = []string{"ready-e", "ready-a", "ready-b", "ready-c", "ready-d", "cooling-a", "static-a", "starting-a", "starting-b", "lost-a", "busy-a", "busy-b", "night-a", "night-b", "night-c", "night-d", "asked-a", "asked-b", "closing-a", "guarded-a", "guarded-b", "tied-a", "plain-a", "wide-a", "wide-b", "wide-c", "budgeted-a"}
+	ExplainedPools  = []string{"ready", "busy", "night", "frozen-night", "closing", "asked", "guarded", "garbled", "wide", "budgeted"}
 )

@@ -22,7 +22,7 @@ func startTwoPending(pool string, claims ...string) (slot1, slot2 string) {
 	for _, c := range claims {
 		createClaim(fk.Claim{Pool: pool, Name: c, Zone: "zone-a"})
 	}
-	createPool(pool, v1alpha1.SurgeSpec{MaxUnavailable: ptr.To(intstr.FromInt32(2)), ReadyTimeout: "1h"}, nil)
+	createPoolWith(pool, poolOptions{surge: v1alpha1.SurgeSpec{MaxUnavailable: ptr.To(intstr.FromInt32(2)), ReadyTimeout: "1h"}, pool: budget("3")})
 	s2 := v1alpha1.Slot(2).Key(v1alpha1.AnnotationActiveRotation)
 	Eventually(poolAnnotations(pool), timeout).Should(And(HaveKey(v1alpha1.AnnotationActiveRotation), HaveKey(s2)))
 	a := getPool(pool).Annotations

@@ -34,7 +34,7 @@ var _ = Describe("several rotations of one pool at once", func() {
 		}
 		serve := serveSurges(pool)
 		mark := controllerRequests.mark()
-		createPool(pool, v1alpha1.SurgeSpec{MaxUnavailable: ptr.To(intstr.FromInt32(3)), ReadyTimeout: "1h"}, nil)
+		createPoolWith(pool, poolOptions{surge: v1alpha1.SurgeSpec{MaxUnavailable: ptr.To(intstr.FromInt32(3)), ReadyTimeout: "1h"}, pool: budget("3")})
 
 		By("rotating every old claim")
 		Eventually(func() []string {
