@@ -225,7 +225,7 @@ func Scripted() []client.Object {
 			karpv1.Budget{Nodes: "2"}),
 		// a due claim held by the pool's business-hours budget of 0 nodes
 		// (docs/design.md#disruption-budget), in force until 17:00
-		budgets(pool("budgeted", "open"), karpv1.Budget{Nodes: "0", Schedule: ptrTo("0 9 * * *"), Duration: &metav1.Duration{Duration: 8 * time.Hour}}),
+		budgets(pool("budgeted", "open"), karpv1.Budget{Nodes: "0", Schedule: ptr("0 9 * * *"), Duration: &metav1.Duration{Duration: 8 * time.Hour}}),
 		claim("budgeted-a", "budgeted", 20*time.Minute),
 		claim("pair-a", "pair", 25*time.Minute, v1alpha1.AnnotationState, v1alpha1.StatePending, v1alpha1.AnnotationStartedAt, stamp3339(Now.Add(-2*time.Minute))),
 		claim("pair-b", "pair", 30*time.Minute, v1alpha1.AnnotationState, v1alpha1.StatePending, v1alpha1.AnnotationStartedAt, stamp3339(Now.Add(-10*time.Minute))),
@@ -304,8 +304,6 @@ func budgets(np *karpv1.NodePool, b ...karpv1.Budget) *karpv1.NodePool {
 	np.Spec.Disruption.Budgets = b
 	return np
 }
-
-func ptrTo[T any](v T) *T { return &v }
 
 func notReady(c *karpv1.NodeClaim) *karpv1.NodeClaim {
 	c.Status.Conditions[0].Status, c.Status.Conditions[0].Reason = metav1.ConditionFalse, "NodeNotReady"
