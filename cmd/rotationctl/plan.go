@@ -131,6 +131,10 @@ func planInput(f planFlags) (plan.Input, error) {
 			return in, badInput("%v", err)
 		}
 		in.NodePool, in.ExpireAfter, in.TerminationGrace, in.EKSAutoMode = pool.Name, pool.ExpireAfter, pool.TerminationGrace, pool.EKSAutoMode
+		in.Budgets = pool.Budgets
+	} else {
+		// a pool given by flags has the budget Karpenter gives a NodePool
+		in.Budgets = plan.DefaultBudgets()
 	}
 	in.EKSAutoMode = in.EKSAutoMode || f.eksAutoMode
 	if f.expireAfter != "" {

@@ -156,13 +156,16 @@ func TestPlanCoverageAndFailOn(t *testing.T) {
 		t.Errorf("--fail-on warning: exit %d, want %d", code, exitFatal)
 	}
 	// six at once covers it: nothing to fail on
-	six := strings.Replace(mustRead(t, "testdata/uncovered-300.yaml"), "  maintenanceWindows:", "  surge: {maxUnavailable: 6}\n  maintenanceWindows:", 1)
-	path := filepath.Join(t.TempDir(), "six.yaml")
-	if err := os.WriteFile(path, []byte(six), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if code, out, _ := runCLI("plan", "-f", path, "--expire-after", "720h", "--nodes", "300", "--fail-on", "warning", now); code != 0 || !strings.Contains(out, "covered: 300 nodes") {
-		t.Errorf("maxUnavailable 6: exit %d, output:\n%s", code, out)
+	for _, surge := range []string{"  surge: {maxUnavailable: 6}\n", ""} {
+		// six at once, or the default, auto, which picks six
+		path := filepath.Join(t.TempDir(), "six.yaml")
+		if err := os.WriteFile(path, []byte(strings.Replace(mustRead(t, "testdata/uncovered-300.yaml"), "  surge: {maxUnavailable: 1}\n", surge, 1)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if code, out, _ := runCLI("plan", "-f", path, "--expire-after", "720h", "--nodes", "300", "--fail-on", "warning", now); code != 0 ||
+			!strings.Contains(out, "covered: 300 nodes") || !strings.Contains(out, "6 (") {
+			t.Errorf("%q: exit %d, output:\n%s", surge, code, out)
+		}
 	}
 	if code, _, errOut := runCLI(append(args, "--fail-on", "error")...); code != exitBadInput || !strings.Contains(errOut, `--fail-on "error"`) {
 		t.Errorf("--fail-on error: exit %d, %s", code, errOut)
@@ -184,5 +187,50 @@ func TestLivePlanRefusesFileFlags(t *testing.T) {
 	code, _, errOut := runCLI("plan", "--nodes", "300", "--kubeconfig", "testdata/no-such-kubeconfig")
 	if code != exitBadInput || !strings.Contains(errOut, "--nodes plans a policy file: give -f policy.yaml") {
 		t.Errorf("exit %d: %s", code, errOut)
+	}
+}
+
+// The NodePool's budgets bound the forecast (docs/design.md#budget-forecast):
+// a budget allowing fewer than auto needs holds N and names itself as the
+// remedy; a zero budget over part of each window shortens it; one over
+// every window leaves nothing to rotate in.
+func TestPlanReadsTheNodePoolBudgets(t *testing.T) {
+	auto := filepath.Join(t.TempDir(), "auto.yaml")
+	if err := os.WriteFile(auto, []byte(strings.Replace(mustRead(t, "testdata/uncovered-300.yaml"), "  surge: {maxUnavailable: 1}\n", "", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name, budgets string
+		code          int
+		want          []string
+	}{
+		{name: "Karpenter's default, 10%, leaves auto its 6", budgets: "", code: 0,
+			want: []string{"nodes=10%\n", "covered: 300 nodes need 54.7 rotations per occurrence (N·P/A), and 60 fit (C at maxUnavailable 6)"}},
+		{name: "1% holds N at 3", budgets: `budgets: [{nodes: "1%"}]`, code: exitFatal,
+			want: []string{"C at maxUnavailable 3, held by NodePool budget nodes=1%", "a NodePool budget that allows 6, "}},
+		{name: "a zero budget over each window's last two hours", budgets: `budgets: [{nodes: "0", schedule: "0 4 * * *", duration: 2h}]`, code: 0,
+			want: []string{"; the windows less NodePool budget nodes=0 (schedule \"0 4 * * *\" for 2h)", "C at maxUnavailable 11;"}},
+		{name: "business hours 0 over every window", budgets: `budgets: [{nodes: "5%"}, {nodes: "0", schedule: "0 1 * * *", duration: 8h}]`, code: exitFatal,
+			want: []string{"not covered: NodePool budget nodes=0 (schedule \"0 1 * * *\" for 8h) allows no disruption in any window occurrence"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			np := "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: big}\nspec:\n  template: {spec: {expireAfter: 720h}}\n"
+			if c.budgets != "" {
+				np += "  disruption:\n    " + c.budgets + "\n"
+			}
+			path := filepath.Join(t.TempDir(), "np.yaml")
+			if err := os.WriteFile(path, []byte(np), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			code, out, errOut := runCLI("plan", "-f", auto, "--nodepool", path, "--nodes", "300", "--fail-on", "warning", now)
+			if code != c.code {
+				t.Errorf("exit %d, want %d: %s", code, c.code, errOut)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("no %q in:\n%s", w, out)
+				}
+			}
+		})
 	}
 }

@@ -69,13 +69,13 @@ func Of(np *karpv1.NodePool, nodes int, now time.Time) Allowance {
 		// a percentage of the counted nodes rounded up
 		n, err := b.GetAllowedDisruptions(clk, nodes)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("spec.disruption.budgets[%d] (%s): %w", i, describe(b), err))
+			errs = append(errs, fmt.Errorf("spec.disruption.budgets[%d] (%s): %w", i, Describe(b), err))
 		}
 		end := until(b, now)
 		// of two budgets allowing as few, the one in force longer says
 		// how long the hold lasts
 		if n < a.Allowed || (n == a.Allowed && a.Budget != "" && later(end, a.Until)) {
-			a.Allowed, a.Budget, a.Until = n, describe(b), end
+			a.Allowed, a.Budget, a.Until = n, Describe(b), end
 		}
 	}
 	a.Err = errors.Join(errs...)
@@ -93,8 +93,9 @@ func later(end, than time.Time) bool {
 	return end.After(than)
 }
 
-// describe names a budget by its fields.
-func describe(b *karpv1.Budget) string {
+// Describe names a budget by its fields, as the gate reason, plan and
+// status show it.
+func Describe(b *karpv1.Budget) string {
 	s := "nodes=" + b.Nodes
 	var more []string
 	if b.Schedule != nil {
@@ -117,9 +118,13 @@ func describe(b *karpv1.Budget) string {
 	return s
 }
 
-// short is a duration as a budget's author writes it: 8h, 1h30m, 30m.
+// short is a duration as a budget's author writes it: 8h, 1h30m, 30m,
+// 30s (the zero minutes and seconds of Go's 8h0m0s dropped).
 func short(d time.Duration) string {
-	s := strings.TrimSuffix(d.String(), "0s")
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") || strings.HasSuffix(s, "h0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
 	if strings.HasSuffix(s, "h0m") {
 		s = strings.TrimSuffix(s, "0m")
 	}

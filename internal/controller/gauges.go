@@ -20,7 +20,7 @@ func gauges(obs *observe.Observation, decisions []engine.Decision) metrics.Pool 
 		Candidates: c.Candidates, InBackoff: c.InBackoff, ShortLead: c.ShortLead, MaxRetry: c.MaxRetry,
 		InFlight: len(v1alpha1.Anchors(obs.Pool.Annotations)), MaxUnavailable: obs.InForce.N, WindowOpen: obs.WindowOpen,
 		Derivation: obs.Derivation, DrainStuck: drainStuck(decisions), DrainBlocked: drainBlocked(obs),
-		Disrupted: len(obs.Disruption.Disrupted), BudgetAllowed: -1,
+		Disrupted: len(obs.Disruption.Disrupted), BudgetAllowed: -1, Gate: startGate(decisions),
 	}
 	if obs.Budget.Allowed != budget.Unbounded && obs.Governed() {
 		p.BudgetAllowed = obs.Budget.Allowed
@@ -36,7 +36,25 @@ var (
 	rotationMachine = engine.UsesMachine("rotation")
 	drainingState   = engine.UsesState("rotation", "draining")
 	drainStuckFact  = engine.UsesFact("drainStuck")
+	idleState       = engine.UsesState("rotation", "idle")
+	startGateFact   = engine.UsesFact("startGate")
 )
+
+// startGate is the startGate fact as the pass's idle rotation decision
+// consulted it; empty when no decision did.
+func startGate(decisions []engine.Decision) string {
+	for _, d := range decisions {
+		if d.Machine != rotationMachine || d.From != idleState {
+			continue
+		}
+		for _, f := range d.Facts {
+			if g, ok := f.Value.(string); ok && f.Name == startGateFact {
+				return g
+			}
+		}
+	}
+	return ""
+}
 
 // drainStuck is the rotation machine's drainStuck fact when it decided a
 // draining rotation; false otherwise (including when nothing was decided).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -120,6 +121,28 @@ func TestGauges(t *testing.T) {
 		got := gauges(obs, nil)
 		if !got.FreezeUntil.IsZero() || got.InFlight != 0 || got.DrainStuck {
 			t.Errorf("freeze %q: %+v", v, got)
+		}
+	}
+}
+
+// The start_gate gauge reads the startGate fact the idle decision
+// consulted, and carries a series for each value the table gives it.
+func TestGaugesStartGate(t *testing.T) {
+	obs := governedObservation(t)
+	idle := []engine.Decision{{Machine: "rotation", From: "idle", Facts: []engine.FactValue{{Name: "candidate", Value: true}, {Name: "startGate", Value: "disruptionBudget"}}}}
+	if g := gauges(obs, idle).Gate; g != "disruptionBudget" {
+		t.Errorf("idle: gate %q", g)
+	}
+	if g := gauges(obs, []engine.Decision{{Machine: "rotation", From: "draining", Facts: []engine.FactValue{{Name: "startGate", Value: "open"}}}}).Gate; g != "" {
+		t.Errorf("in flight: gate %q", g)
+	}
+	eng, err := loadEngine()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range eng.Table().Facts {
+		if f.Name == "startGate" && !slices.Equal(f.Values, metrics.StartGates) {
+			t.Errorf("the table's startGate values %v, the gauge's %v", f.Values, metrics.StartGates)
 		}
 	}
 }

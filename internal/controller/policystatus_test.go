@@ -248,7 +248,8 @@ func TestPolicyStatusErrors(t *testing.T) {
 
 // A pool whose nodes the policy cannot all rotate before their deadlines
 // is Feasible=False ThroughputBelowArrival, naming the remedy; at the
-// maxUnavailable it names, the same pool is covered again.
+// maxUnavailable it names, the same pool is covered again, and so it is
+// at the default, auto.
 func TestPolicyStatusCoverage(t *testing.T) {
 	fleet := func(n any) *v1alpha1.RotationPolicy {
 		return selecting("fleet", map[string]string{"workload": "big"}, func(s *v1alpha1.RotationPolicySpec) {
@@ -259,10 +260,11 @@ func TestPolicyStatusCoverage(t *testing.T) {
 			}
 		})
 	}
-	objs := func(p *v1alpha1.RotationPolicy) []client.Object {
+	objs := func(p *v1alpha1.RotationPolicy, budgets ...karpv1.Budget) []client.Object {
 		big := labelled("big", "big")
 		e := 720 * time.Hour
 		big.Spec.Template.Spec.ExpireAfter = karpv1.NillableDuration{Duration: &e}
+		big.Spec.Disruption.Budgets = budgets
 		out := []client.Object{p, big}
 		for i := range 300 { // created evenly over the last 30 days: no burst
 			c := nodeClaim(fmt.Sprintf("big-%03d", i), e-time.Duration(i)*(e/300), "")
@@ -273,11 +275,19 @@ func TestPolicyStatusCoverage(t *testing.T) {
 		}
 		return out
 	}
-	st := reconcileStatus(t, newAPI(t, nil, objs(fleet(nil))...), "fleet")
+	st := reconcileStatus(t, newAPI(t, nil, objs(fleet(1))...), "fleet")
 	c := meta.FindStatusCondition(st.Conditions, "Feasible")
 	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != "ThroughputBelowArrival" ||
 		!strings.HasPrefix(c.Message, "NodePool big: not covered: 300 nodes need") || !strings.Contains(c.Message, "maxUnavailable 6") {
 		t.Fatalf("Feasible %+v", c)
 	}
 	checkCondition(t, reconcileStatus(t, newAPI(t, nil, objs(fleet(6))...), "fleet"), "Feasible", feasible)
+	// the default, auto, picks the 6 itself
+	checkCondition(t, reconcileStatus(t, newAPI(t, nil, objs(fleet(nil))...), "fleet"), "Feasible", feasible)
+	// unless the NodePool's budget allows fewer: 1% of 300 is 3
+	st = reconcileStatus(t, newAPI(t, nil, objs(fleet(nil), karpv1.Budget{Nodes: "1%"})...), "fleet")
+	c = meta.FindStatusCondition(st.Conditions, "Feasible")
+	if c == nil || c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, "C at maxUnavailable 3, held by NodePool budget nodes=1%") || !strings.Contains(c.Message, "a NodePool budget that allows 6") {
+		t.Fatalf("held by the budget: Feasible %+v", c)
+	}
 }

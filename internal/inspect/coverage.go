@@ -34,6 +34,10 @@ type PoolCoverage struct {
 	Fatal    []string          `json:"fatal,omitempty"`
 	Warnings []string          `json:"warnings,omitempty"`
 	Coverage schedule.Coverage `json:"coverage"`
+	// Gate is the pool's start gate now, as status shows it (GateWhy:
+	// what holds it, for the gates that say).
+	Gate    string `json:"gate,omitempty"`
+	GateWhy string `json:"gateWhy,omitempty"`
 	// Expiring are the claims forecast force-expired within ExpiryHorizon,
 	// in deadline order.
 	Expiring []schedule.Due `json:"expiring,omitempty"`
@@ -77,6 +81,9 @@ func (in *Inspector) Coverage(ctx context.Context, pool string) (*PoolCoverage, 
 			}
 		}
 		pc.Expiring = expiring(obs)
+		var st PoolStatus
+		st.describeGate(in.Engine, obs)
+		pc.Gate, pc.GateWhy = st.Gate, st.GateWhy
 		if problem != "" {
 			pc.Problem = problem
 		}
@@ -106,6 +113,12 @@ func expiring(obs *observe.Observation) []schedule.Due {
 	}
 	sort.Slice(dues, func(i, j int) bool { return dues[i].Name < dues[j].Name }) // ties in deadline order by name
 	n := max(obs.InForce.N, 1)
+	// the windows and the number at once as the budgets leave them
+	// (docs/design.md#budget-forecast)
+	b := obs.Settings.Budgeted(obs.Pool, obs.Census.Population.Nodes, obs.Now)
+	if l := b.Limit(obs.Now); l != nil && n > max(l.Allowed, 1) {
+		n = max(l.Allowed, 1)
+	}
 	free := make([]time.Time, n)
 	for i := range free {
 		free[i] = obs.Now
@@ -115,7 +128,7 @@ func expiring(obs *observe.Observation) []schedule.Due {
 	}
 	timing := obs.Settings.Timing
 	timing.MaxUnavailable = n
-	return obs.Settings.Calendar.ExpiriesAhead(free, dues, timing, d.TRotEst, obs.Now.Add(ExpiryHorizon))
+	return b.Calendar.ExpiriesAhead(free, dues, timing, d.TRotEst, obs.Now.Add(ExpiryHorizon))
 }
 
 // RenderCoverage writes the pools' verdicts: a row each, then what each
@@ -128,7 +141,7 @@ func RenderCoverage(w io.Writer, pools []*PoolCoverage, format string) error {
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "NODEPOOL\tPOLICY\tNODES\tNEEDED/OCCURRENCE\tFIT (C)\tMAX-UNAVAILABLE\tVERDICT\tFORCE-EXPIRIES (4W)")
+	fmt.Fprintln(tw, "NODEPOOL\tPOLICY\tNODES\tNEEDED/OCCURRENCE\tFIT (C)\tMAX-UNAVAILABLE\tGATE\tVERDICT\tFORCE-EXPIRIES (4W)")
 	var notes []string
 	for _, p := range pools {
 		c := p.Coverage
@@ -148,7 +161,14 @@ func RenderCoverage(w io.Writer, pools []*PoolCoverage, format string) error {
 		if c.Applies {
 			needed = schedule.PerOccurrence(c.Arrival)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\t%d\t%s\t%d\n", p.NodePool, p.Policy, c.Nodes, needed, c.Capacity, c.InForce, verdict, len(p.Expiring))
+		gate := p.Gate
+		if gate == "" {
+			gate = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\t%d\t%s\t%s\t%d\n", p.NodePool, p.Policy, c.Nodes, needed, c.Capacity, c.InForce, gate, verdict, len(p.Expiring))
+		if p.Gate == gateBudget && p.GateWhy != "" {
+			notes = append(notes, p.NodePool+": start gate disruptionBudget: "+p.GateWhy)
+		}
 		if !c.Covered && !p.Blocked() {
 			notes = append(notes, p.NodePool+": "+c.Sentence())
 		}

@@ -45,10 +45,11 @@ func TestUncoveredPoolIsShown(t *testing.T) {
 // expiry in four weeks; at maxUnavailable 6, covered, and only the claims
 // due before the first window forecast lost.
 func TestLiveCoverageOfTheFleetPool(t *testing.T) {
-	objs := func(n int) []client.Object {
+	objs := func(n int, budgets ...karpv1.Budget) []client.Object {
 		e := 720 * time.Hour
 		np := &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "big", Labels: map[string]string{"fleet": "300"}}}
 		np.Spec.Template.Spec.ExpireAfter = karpv1.NillableDuration{Duration: &e}
+		np.Spec.Disruption.Budgets = budgets
 		spec := v1alpha1.RotationPolicySpec{
 			NodePoolSelector:   metav1.LabelSelector{MatchLabels: map[string]string{"fleet": "300"}},
 			MaintenanceWindows: []v1alpha1.MaintenanceWindow{{Timezone: "UTC", Days: []v1alpha1.Weekday{"Tue", "Sat"}, Start: "02:00", End: "06:00"}},
@@ -76,7 +77,7 @@ func TestLiveCoverageOfTheFleetPool(t *testing.T) {
 	if err := RenderCoverage(&out, []*PoolCoverage{pc}, "table"); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"big       fleet-300  300", "ThroughputBelowArrival", "big: not covered: 300 nodes need", "big: forecast force-expired by Karpenter within 4 weeks: "} {
+	for _, want := range []string{"big       fleet-300  300", "  windowClosed  ", "ThroughputBelowArrival", "big: not covered: 300 nodes need", "big: forecast force-expired by Karpenter within 4 weeks: "} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("the table lacks %q:\n%s", want, out.String())
 		}
@@ -84,6 +85,12 @@ func TestLiveCoverageOfTheFleetPool(t *testing.T) {
 	six, err := inspector(t, objs(6)...).Coverage(context.Background(), "big")
 	if err != nil || !six.Coverage.Covered || len(six.Expiring) >= len(pc.Expiring) {
 		t.Fatalf("six at a time: %+v, %d expiring, %v", six.Coverage, len(six.Expiring), err)
+	}
+	// a NodePool budget of 1% (3 nodes) holds the six to three: the
+	// verdict names it, and the forecast loses more claims than at six
+	held, err := inspector(t, objs(6, karpv1.Budget{Nodes: "1%"})...).Coverage(context.Background(), "big")
+	if err != nil || held.Coverage.Covered || held.Coverage.InForce != 3 || held.Coverage.HeldBy != "nodes=1%" || len(held.Expiring) <= len(six.Expiring) {
+		t.Errorf("held by the budget: %+v, %d expiring against %d, %v", held.Coverage, len(held.Expiring), len(six.Expiring), err)
 	}
 	// now is a Tuesday noon: the first window opens Saturday 02:00
 	saturday := time.Date(2026, 12, 5, 2, 15, 0, 0, time.UTC)

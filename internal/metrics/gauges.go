@@ -38,6 +38,10 @@ type Pool struct {
 	// it; BudgetAllowed is its budgets' allowance in force, -1 when none
 	// bounds it (docs/design.md#disruption-budget).
 	Disrupted, BudgetAllowed int
+	// Gate is the startGate fact the pass's idle decision consulted; empty
+	// when none did (a rotation in flight), which leaves the gauge as it
+	// was.
+	Gate string
 }
 
 // The governance fact's values the gauges tell apart.
@@ -80,6 +84,11 @@ func Record(p Pool) {
 	DrainStuck.WithLabelValues(name).Set(b2f(p.DrainStuck))
 	DisruptedNodes.WithLabelValues(name).Set(float64(p.Disrupted))
 	BudgetAllowed.WithLabelValues(name).Set(float64(p.BudgetAllowed))
+	if p.Gate != "" {
+		for _, g := range StartGates {
+			StartGate.WithLabelValues(name, g).Set(b2f(g == p.Gate))
+		}
+	}
 	derived(p)
 }
 
@@ -111,3 +120,18 @@ func b2f(b bool) float64 {
 // DrainBlockedReasons are the reason label's values (census.BlockedDoNotDisrupt
 // and census.BlockedPDB; metrics does not import the census).
 var DrainBlockedReasons = []string{"do-not-disrupt", "pdb"}
+
+// StartGates are the gate label's values: the table's startGate fact
+// values, each checked against the table at startup (a test holds the
+// list to the table's).
+var StartGates = []string{
+	engine.UsesFactValue("startGate", "open"),
+	engine.UsesFactValue("startGate", "windowClosed"),
+	engine.UsesFactValue("startGate", "blackout"),
+	engine.UsesFactValue("startGate", "windowEnding"),
+	engine.UsesFactValue("startGate", "frozen"),
+	engine.UsesFactValue("startGate", "cooldown"),
+	engine.UsesFactValue("startGate", "failurePause"),
+	engine.UsesFactValue("startGate", "clusterCap"),
+	engine.UsesFactValue("startGate", "disruptionBudget"),
+}

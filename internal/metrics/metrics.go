@@ -41,6 +41,7 @@ var (
 	RetryCount         = gauge("retry_count", "Highest retry-count across the pool's NodeClaims.")
 	DisruptedNodes     = gauge("disrupted_nodes", "NodeClaims of the pool being disrupted, by Karpenter's drift, consolidation or repair, an operator's delete, a NotReady node or a rotation, each once: what the disruptionBudget start gate counts (the pool's rotations alone under nodePoolBudgets: Ignore).")
 	BudgetAllowed      = gauge("budget_allowed_disruptions", "The strictest of the NodePool's spec.disruption.budgets in force, as Karpenter computes it (-1 when none is in force, or the policy says nodePoolBudgets: Ignore).")
+	StartGate          = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "start_gate", Help: "1 for the start gate that held or let through the pool's last idle pass (the rules table's startGate fact: open, windowClosed, blackout, windowEnding, frozen, cooldown, failurePause, clusterCap, disruptionBudget), 0 for the others; kept while a rotation is in flight."}, []string{"nodepool", "gate"})
 	DrainBlocked       = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "drain_blocked_nodes", Help: "Eligible NodeClaims passed over because Pods on their node would block Karpenter's drain, by reason (do-not-disrupt, pdb)."}, []string{"nodepool", "reason"})
 	Completed          = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "completed_total", Help: "Completed rotations by outcome (success, failure, expired)."}, []string{"nodepool", "outcome"})
 	ForcefulFallback   = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "forceful_fallback_total", Help: "Surge-less forceful-fallback rotations started."}, pool)
@@ -54,7 +55,7 @@ var (
 
 // All lists every collector, for registration and the documentation test.
 func All() []prometheus.Collector {
-	out := []prometheus.Collector{Completed, ForcefulFallback, WindowMissed, ExpiredUnrotated, Duration, RulesInfo, DrainBlocked}
+	out := []prometheus.Collector{Completed, ForcefulFallback, WindowMissed, ExpiredUnrotated, Duration, RulesInfo, DrainBlocked, StartGate}
 	for _, g := range perPoolGauges {
 		out = append(out, g)
 	}
@@ -82,4 +83,5 @@ func Forget(nodepool string) {
 	ExpiredUnrotated.DeleteLabelValues(nodepool)
 	Duration.DeletePartialMatch(prometheus.Labels{"nodepool": nodepool})
 	DrainBlocked.DeletePartialMatch(prometheus.Labels{"nodepool": nodepool})
+	StartGate.DeletePartialMatch(prometheus.Labels{"nodepool": nodepool})
 }

@@ -172,11 +172,37 @@ func TestRecordNoOccurrence(t *testing.T) {
 	}
 }
 
+// The gate of the last idle pass reads 1 and every other gate 0; a pass
+// that consulted no gate (in flight) leaves them as they were.
+func TestRecordStartGate(t *testing.T) {
+	Forget("rec-gate")
+	gates := func() map[string]float64 {
+		out := map[string]float64{}
+		for _, g := range StartGates {
+			v, _ := series(t, StartGate, "rec-gate", "gate", g)
+			out[g] = v
+		}
+		return out
+	}
+	Record(Pool{Name: "rec-gate", Governance: "governed", Derivation: derivation, Gate: "disruptionBudget"})
+	if g := gates(); g["disruptionBudget"] != 1 || g["open"] != 0 || len(g) != 9 {
+		t.Errorf("held: %v", g)
+	}
+	Record(Pool{Name: "rec-gate", Governance: "governed", Derivation: derivation})
+	if g := gates(); g["disruptionBudget"] != 1 {
+		t.Errorf("in flight, the last gate is kept: %v", g)
+	}
+	Record(Pool{Name: "rec-gate", Governance: "governed", Derivation: derivation, Gate: "open"})
+	if g := gates(); g["disruptionBudget"] != 0 || g["open"] != 1 {
+		t.Errorf("open: %v", g)
+	}
+}
+
 // Forget drops every series of the pool and only of that pool.
 func TestForget(t *testing.T) {
 	for _, p := range []string{"rec-gone", "rec-stays"} {
 		Forget(p) // a clean start, also under -count
-		Record(Pool{Name: p, Governance: "governed", Candidates: 1, Derivation: derivation, DrainBlocked: map[string]int{"pdb": 1}})
+		Record(Pool{Name: p, Governance: "governed", Candidates: 1, Derivation: derivation, DrainBlocked: map[string]int{"pdb": 1}, Gate: "open"})
 		Completed.WithLabelValues(p, "failure").Inc()
 		Completed.WithLabelValues(p, "expired").Inc()
 		ForcefulFallback.WithLabelValues(p).Inc()

@@ -19,6 +19,5 @@ import (
 func CoverageOf(s policy.Settings, pool *karpv1.NodePool, claims []karpv1.NodeClaim, now time.Time) schedule.Coverage {
 	inputs, d := s.Derive(pool, now)
 	pop := census.PopulationOf(claims, surge.InFlight(anchors(pool), claims, nil), d)
-	in, sized, f := s.Sized(inputs, d.Cycle, pop)
-	return schedule.CoverageOf(in, sized, pop, f.Needed)
+	return s.Coverage(inputs, d.Cycle, pool, pop, now)
 }

@@ -16,7 +16,6 @@ import (
 	"github.com/noderotation/node-rotation-controller/internal/budget"
 	"github.com/noderotation/node-rotation-controller/internal/census"
 	"github.com/noderotation/node-rotation-controller/internal/policy"
-	"github.com/noderotation/node-rotation-controller/internal/schedule"
 )
 
 // Observer reads the cluster for one pass.
@@ -186,7 +185,7 @@ func (o *Observer) census(ctx context.Context, obs *Observation) error {
 	// the number of rotations in force, and C with it
 	obs.inputs, obs.Derivation, obs.InForce = obs.Settings.Sized(obs.inputs, obs.Derivation.Cycle, obs.Census.Population)
 	obs.Findings = obs.Settings.Assess(obs.inputs, obs.Derivation, obs.Census.Population)
-	obs.Coverage = schedule.CoverageOf(obs.inputs, obs.Derivation, obs.Census.Population, obs.InForce.Needed)
+	obs.Coverage = obs.Settings.Coverage(obs.inputs, obs.Derivation.Cycle, obs.Pool, obs.Census.Population, obs.Now)
 	return nil
 }
 

@@ -104,7 +104,15 @@ type Pool struct {
 	// EKSAutoMode: the template's nodeClassRef is an EKS Auto Mode
 	// NodeClass, whose nodes live 21 days at most.
 	EKSAutoMode bool
+	// Budgets are spec.disruption.budgets; Karpenter's default when the
+	// document sets none (DefaultBudgets).
+	Budgets []karpv1.Budget
 }
+
+// DefaultBudgets is the budget Karpenter's CRD gives a NodePool that sets
+// none: a tenth of its nodes at once. plan assumes it of a pool given
+// without a NodePool file.
+func DefaultBudgets() []karpv1.Budget { return []karpv1.Budget{{Nodes: "10%"}} }
 
 // LoadNodePool reads a Karpenter NodePool and its template's expireAfter and
 // terminationGracePeriod.
@@ -122,7 +130,11 @@ func LoadNodePool(path string) (Pool, error) {
 			continue
 		}
 		spec := np.Spec.Template.Spec
-		p := Pool{Name: np.Name, ExpireAfter: spec.ExpireAfter.Duration, EKSAutoMode: policy.EKSAutoMode(spec.NodeClassRef)}
+		p := Pool{Name: np.Name, ExpireAfter: spec.ExpireAfter.Duration, EKSAutoMode: policy.EKSAutoMode(spec.NodeClassRef), Budgets: np.Spec.Disruption.Budgets}
+		if !budgetsSet(doc) {
+			// the CRD's default, as the API server stores the NodePool
+			p.Budgets = DefaultBudgets()
+		}
 		if spec.TerminationGracePeriod != nil {
 			tgp := spec.TerminationGracePeriod.Duration
 			p.TerminationGrace = &tgp
@@ -153,6 +165,22 @@ func expireAfterSet(doc []byte) bool {
 		return false
 	}
 	_, ok := np.Spec.Template.Spec["expireAfter"]
+	return ok
+}
+
+// budgetsSet reports whether a NodePool document sets
+// spec.disruption.budgets at all (an empty list is no budget; an absent
+// key is Karpenter's default).
+func budgetsSet(doc []byte) bool {
+	var np struct {
+		Spec struct {
+			Disruption map[string]any `json:"disruption"`
+		} `json:"spec"`
+	}
+	if sigsyaml.Unmarshal(doc, &np) != nil {
+		return false
+	}
+	_, ok := np.Spec.Disruption["budgets"]
 	return ok
 }
 

@@ -85,6 +85,13 @@ func renderTable(w io.Writer, r Report) error {
 			fmt.Fprintln(tw, line)
 		}
 	}
+	if len(r.Budgets) > 0 {
+		fmt.Fprintln(tw)
+		fmt.Fprintln(tw, "NodePool disruption budgets (the strictest in force bounds the starts):")
+		for _, b := range r.Budgets {
+			fmt.Fprintf(tw, "  %s\n", b)
+		}
+	}
 	fmt.Fprintln(tw)
 	fmt.Fprintln(tw, "Coverage:")
 	fmt.Fprintf(tw, "  %s\n", coverageLine(r.Coverage))

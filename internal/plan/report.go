@@ -4,7 +4,10 @@ import (
 	"math"
 	"time"
 
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
 	"github.com/noderotation/node-rotation-controller/api/v1alpha1"
+	"github.com/noderotation/node-rotation-controller/internal/budget"
 	"github.com/noderotation/node-rotation-controller/internal/policy"
 	"github.com/noderotation/node-rotation-controller/internal/schedule"
 )
@@ -42,6 +45,10 @@ type Report struct {
 	Blackouts []v1alpha1.Blackout `json:"blackouts,omitempty"`
 	Findings  []schedule.Finding  `json:"findings"`
 	Fatal     bool                `json:"fatal"`
+	// Budgets are the NodePool's disruption budgets as a reviewer reads
+	// them; the coverage reads them over time when the policy honours
+	// them (docs/design.md#budget-forecast).
+	Budgets []string `json:"budgets,omitempty"`
 	// Coverage is layer 2's verdict for the pool's nodes (--nodes), the
 	// one the RotationPolicy's Feasible condition gives
 	// (docs/design.md#coverage-verdict); Burst is the burst it judged.
@@ -63,6 +70,8 @@ type Input struct {
 	TerminationGrace *time.Duration // nil = unset
 	// EKSAutoMode holds the pool to EKS Auto Mode's 21-day node lifetime.
 	EKSAutoMode bool
+	// Budgets are the NodePool's spec.disruption.budgets.
+	Budgets []karpv1.Budget
 	// Population is the pool's; a negative Burst is a pool in steady
 	// state: its claims' deadlines as spread as their ages, so the claims
 	// due in one period are N·P/A.
@@ -120,7 +129,12 @@ func Build(in Input) (Report, error) {
 	r.NextOccurrences = nextOccurrences(s.Calendar, in.Now, 3)
 	r.Findings = s.Assess(inputs, d, pop)
 	r.Fatal = schedule.HasFatal(r.Findings)
-	r.Coverage = schedule.CoverageOf(inputs, d, pop, inForce.Needed)
+	np := &karpv1.NodePool{}
+	np.Spec.Disruption.Budgets = in.Budgets
+	for i := range in.Budgets {
+		r.Budgets = append(r.Budgets, budget.Describe(&in.Budgets[i]))
+	}
+	r.Coverage = s.Coverage(base, cycle, np, pop, in.Now)
 	return r, nil
 }
 

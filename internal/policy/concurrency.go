@@ -25,9 +25,9 @@ func concurrency(value, limit *intstr.IntOrString) (schedule.Concurrency, error)
 	var c schedule.Concurrency
 	var err error
 	switch {
-	case value == nil:
-		c.Count = 1
-	case value.Type == intstr.String && value.StrVal == "auto":
+	case value == nil || value.Type == intstr.String && value.StrVal == "auto":
+		// absent is the CRD's default, auto (a file given to rotationctl
+		// is defaulted as admission defaults it; this is the same)
 		c.Auto = true
 	default:
 		c.Amount, err = amount("spec.surge.maxUnavailable", value, `, or "auto"`)

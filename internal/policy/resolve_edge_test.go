@@ -26,9 +26,9 @@ func TestResolveFieldEdges(t *testing.T) {
 			func(s Settings) bool { return s.MinRotationChances == 1 }, ""},
 		{"negative K", v1alpha1.RotationPolicySpec{MinRotationChances: -1}, nil,
 			"spec.minRotationChances: -1 is below the floor of 1"},
-		{"maxUnavailable unset is 1", v1alpha1.RotationPolicySpec{},
+		{"maxUnavailable unset is auto, the CRD's default, capped at 10%", v1alpha1.RotationPolicySpec{},
 			func(s Settings) bool {
-				return s.Concurrency == schedule.Concurrency{Amount: schedule.Amount{Count: 1}, Cap: DefaultMaxUnavailableCap} && s.MaxUnavailable == 1
+				return s.Concurrency == schedule.Concurrency{Auto: true, Cap: DefaultMaxUnavailableCap} && s.MaxUnavailable == 1
 			}, ""},
 		{"maxUnavailable 4", v1alpha1.RotationPolicySpec{Surge: v1alpha1.SurgeSpec{MaxUnavailable: ptr.To(intstr.FromInt32(4))}},
 			func(s Settings) bool { return !s.Concurrency.Auto && s.Concurrency.Count == 4 && s.MaxUnavailable == 1 }, ""},

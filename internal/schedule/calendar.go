@@ -26,6 +26,29 @@ func (i Interval) Contains(t time.Time) bool { return !t.Before(i.Start) && t.Be
 // one occurrence, so two entries 22:00–24:00 and 00:00–02:00 are one window.
 type Calendar struct {
 	entries []Entry
+	// closed are stretches cut out of every occurrence: the NodePool
+	// budgets' zero allowances, as the forecast reads them (Without).
+	closed []Interval
+}
+
+// Without is the calendar with the closed intervals cut out of its
+// occurrences: the windows as a pool whose NodePool budgets allow no
+// disruption in those stretches can use them
+// (docs/design.md#budget-forecast).
+func (c Calendar) Without(closed []Interval) Calendar {
+	all := append(append([]Interval(nil), c.closed...), closed...)
+	sort.Slice(all, func(i, j int) bool { return all[i].Start.Before(all[j].Start) })
+	c.closed = nil
+	for _, h := range all {
+		if n := len(c.closed); n > 0 && !h.Start.After(c.closed[n-1].End) {
+			if h.End.After(c.closed[n-1].End) {
+				c.closed[n-1].End = h.End
+			}
+			continue
+		}
+		c.closed = append(c.closed, h)
+	}
+	return c
 }
 
 // NewCalendar builds the union of entries.
@@ -65,7 +88,7 @@ func (c Calendar) Occurrences(from, to time.Time) []Interval {
 		merged = append(merged, p)
 	}
 	var out []Interval
-	for _, m := range merged {
+	for _, m := range cut(merged, c.closed) {
 		if m.End.After(from) && m.Start.Before(to) {
 			out = append(out, m)
 		}
@@ -130,4 +153,31 @@ func (c Calendar) NextClose(t time.Time) (time.Time, bool) {
 		}
 	}
 	return time.Time{}, false
+}
+
+// cut removes the closed intervals (in order, disjoint: Without keeps
+// them so) from each occurrence: what is left of one may be several
+// pieces, each keeping the occurrence's time zone.
+func cut(occ, closed []Interval) []Interval {
+	if len(closed) == 0 {
+		return occ
+	}
+	var out []Interval
+	for _, o := range occ {
+		// the first closed interval ending after the occurrence starts
+		i := sort.Search(len(closed), func(i int) bool { return closed[i].End.After(o.Start) })
+		start := o.Start
+		for ; i < len(closed) && closed[i].Start.Before(o.End); i++ {
+			if closed[i].Start.After(start) {
+				out = append(out, Interval{Start: start, End: closed[i].Start, Location: o.Location})
+			}
+			if closed[i].End.After(start) {
+				start = closed[i].End
+			}
+		}
+		if start.Before(o.End) {
+			out = append(out, Interval{Start: start, End: o.End, Location: o.Location})
+		}
+	}
+	return out
 }

@@ -56,11 +56,24 @@ type InForce struct {
 	// occurrence, A ≤ 0, or no nodes).
 	Needed int    `json:"needed"`
 	Why    string `json:"why"`
+	// Budget is the NodePool budget that holds N below the number the
+	// policy resolves to (in.Budget); empty when none does.
+	Budget string `json:"budget,omitempty"`
 }
 
 // Resolve is the number in force for a pool of pop under in (whose own
-// MaxUnavailable it ignores) over the cycle cy.
+// MaxUnavailable it ignores) over the cycle cy, held to in.Budget: no
+// more rotations at once than the NodePool's budgets allow in the windows.
 func (c Concurrency) Resolve(in Inputs, cy Cycle, pop Population) InForce {
+	f := c.resolve(in, cy, pop)
+	if b := in.Budget; b != nil && f.N > max(b.Allowed, 1) {
+		f.N, f.Budget = max(b.Allowed, 1), b.Budget
+		f.Why += fmt.Sprintf("; held at %d by NodePool budget %s", f.N, b.Budget)
+	}
+	return f
+}
+
+func (c Concurrency) resolve(in Inputs, cy Cycle, pop Population) InForce {
 	in.MaxUnavailable = 1
 	needed := Needed(in, Derive(in, cy), pop)
 	switch {

@@ -37,7 +37,17 @@ type Coverage struct {
 	// pools split to at most this many (their deadlines bunched as this
 	// pool's are) are covered; 0 when C is 0.
 	LargestPool int `json:"largestPool,omitempty"`
+	// HeldBy is the NodePool budget that holds InForce below Needed: the
+	// remedy is a budget that allows Needed (docs/design.md#budget-forecast).
+	HeldBy string `json:"heldBy,omitempty"`
+	// ClosedBy are the NodePool budgets whose zero allowance the forecast
+	// cut out of the window occurrences, each once.
+	ClosedBy []string `json:"closedBy,omitempty"`
 }
+
+// BudgetClosesEveryOccurrence is the Reason of a pool whose NodePool
+// budgets allow no disruption in any of its window occurrences.
+const BudgetClosesEveryOccurrence = "BudgetClosesEveryOccurrence"
 
 // CoverageOf judges a pool of pop whose derivation at the number in force
 // is d (in.MaxUnavailable that number), with needed the smallest number
@@ -60,6 +70,9 @@ func CoverageOf(in Inputs, d Derivation, pop Population, needed int) Coverage {
 		return c
 	}
 	c.Needed = needed
+	if b := in.Budget; b != nil && needed > n && n >= b.Allowed {
+		c.HeldBy = b.Budget
+	}
 	if d.C > 0 {
 		// the rate's bound, and the burst's if the pool's deadlines bunch
 		// the same way in each part
@@ -103,15 +116,28 @@ func (c Coverage) Sentence() string {
 	if !c.Applies {
 		return "no throughput to cover (no deadline, no window occurrence, no age threshold or no nodes)"
 	}
-	rate := fmt.Sprintf("%s need %s rotations per occurrence (N·P/A), and %d fit (C at maxUnavailable %d)", nodes(c.Nodes), PerOccurrence(c.Arrival), c.Capacity, c.InForce)
+	if c.Reason == BudgetClosesEveryOccurrence {
+		return fmt.Sprintf("not covered: NodePool budget %s allows no disruption in any window occurrence; a window outside its schedule, or a budget that allows rotations in the windows, would cover it", strings.Join(c.ClosedBy, ", "))
+	}
+	at := fmt.Sprintf("maxUnavailable %d", c.InForce)
+	if c.HeldBy != "" {
+		at += ", held by NodePool budget " + c.HeldBy
+	}
+	if len(c.ClosedBy) > 0 {
+		at += "; the windows less NodePool budget " + strings.Join(c.ClosedBy, ", ")
+	}
+	rate := fmt.Sprintf("%s need %s rotations per occurrence (N·P/A), and %d fit (C at %s)", nodes(c.Nodes), PerOccurrence(c.Arrival), c.Capacity, at)
 	if c.Covered {
 		return "covered: " + rate
 	}
 	if c.Reason == "ThroughputBurstShortfall" {
-		rate = fmt.Sprintf("%s have their deadlines within one window period, and minRotationChances × %d fit before them (C at maxUnavailable %d)", nodes(c.Burst), c.Capacity, c.InForce)
+		rate = fmt.Sprintf("%s have their deadlines within one window period, and minRotationChances × %d fit before them (C at %s)", nodes(c.Burst), c.Capacity, at)
 	}
 	var fixes []string
-	if c.Needed > c.InForce {
+	switch {
+	case c.Needed > c.InForce && c.HeldBy != "":
+		fixes = append(fixes, fmt.Sprintf("a NodePool budget that allows %d", c.Needed))
+	case c.Needed > c.InForce:
 		fixes = append(fixes, fmt.Sprintf("maxUnavailable %d", c.Needed))
 	}
 	if c.Window > 0 {

@@ -78,6 +78,10 @@ type Inputs struct {
 	// LifetimeCap is the platform's cap on expireAfter + tGP, 0 when none:
 	// EKSAutoModeLifetime for a pool on an EKS Auto Mode NodeClass.
 	LifetimeCap time.Duration
+	// Budget bounds the rotations at once by the NodePool's disruption
+	// budgets over the cycle's occurrences, as the forecast reads them;
+	// nil when none bounds them (docs/design.md#budget-forecast).
+	Budget *BudgetLimit
 	Timing
 }
 

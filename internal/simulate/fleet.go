@@ -7,7 +7,10 @@ import (
 	"os"
 	"time"
 
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 	sigsyaml "sigs.k8s.io/yaml"
+
+	"github.com/noderotation/node-rotation-controller/internal/budget"
 
 	"github.com/noderotation/node-rotation-controller/internal/plan"
 )
@@ -53,6 +56,10 @@ type Pool struct {
 	StuckDrainRate    float64 `json:"stuckDrainRate,omitempty"`
 	// NeverLaunch: every launch fails (a NodePool Karpenter cannot serve).
 	NeverLaunch bool `json:"neverLaunch,omitempty"`
+	// Budgets are the NodePool's spec.disruption.budgets, read by the
+	// controller's start gate and forecast as on a cluster; absent,
+	// Karpenter's default (nodes: 10%); an empty list, none.
+	Budgets *[]karpv1.Budget `json:"budgets,omitempty"`
 }
 
 // Created is a number of nodes created at one instant.
@@ -190,6 +197,15 @@ func (p *Pool) check() error {
 	}
 	if p.ExpireAfter == "" {
 		p.ExpireAfter = "720h"
+	}
+	if p.Budgets == nil {
+		b := plan.DefaultBudgets()
+		p.Budgets = &b
+	}
+	np := &karpv1.NodePool{}
+	np.Spec.Disruption.Budgets = *p.Budgets
+	if err := budget.Of(np, p.Nodes, time.Now()).Err; err != nil {
+		return err
 	}
 	if _, err := p.expireAfter(); err != nil {
 		return err

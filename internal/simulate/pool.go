@@ -78,6 +78,9 @@ func nodePool(p Pool) *karpv1.NodePool {
 	np := &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Labels: p.Labels}}
 	e, _ := p.expireAfter()
 	np.Spec.Template.Spec.ExpireAfter = karpv1.NillableDuration{Duration: e}
+	if p.Budgets != nil {
+		np.Spec.Disruption.Budgets = *p.Budgets
+	}
 	if p.TerminationGracePeriod.Duration > 0 {
 		np.Spec.Template.Spec.TerminationGracePeriod = &metav1.Duration{Duration: p.TerminationGracePeriod.Duration}
 	}

@@ -107,8 +107,10 @@ func (w *world) result(policies []v1alpha1.RotationPolicy, start, end time.Time)
 			if w.lastObs != nil {
 				pop = w.lastObs.Census.Population
 			}
+			cov := settings.Coverage(in, d.Cycle, nodePool(w.spec), pop, start)
 			_, d, inForce := settings.Sized(in, d.Cycle, pop)
 			sum.Plan = &Figures{P: d.Cycle.P, D: d.Cycle.D, A: d.A, C: d.C, N: inForce.N, TRotEst: d.TRotEst, AlwaysOpen: d.Cycle.AlwaysOpen}
+			sum.Coverage = &cov
 			pr.Occurrences = settings.Calendar.Occurrences(start, end)
 			if len(pr.Occurrences) > 0 && pr.Occurrences[0].Location != nil {
 				pr.Timezone = pr.Occurrences[0].Location

@@ -27,6 +27,9 @@ type PoolSummary struct {
 	// Plan are the figures plan derives for the pool; nil when no valid
 	// policy governs it.
 	Plan *Figures
+	// Coverage is plan's verdict on the pool, its NodePool budgets read
+	// over time (docs/design.md#budget-forecast); nil with Plan.
+	Coverage *schedule.Coverage
 	// Rotations: claims whose drain the controller began (the rotation's
 	// point of no return); Attempts started (retries count again); Started
 	// the claims that saw at least one start.
@@ -127,6 +130,12 @@ func RenderSummary(w io.Writer, r *Result) error {
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	fmt.Fprintln(w, "\nCoverage, as plan forecasts it (the NodePool budgets read over time):")
+	for _, p := range r.Pools {
+		if s := p.Summary; s.Coverage != nil {
+			fmt.Fprintf(w, "  %s: %s\n", s.Pool, s.Coverage.Sentence())
+		}
 	}
 	for _, p := range r.Pools {
 		if s := p.Summary; s.PassErrors > 0 {

@@ -92,7 +92,7 @@ var _ = Describe("RotationPolicy admission", func() {
 		Expect(s.Surge.ReadyTimeout).To(Equal("15m"))
 		Expect(s.Surge.CooldownAfter).To(Equal("10m"))
 		Expect(s.Surge.RetryBackoff).To(Equal("30m"))
-		Expect(s.Surge.MaxUnavailable).To(Equal(ptr.To(intstr.FromInt32(1))), "one rotation at a time unless the policy says more")
+		Expect(s.Surge.MaxUnavailable).To(Equal(ptr.To(intstr.FromString("auto"))), "auto: the smallest number that covers the pool, capped at 10%, unless the policy says otherwise")
 		Expect(s.Surge.MaxUnavailableCap).To(Equal(ptr.To(intstr.FromString("10%"))))
 		Expect(s.Surge.FailurePause).To(BeEmpty(), "unset means max(10m, cooldownAfter)")
 		Expect(s.Surge.MatchNodeRequirements.Required).To(Equal(policy.DefaultRequired))

@@ -29,8 +29,8 @@ var allowed = map[string][]string{
 	"internal/surge":               {"api/v1alpha1"},
 	"internal/prepull":             {"api/v1alpha1", "internal/surge"},
 	"internal/markers":             {"api/v1alpha1"},
-	"internal/policy":              {"api/v1alpha1", "internal/schedule"},
-	"internal/plan":                {"api/v1alpha1", "internal/admission", "internal/policy", "internal/schedule"},
+	"internal/policy":              {"api/v1alpha1", "internal/budget", "internal/schedule"},
+	"internal/plan":                {"api/v1alpha1", "internal/admission", "internal/budget", "internal/policy", "internal/schedule"},
 	"internal/admission":           {"config/crd"},
 	"config/crd":                   {},
 	"internal/metrics":             {"engine", "internal/schedule"},
@@ -44,7 +44,7 @@ var allowed = map[string][]string{
 	"cmd/node-rotation-controller": {"internal/cache", "internal/controller", "internal/preflight", "internal/prepull", "internal/scheme", "internal/surge", "internal/version"},
 	"internal/inspect":             {"api/v1alpha1", "engine", "internal/budget", "internal/census", "internal/observe", "internal/prepull", "internal/schedule"},
 	"internal/inspect/inspecttest": {"api/v1alpha1"},
-	"internal/simulate":            {"api/v1alpha1", "engine", "internal/controller", "internal/observe", "internal/plan", "internal/policy", "internal/schedule", "internal/scheme", "internal/table"},
+	"internal/simulate":            {"api/v1alpha1", "engine", "internal/budget", "internal/controller", "internal/observe", "internal/plan", "internal/policy", "internal/schedule", "internal/scheme", "internal/table"},
 	"cmd/rotationctl":              {"api/v1alpha1", "engine", "internal/cache", "internal/controller", "internal/inspect", "internal/plan", "internal/schedule", "internal/scheme", "internal/simulate", "internal/table", "internal/version", "rules"},
 }
 

@@ -15,15 +15,17 @@ import (
 )
 
 // The pool: 300 nodes, two 4-hour windows a week, expireAfter
-// 720h, every other setting at its default. FEASIBLE means every node is
-// rotated in time: False here, with the remedy; True again at the
-// maxUnavailable it names (docs/design.md#coverage-verdict).
+// 720h, one rotation at a time, every other setting at its default.
+// FEASIBLE means every node is rotated in time: False here, with the
+// remedy; True again at the maxUnavailable it names, and at the default,
+// auto (docs/design.md#coverage-verdict).
 var _ = Describe("a policy that cannot cover its pool", func() {
 	It("is Feasible=False ThroughputBelowArrival naming the maxUnavailable that covers it, and True at that maxUnavailable", func() {
 		const pool = "fleet-300"
 		createPoolWith(pool, poolOptions{wait: waitNone, policy: func(p *v1alpha1.RotationPolicy) {
 			p.Spec.AgeThreshold = ""
-			p.Spec.Surge = v1alpha1.SurgeSpec{}
+			one := intstr.FromInt32(1)
+			p.Spec.Surge = v1alpha1.SurgeSpec{MaxUnavailable: &one}
 			p.Spec.MaintenanceWindows = []v1alpha1.MaintenanceWindow{{Timezone: "UTC", Days: []v1alpha1.Weekday{"Tue", "Sat"}, Start: "02:00", End: "06:00"}}
 		}})
 		for i := range 300 {
@@ -47,6 +49,16 @@ var _ = Describe("a policy that cannot cover its pool", func() {
 		n := intstr.FromInt32(15)
 		p.Spec.Surge.MaxUnavailable = &n
 		Expect(env.Client.Update(ctx, p)).To(Succeed())
+		Eventually(policyCondition(pool, "Feasible"), timeout).Should(And(reason("Covered"), HaveField("Status", metav1.ConditionTrue)))
+
+		By("at the default, auto, it is covered too")
+		Expect(env.Client.Get(ctx, client.ObjectKey{Name: pool}, p)).To(Succeed())
+		p.Spec.Surge.MaxUnavailable = nil
+		Expect(env.Client.Update(ctx, p)).To(Succeed())
+		Eventually(func(g Gomega) string {
+			g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: pool}, p)).To(Succeed())
+			return p.Spec.Surge.MaxUnavailable.String()
+		}, timeout).Should(Equal("auto"))
 		Eventually(policyCondition(pool, "Feasible"), timeout).Should(And(reason("Covered"), HaveField("Status", metav1.ConditionTrue)))
 		Expect(env.Client.DeleteAllOf(ctx, &karpv1.NodeClaim{}, client.MatchingLabels{karpv1.NodePoolLabelKey: pool})).To(Succeed())
 	})

@@ -28,6 +28,14 @@ var _ = Describe("a percentage of a pool with its rotations' surge claims in it"
 		for i := range 9 {
 			createClaim(fk.Claim{Pool: pool, Name: fmt.Sprintf("pct-%d", i), Zone: "zone-a"})
 		}
+		// The nine predate every rotation by a second at least: a claim
+		// created in the second a rotation starts reads as its surge claim
+		// (creation times and started-at have whole seconds; the base errs
+		// low, docs/design.md#percentage-base), and with the surge claims
+		// not launched yet three rotations would each take one of the nine
+		// and hold the base at six (3 in force). Seen on a cold CI run,
+		// where the first rotation started in the nine's own second.
+		time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second + 50*time.Millisecond)))
 		// the NodePool's budget at the same 34%: ceil(34% of 9) = 4 for Karpenter
 		// too, whose count leaves out the surge claims until they initialize
 		createPoolWith(pool, poolOptions{surge: v1alpha1.SurgeSpec{MaxUnavailable: ptr.To(intstr.FromString("34%")), ReadyTimeout: "1h"}, pool: budget("34%")})
