@@ -137,10 +137,10 @@ type SurgeSpec struct {
 	// at once: an integer of at least 1, a percentage of the pool's current
 	// nodes ("10%", rounded up, at least 1), or "auto", the smallest number
 	// that lets the pool's schedule rotate every node before its deadline
-	// with minRotationChances chances, up to maxUnavailableCap, and never
-	// more than the NodePool's disruption budgets allow. The default is
-	// auto; rules version 18 and before defaulted to 1
-	// (docs/operations.md#upgrading-to-the-auto-default).
+	// with minRotationChances chances, up to maxUnavailableCap; the start
+	// gate holds the rotations to the NodePool's disruption budget in
+	// force. The default is auto; the CRDs before this release defaulted
+	// it to 1 (docs/operations.md#upgrading-to-the-auto-default).
 	// +kubebuilder:default=auto
 	// +kubebuilder:validation:XIntOrString
 	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 1 : (self == 'auto' || self.matches('^([1-9][0-9]?|100)%$'))",message="maxUnavailable must be an integer of at least 1, a percentage from 1% to 100% such as 10%, or auto"

@@ -207,7 +207,7 @@ func TestPlanReadsTheNodePoolBudgets(t *testing.T) {
 		{name: "Karpenter's default, 10%, leaves auto its 6", budgets: "", code: 0,
 			want: []string{"nodes=10%\n", "covered: 300 nodes need 54.7 rotations per occurrence (N·P/A), and 60 fit (C at maxUnavailable 6)"}},
 		{name: "1% holds N at 3", budgets: `budgets: [{nodes: "1%"}]`, code: exitFatal,
-			want: []string{"C at maxUnavailable 3, held by NodePool budget nodes=1%", "a NodePool budget that allows 6, "}},
+			want: []string{"C at maxUnavailable 3, held by NodePool budget nodes=1%", "a NodePool budget that allows 6, ", "6 (auto: 6, the smallest that covers 300 nodes (maxUnavailableCap 10% of 300 nodes allows 30)); NodePool budget nodes=1% allows 3 in the windows"}},
 		{name: "a zero budget over each window's last two hours", budgets: `budgets: [{nodes: "0", schedule: "0 4 * * *", duration: 2h}]`, code: 0,
 			want: []string{"; the windows less NodePool budget nodes=0 (schedule \"0 4 * * *\" for 2h)", "C at maxUnavailable 11;"}},
 		{name: "business hours 0 over every window", budgets: `budgets: [{nodes: "5%"}, {nodes: "0", schedule: "0 1 * * *", duration: 8h}]`, code: exitFatal,

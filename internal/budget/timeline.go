@@ -1,6 +1,7 @@
 package budget
 
 import (
+	"fmt"
 	"sort"
 	"time"
 
@@ -18,10 +19,9 @@ type Span struct {
 	Budget  string
 }
 
-// maxChanges bounds the occurrences a schedule contributes to one
-// timeline: a schedule that starts more often than this over the horizon
-// (every few minutes for weeks) is read as always in force, the strictest
-// reading.
+// maxChanges bounds the occurrences walked of one schedule: a schedule
+// that starts more often than this over the horizon (every few minutes
+// for weeks) is read as always in force, the strictest reading.
 const maxChanges = 4096
 
 // Timeline is the pool's allowance over [from, to) for a pool of nodes
@@ -110,8 +110,9 @@ func occurrences(b *karpv1.Budget, from, to time.Time) (occ []interval, ok, bad 
 	}
 	d := b.Duration.Duration
 	var out []interval
+	walked := 0
 	for s := sched.Next(from.UTC().Add(-d)); !s.IsZero() && s.Before(to); s = sched.Next(s) {
-		if len(out) >= maxChanges {
+		if walked++; walked > maxChanges {
 			return nil, false, false
 		}
 		if n := len(out); n > 0 && !s.After(out[n-1].end) {
@@ -121,4 +122,21 @@ func occurrences(b *karpv1.Budget, from, to time.Time) (occ []interval, ok, bad 
 		out = append(out, interval{start: s, end: s.Add(d)})
 	}
 	return out, true, false
+}
+
+// Check reports what Karpenter cannot read of a budget, whenever it is
+// asked: its nodes value (Karpenter's own GetAllowedDisruptions, the
+// schedule held in force) and its schedule. For a fleet file, which the
+// simulator refuses rather than fail closed on.
+func Check(b karpv1.Budget) error {
+	if b.Schedule != nil {
+		if _, err := cron.ParseStandard("TZ=UTC " + *b.Schedule); err != nil {
+			return fmt.Errorf("schedule %q: %w", *b.Schedule, err)
+		}
+	}
+	b.Schedule, b.Duration = nil, nil
+	if _, err := b.GetAllowedDisruptions(fixed{t: time.Time{}}, 1); err != nil {
+		return fmt.Errorf("nodes %q: %w", b.Nodes, err)
+	}
+	return nil
 }

@@ -70,3 +70,20 @@ func TestShortDurations(t *testing.T) {
 		}
 	}
 }
+
+func TestCheck(t *testing.T) {
+	for _, c := range []struct {
+		b    karpv1.Budget
+		want string
+	}{
+		{karpv1.Budget{Nodes: "10%"}, ""},
+		{scheduled("0", "@daily", "1h"), ""},
+		{karpv1.Budget{Nodes: "ten"}, `nodes "ten"`},
+		{scheduled("1", "every day", "1h"), `schedule "every day"`},
+	} {
+		err := Check(c.b)
+		if (c.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), c.want)) {
+			t.Errorf("Check(%s) = %v, want %q", Describe(&c.b), err, c.want)
+		}
+	}
+}

@@ -57,7 +57,7 @@ func renderTable(w io.Writer, r Report) error {
 		{"t_rot_est\tprovisioningEstimate" + prePull + " + drainEstimate", r.TRotEst},
 		{"A\tage threshold (" + r.AgeThreshold + ")", r.A},
 		{"G\tguaranteed rotation chances", fmt.Sprint(r.G)},
-		{"N\trotations at once", fmt.Sprintf("%d (%s)", r.InForce.N, r.InForce.Why)},
+		{"N\trotations at once", nLine(r)},
 		{"C\tstarts per occurrence", fmt.Sprint(r.C)},
 	}
 	if r.StartHold != "" {
@@ -104,6 +104,16 @@ func renderTable(w io.Writer, r Report) error {
 		fmt.Fprintf(tw, "  %s\t%s\tlayer %d\t%s\n  \t\t\tremedy: %s\n", f.Severity, f.Reason, f.Layer, f.Message, f.Remedy)
 	}
 	return tw.Flush()
+}
+
+// nLine is the number in force and why, and — when the NodePool's budget
+// allows fewer in the windows — the number the coverage is judged at.
+func nLine(r Report) string {
+	s := fmt.Sprintf("%d (%s)", r.InForce.N, r.InForce.Why)
+	if c := r.Coverage; c.HeldBy != "" {
+		s += fmt.Sprintf("; NodePool budget %s allows %d in the windows, and the coverage is judged at %d", c.HeldBy, c.InForce, c.InForce)
+	}
+	return s
 }
 
 func coverageLine(c schedule.Coverage) string {

@@ -28,17 +28,31 @@ const (
 // disruptions, which share the budget, cannot be forecast and are not
 // counted.
 func (s Settings) Coverage(in schedule.Inputs, whole schedule.Cycle, np *karpv1.NodePool, pop schedule.Population, now time.Time) schedule.Coverage {
+	base := s.coverage(in, whole, pop)
 	b := s.Budgeted(np, pop.Nodes, now)
-	if !b.Read {
-		return s.coverage(in, whole, pop)
+	if !b.Read || !base.Applies {
+		// no budget to read, or no throughput to cover whatever they say
+		return base
 	}
 	cy := whole
 	if len(b.closed) > 0 {
 		cy = b.Calendar.Measure(now)
 	}
 	closedBy := schedule.ClosedBy(b.spans, occurrences(whole, now))
-	if whole.HasOccurrence && !cy.HasOccurrence {
+	if !cy.HasOccurrence {
 		return schedule.Coverage{Applies: true, Reason: schedule.BudgetClosesEveryOccurrence, Nodes: pop.Nodes, Burst: pop.Burst, ClosedBy: closedBy}
+	}
+	// The controller makes a claim due at the age threshold it derives
+	// from the windows alone: judge the cut windows at that threshold,
+	// not at one derived from them.
+	controller := schedule.Derive(in, whole)
+	a := controller.A
+	in.AgeThreshold = &a
+	if cut := schedule.Derive(in, cy); controller.G > 0 && cut.G == 0 {
+		// between a claim's threshold and its last start the budgets
+		// leave no window: the claims due while they hold expire
+		return schedule.Coverage{Applies: true, Reason: schedule.BudgetOutlastsLead, Nodes: pop.Nodes, Burst: pop.Burst, ClosedBy: closedBy,
+			Lead: max(*in.ExpireAfter-a-cut.TRot, 0), Period: cy.P}
 	}
 	in.Budget = schedule.LimitOver(b.spans, occurrences(cy, now))
 	c := s.coverage(in, cy, pop)

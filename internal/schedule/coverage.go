@@ -43,11 +43,20 @@ type Coverage struct {
 	// ClosedBy are the NodePool budgets whose zero allowance the forecast
 	// cut out of the window occurrences, each once.
 	ClosedBy []string `json:"closedBy,omitempty"`
+	// Lead and Period, for BudgetOutlastsLead: the span between a claim's
+	// age threshold and its last start (expireAfter − A − t_rot), and the
+	// largest gap between the starts of the windows the budgets leave.
+	Lead   time.Duration `json:"lead,omitempty"`
+	Period time.Duration `json:"period,omitempty"`
 }
 
-// BudgetClosesEveryOccurrence is the Reason of a pool whose NodePool
-// budgets allow no disruption in any of its window occurrences.
-const BudgetClosesEveryOccurrence = "BudgetClosesEveryOccurrence"
+// The Reasons of a pool whose NodePool budgets leave its windows too
+// little (docs/design.md#budget-forecast): none of its occurrences, or
+// none within the lead of a claim that falls due while they hold.
+const (
+	BudgetClosesEveryOccurrence = "BudgetClosesEveryOccurrence"
+	BudgetOutlastsLead          = "BudgetOutlastsLead"
+)
 
 // CoverageOf judges a pool of pop whose derivation at the number in force
 // is d (in.MaxUnavailable that number), with needed the smallest number
@@ -116,8 +125,12 @@ func (c Coverage) Sentence() string {
 	if !c.Applies {
 		return "no throughput to cover (no deadline, no window occurrence, no age threshold or no nodes)"
 	}
-	if c.Reason == BudgetClosesEveryOccurrence {
-		return fmt.Sprintf("not covered: NodePool budget %s allows no disruption in any window occurrence; a window outside its schedule, or a budget that allows rotations in the windows, would cover it", strings.Join(c.ClosedBy, ", "))
+	switch c.Reason {
+	case BudgetClosesEveryOccurrence:
+		return fmt.Sprintf("not covered: NodePool budget %s allows no disruption in any window occurrence; a window outside its schedule, a budget that allows rotations in the windows, or nodePoolBudgets: Ignore (where the budget hands node replacement to this controller) would cover it", strings.Join(c.ClosedBy, ", "))
+	case BudgetOutlastsLead:
+		return fmt.Sprintf("not covered: a claim has %s between its age threshold and its last start, and the windows less NodePool budget %s open only every %s: a claim due while the budget holds expires; policy windows that close while the budget holds (so the age threshold allows for it), or nodePoolBudgets: Ignore, would cover it",
+			FormatDuration(c.Lead), strings.Join(c.ClosedBy, ", "), FormatDuration(c.Period))
 	}
 	at := fmt.Sprintf("maxUnavailable %d", c.InForce)
 	if c.HeldBy != "" {

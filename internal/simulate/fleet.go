@@ -202,10 +202,10 @@ func (p *Pool) check() error {
 		b := plan.DefaultBudgets()
 		p.Budgets = &b
 	}
-	np := &karpv1.NodePool{}
-	np.Spec.Disruption.Budgets = *p.Budgets
-	if err := budget.Of(np, p.Nodes, time.Now()).Err; err != nil {
-		return err
+	for i, b := range *p.Budgets {
+		if err := budget.Check(b); err != nil {
+			return fmt.Errorf("budgets[%d]: %w", i, err)
+		}
 	}
 	if _, err := p.expireAfter(); err != nil {
 		return err

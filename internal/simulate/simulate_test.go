@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 )
 
 var monday = time.Date(2026, 12, 7, 0, 0, 0, 0, time.UTC)
@@ -365,5 +366,36 @@ func BenchmarkSimulate300NodesThroughput8Weeks(b *testing.B) {
 				b.ReportMetric(float64(r.Pools[0].Summary.Plan.N), "N")
 			}
 		})
+	}
+}
+
+// The fleet file's budgets are the simulated NodePool's: the controller's
+// start gate holds every start under a zero budget always in force, the
+// summary's coverage line names it, and a budget Karpenter cannot read is
+// refused with the file. With the default budget (10%) the same pool
+// rotates.
+func TestFleetBudgetsBoundTheRun(t *testing.T) {
+	labels := map[string]string{"workload": "batch"}
+	pols, d := examplePolicy(t, "always-open.yaml", "batch-workers", labels)
+	pool := estimated(t, "batch", labels, policyNamed(pols, "batch-workers"), 4, d.A-time.Hour)
+	fleet := func(b *[]karpv1.Budget) Fleet {
+		p := pool
+		p.Budgets = b
+		return Fleet{Start: monday, Span: Duration{6 * time.Hour}, Pools: []Pool{p}}
+	}
+	if r := run(t, fleet(nil), pols, 1); r.Pools[0].Summary.Rotations == 0 {
+		t.Fatalf("Karpenter's default budget: nothing rotated")
+	}
+	r := run(t, fleet(&[]karpv1.Budget{{Nodes: "0"}}), pols, 1)
+	if s := r.Pools[0].Summary; s.Rotations != 0 || s.Attempts != 0 || s.Events["DisruptionBudget"] == 0 {
+		t.Errorf("a zero budget: %d rotated, %d started, events %v", s.Rotations, s.Attempts, s.Events)
+	}
+	var out bytes.Buffer
+	if err := RenderSummary(&out, r); err != nil || !strings.Contains(out.String(), "batch: not covered: NodePool budget nodes=0 allows no disruption in any window occurrence") {
+		t.Errorf("summary (%v):\n%s", err, out.String())
+	}
+	bad := fleet(&[]karpv1.Budget{{Nodes: "ten"}})
+	if err := bad.check(); err == nil || !strings.Contains(err.Error(), `budgets[0]: nodes "ten"`) {
+		t.Errorf("an unreadable budget: %v", err)
 	}
 }

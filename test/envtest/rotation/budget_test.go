@@ -41,7 +41,9 @@ var _ = Describe("a NodePool disruption budget of 0", func() {
 		Eventually(func() []string { return eventMessages(name, "DisruptionBudget") }, timeout).Should(ContainElement(ContainSubstring(
 			fmt.Sprintf("NodePool budget nodes=0 (schedule %q for %s), until %s", schedule, map[time.Duration]string{time.Minute: "1m", 2 * time.Minute: "2m"}[d], ends.Format("2006-01-02 15:04 UTC")))))
 		expectAnnouncedOncePerActor(name, "DisruptionBudget")
-		Expect(time.Now()).To(BeTemporally("<", ends), "the announcement was checked while the budget held")
+		Eventually(scrape("noderotation_start_gate", series(name, "gate", "disruptionBudget")), timeout).Should(Equal(1.0))
+		Expect(scrape("noderotation_start_gate", series(name, "gate", "open"))()).To(Equal(0.0))
+		Expect(time.Now()).To(BeTemporally("<", ends), "the announcement and the gauge were checked while the budget held")
 		Expect(poolAnnotations(name)()).NotTo(HaveKey(v1alpha1.AnnotationActiveRotation))
 		By("the budget's duration ending: the pool is woken at its end and the rotation starts")
 		Eventually(poolAnnotations(name), time.Until(ends)+timeout).Should(HaveKeyWithValue(v1alpha1.AnnotationActiveRotation, old))
