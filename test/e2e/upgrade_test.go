@@ -65,7 +65,10 @@ var _ = Describe("an upgrade from the single-anchor build with a rotation in fli
 		s := newScenario("upgrade-draining", fixtures.RotationPool("upgrade-draining"), 4, 1)
 		s.setUp(ctx)
 		prior := startBinary(old, "upgrade-draining-old")
-		s.govern(ctx, "30s", func(p *v1alpha1.RotationPolicy) { p.Spec.Surge.CooldownAfter = "1h" })
+		s.govern(ctx, "30s", func(p *v1alpha1.RotationPolicy) {
+			p.Spec.Surge.CooldownAfter = "1h"
+			storedBeforeTheUpgrade(p)
+		})
 		s.awaitRotation(ctx, 3*time.Minute, "a rotation starts", pending(ctx))
 		By("holding the drain: a PDB that allows no disruption from the moment the surge is pending")
 		s.setPDB(ctx, 0)
@@ -113,6 +116,7 @@ func (s *scenario) holdPending(ctx context.Context) string {
 	s.govern(ctx, "30s", func(p *v1alpha1.RotationPolicy) {
 		p.Spec.Surge.ReadyTimeout = "10m"
 		p.Spec.Surge.CooldownAfter = "1h"
+		storedBeforeTheUpgrade(p)
 	})
 	claim := s.awaitRotation(ctx, 3*time.Minute, "a rotation is pending", pending(ctx))
 	Eventually(func() error {
@@ -173,4 +177,14 @@ func (s *scenario) expectFinished(ctx context.Context, claim string, prior, next
 	Consistently(poolAnnotations(ctx, s.name)).WithTimeout(3*time.Second).
 		ShouldNot(HaveKey(v1alpha1.AnnotationActiveRotation), "cooldownAfter holds the next start")
 	s.expectSettled(ctx, []*controller{prior, next}, []string{claim}, 0)
+}
+
+// storedBeforeTheUpgrade gives the policy the maxUnavailable the old
+// build's CRD stored in every policy it admitted, 1: the old build reads
+// the field as an integer and fails to list any policy holding the new
+// default, auto (docs/operations.md#upgrading-to-the-auto-default). The
+// policy is created here after the new CRD is in place, so it is written
+// as one created before the upgrade would be.
+func storedBeforeTheUpgrade(p *v1alpha1.RotationPolicy) {
+	p.Spec.Surge.MaxUnavailable = ptr.To(intstr.FromInt32(1))
 }
